@@ -1,0 +1,5 @@
+import sys
+
+from edgec.cli.main import main
+
+sys.exit(main())

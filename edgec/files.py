@@ -1,0 +1,47 @@
+"""Writing outputs safely: never a half-written file, never the input overwritten."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from edgec.errors import EdgecError
+
+
+def refuse_overwrite(src: str | os.PathLike, dest: str | os.PathLike) -> None:
+    """Raise if dest is the same file as src (the input must survive)."""
+    s, d = Path(src), Path(dest)
+    if d.exists() and s.exists() and os.path.samefile(s, d):
+        raise EdgecError(f"output {d} is the input model; choose another output path")
+    if s.resolve() == d.resolve():
+        raise EdgecError(f"output {d} is the input model; choose another output path")
+
+
+@contextlib.contextmanager
+def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp path beside dest; rename it over dest only if the block succeeds."""
+    dest = Path(dest)
+    parent = dest.parent if str(dest.parent) else Path(".")
+    if not parent.is_dir():
+        raise EdgecError(f"output folder {parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix or ".tmp", dir=parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, dest)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> None:
+    with atomic_path(dest) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text_atomic(dest: str | os.PathLike, text: str) -> None:
+    write_bytes_atomic(dest, text.encode())

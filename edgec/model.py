@@ -1,0 +1,224 @@
+"""Loading ONNX models the same way for every command.
+
+load_model() checks the file, converts opsets older than the caller needs, pins
+dynamic dimensions (from --input-shape, else batch 1) and runs shape inference,
+so every later stage sees static shapes. Problems become one-line EdgecErrors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import helper, numpy_helper, shape_inference, version_converter
+
+from edgec.errors import EdgecError
+
+MIN_OPSET = 7
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple  # ints where static, str for symbolic dims, None for unknown
+    dtype: str    # numpy dtype name, e.g. "float32"
+
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+
+def parse_input_shapes(specs: list[str] | None) -> dict[str, list[int]]:
+    """Parse ["NAME:1,3,224,224", ...] into {"NAME": [1, 3, 224, 224]}."""
+    shapes: dict[str, list[int]] = {}
+    for spec in specs or []:
+        name, sep, dims = spec.rpartition(":")
+        if not sep or not name:
+            raise EdgecError(f"malformed --input-shape {spec!r}: expected NAME:D1,D2,... e.g. input:1,3,224,224")
+        try:
+            parsed = [int(d) for d in dims.replace("x", ",").split(",") if d.strip() != ""]
+        except ValueError:
+            raise EdgecError(f"malformed --input-shape {spec!r}: dimensions must be whole numbers") from None
+        if not parsed or any(d <= 0 for d in parsed):
+            raise EdgecError(f"malformed --input-shape {spec!r}: dimensions must be positive")
+        shapes[name] = parsed
+    return shapes
+
+
+def dtype_name(elem_type: int) -> str:
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except Exception:
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+
+
+def _value_info(v: onnx.ValueInfoProto) -> TensorInfo:
+    t = v.type.tensor_type
+    dims: list = []
+    if t.HasField("shape"):
+        for d in t.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                dims.append(d.dim_param)
+            else:
+                dims.append(None)
+    return TensorInfo(v.name, tuple(dims), dtype_name(t.elem_type))
+
+
+def graph_inputs(model: onnx.ModelProto) -> list[TensorInfo]:
+    """Real inputs: graph inputs that are not initializers (old exporters list weights as inputs)."""
+    inits = {i.name for i in model.graph.initializer}
+    return [_value_info(v) for v in model.graph.input if v.name not in inits]
+
+
+def graph_outputs(model: onnx.ModelProto) -> list[TensorInfo]:
+    return [_value_info(v) for v in model.graph.output]
+
+
+def opset_version(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 0
+
+
+def _read(path: Path) -> onnx.ModelProto:
+    if not path.exists():
+        raise EdgecError(f"model file not found: {path}")
+    if path.is_dir():
+        raise EdgecError(f"{path} is a folder, not an ONNX model file")
+    if path.stat().st_size == 0:
+        raise EdgecError(f"{path} is empty, not an ONNX model")
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise EdgecError(f"{path} is not a readable ONNX model (truncated or not protobuf): {_first_line(e)}") from None
+    if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
+        raise EdgecError(f"{path} is not an ONNX model (no graph in the file)")
+    try:
+        onnx.load_external_data_for_model(model, str(path.parent))
+    except (OSError, ValueError) as e:
+        raise EdgecError(f"{path}: its external weight data could not be read: {_first_line(e)}") from None
+    return model
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:300]
+
+
+def _check(model: onnx.ModelProto, path: Path) -> None:
+    try:
+        if model.ByteSize() > 1_900_000_000:
+            onnx.checker.check_model(str(path))
+        else:
+            onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        msg = " ".join(str(e).split())
+        raise EdgecError(f"{path} is not a valid ONNX graph: {msg[:400]}") from None
+
+
+def convert_opset(model: onnx.ModelProto, target: int, what: str = "model") -> onnx.ModelProto:
+    """Upgrade the default-domain opset with onnx's version converter."""
+    current = opset_version(model)
+    if current >= target:
+        return model
+    try:
+        converted = version_converter.convert_version(model, target)
+    except Exception as e:  # the converter raises bare RuntimeError/IndexError on unsupported adapters
+        raise EdgecError(f"{what} uses opset {current}; converting it to opset {target} failed: {_first_line(e)}") from None
+    return converted
+
+
+def pin_input_shapes(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> None:
+    """Write static dims into the graph inputs: given ones, else batch 1 for a leading dynamic dim."""
+    inputs = {i.name: i for i in graph_inputs(model)}
+    unknown = [n for n in shapes if n not in inputs]
+    if unknown:
+        raise EdgecError(
+            f"--input-shape names unknown input {unknown[0]!r}; the model's inputs are: {', '.join(inputs) or '(none)'}")
+    for v in model.graph.input:
+        if v.name not in inputs:
+            continue
+        info = inputs[v.name]
+        tt = v.type.tensor_type
+        if v.name in shapes:
+            want = shapes[v.name]
+            if tt.HasField("shape") and len(info.shape) != len(want):
+                raise EdgecError(f"--input-shape {v.name}: rank {len(want)} given, the model's input has rank {len(info.shape)} {_fmt(info.shape)}")
+            for d, (declared, new) in enumerate(zip(info.shape, want)):
+                if isinstance(declared, int) and declared > 0 and declared != new:
+                    raise EdgecError(f"--input-shape {v.name}: dim {d} is fixed to {declared} in the model, {new} given")
+            tt.ClearField("shape")
+            tt.shape.dim.extend([onnx.TensorShapeProto.Dimension(dim_value=x) for x in want])
+            continue
+        if not tt.HasField("shape"):
+            raise EdgecError(f"input {v.name!r} has no declared shape; pass --input-shape {v.name}:D1,D2,...")
+        dyn = [i for i, d in enumerate(info.shape) if not (isinstance(d, int) and d > 0)]
+        if dyn == [0] or (dyn and dyn[0] == 0 and len(dyn) == 1):
+            tt.shape.dim[0].Clear()
+            tt.shape.dim[0].dim_value = 1
+        elif dyn:
+            raise EdgecError(
+                f"input {v.name!r} has dynamic dims {_fmt(info.shape)}; pass --input-shape {v.name}:"
+                + ",".join(str(d) if isinstance(d, int) and d > 0 else ("1" if i == 0 else "N") for i, d in enumerate(info.shape)))
+
+
+def _fmt(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:
+        raise EdgecError(f"shape inference failed: {_first_line(e)}") from None
+
+
+def load_model(path: str | os.PathLike, input_shapes: dict[str, list[int]] | None = None, *,
+               min_opset: int = MIN_OPSET, check: bool = True, static: bool = True) -> onnx.ModelProto:
+    """Read, check, convert to >= min_opset, pin dynamic dims (if static) and infer shapes."""
+    path = Path(path)
+    model = _read(path)
+    if check:
+        _check(model, path)
+    version = opset_version(model)
+    if version == 0:
+        raise EdgecError(f"{path} imports no default-domain (ai.onnx) opset")
+    if version < MIN_OPSET:
+        model = convert_opset(model, MIN_OPSET, f"{path.name}")
+    if min_opset > opset_version(model):
+        model = convert_opset(model, min_opset, f"{path.name}")
+    if static:
+        pin_input_shapes(model, input_shapes or {})
+    elif input_shapes:
+        pin_input_shapes(model, input_shapes)
+    return infer_shapes(model)
+
+
+def constant_tensors(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """Every weight: initializers plus the outputs of Constant nodes (some exporters use those)."""
+    out = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            for a in n.attribute:
+                if a.name == "value":
+                    out[n.output[0]] = numpy_helper.to_array(a.t)
+                elif a.name in ("value_float", "value_int"):
+                    out[n.output[0]] = np.array(helper.get_attribute_value(a))
+                elif a.name in ("value_floats", "value_ints"):
+                    out[n.output[0]] = np.array(helper.get_attribute_value(a))
+    return out
+
+
+def tensor_shapes(model: onnx.ModelProto) -> dict[str, TensorInfo]:
+    """Shape and dtype of every named value after shape inference."""
+    g = model.graph
+    infos = {v.name: _value_info(v) for v in list(g.value_info) + list(g.input) + list(g.output)}
+    for name, arr in constant_tensors(model).items():
+        infos[name] = TensorInfo(name, tuple(arr.shape), arr.dtype.name)
+    return infos
