@@ -24,11 +24,11 @@ MIN_OPSET = 7
 @dataclass(frozen=True)
 class TensorInfo:
     name: str
-    shape: tuple  # ints where static, str for symbolic dims, None for unknown
-    dtype: str    # numpy dtype name, e.g. "float32"
+    shape: tuple | None  # ints where static, str for symbolic dims, None per unknown dim; None: rank unknown
+    dtype: str           # numpy dtype name, e.g. "float32"
 
     def is_static(self) -> bool:
-        return all(isinstance(d, int) and d >= 0 for d in self.shape)
+        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
 
 
 def parse_input_shapes(specs: list[str] | None) -> dict[str, list[int]]:
@@ -57,8 +57,10 @@ def dtype_name(elem_type: int) -> str:
 
 def _value_info(v: onnx.ValueInfoProto) -> TensorInfo:
     t = v.type.tensor_type
+    if not t.HasField("shape"):
+        return TensorInfo(v.name, None, dtype_name(t.elem_type))
     dims: list = []
-    if t.HasField("shape"):
+    if True:
         for d in t.shape.dim:
             if d.HasField("dim_value"):
                 dims.append(int(d.dim_value))
@@ -172,11 +174,88 @@ def _fmt(shape) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
+def _all_static(model: onnx.ModelProto) -> bool:
+    known = {v.name: _value_info(v) for v in list(model.graph.value_info) + list(model.graph.output)}
+    consts = {i.name for i in model.graph.initializer}
+    return all(o in consts or (o in known and known[o].is_static())
+               for n in model.graph.node for o in n.output if o)
+
+
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnx's shape inference with data propagation. Where that leaves shapes unknown (shape arithmetic through
+    Cast/Slice/Concat, as some exporters emit) and the inputs are static, small shape sub-graphs are folded into
+    constants and inference runs again."""
+    inferred = _onnx_infer(model)
+    for _ in range(4):
+        if _all_static(inferred) or not all(i.is_static() for i in graph_inputs(inferred)):
+            break
+        folded = fold_shape_subgraphs(inferred)
+        if len(folded.graph.node) == len(inferred.graph.node):
+            break
+        del folded.graph.value_info[:]
+        inferred = _onnx_infer(folded)
+    return inferred
+
+
+def _onnx_infer(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception as e:
         raise EdgecError(f"shape inference failed: {_first_line(e)}") from None
+
+
+FOLD_MAX_ELEMENTS = 4096  # shape data is tiny; never fold weight-sized tensors here
+
+
+def _eval_node(node: onnx.NodeProto, values: dict[str, np.ndarray], opset: int) -> list[np.ndarray] | None:
+    from onnx.reference import ReferenceEvaluator
+
+    ins = [helper.make_tensor_value_info(i, helper.np_dtype_to_tensor_dtype(values[i].dtype), values[i].shape)
+           for i in node.input if i]
+    outs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    graph = helper.make_graph([node], "fold", ins, outs)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        return list(ReferenceEvaluator(m).run(None, {i: values[i] for i in node.input if i}))
+    except Exception:
+        return None
+
+
+def fold_shape_subgraphs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Replace nodes that compute small tensors from constants and static shapes by initializers."""
+    infos = {v.name: _value_info(v) for v in list(model.graph.value_info) + list(model.graph.input)}
+    values = {k: v for k, v in constant_tensors(model).items() if v.size <= FOLD_MAX_ELEMENTS}
+    opset = opset_version(model)
+    folded: set[int] = set()
+    for idx, node in enumerate(model.graph.node):
+        if node.domain not in ("", "ai.onnx") or node.op_type == "Constant":
+            continue
+        if node.op_type == "Shape" and node.input[0] in infos and infos[node.input[0]].is_static():
+            shape = np.array(infos[node.input[0]].shape, dtype=np.int64)
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            result = [shape[attrs.get("start", 0):attrs.get("end", len(shape))]]
+        elif [i for i in node.input if i] and all(i in values for i in node.input if i):
+            result = _eval_node(node, values, opset)
+        else:
+            continue
+        if result is None or any(np.asarray(r).size > FOLD_MAX_ELEMENTS for r in result):
+            continue
+        values.update({o: np.asarray(r) for o, r in zip(node.output, result)})
+        folded.add(idx)
+    if not folded:
+        return model
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    kept = [n for i, n in enumerate(model.graph.node) if i not in folded]
+    out.graph.node.extend(kept)
+    needed = {i for n in kept for i in n.input} | {o.name for o in model.graph.output}
+    have = {i.name for i in model.graph.initializer}
+    for i in sorted(folded):
+        for o in model.graph.node[i].output:
+            if o in needed and o not in have:
+                out.graph.initializer.append(numpy_helper.from_array(values[o], o))
+    return out
 
 
 def load_model(path: str | os.PathLike, input_shapes: dict[str, list[int]] | None = None, *,
@@ -193,11 +272,18 @@ def load_model(path: str | os.PathLike, input_shapes: dict[str, list[int]] | Non
         model = convert_opset(model, MIN_OPSET, f"{path.name}")
     if min_opset > opset_version(model):
         model = convert_opset(model, min_opset, f"{path.name}")
-    if static:
-        pin_input_shapes(model, input_shapes or {})
-    elif input_shapes:
-        pin_input_shapes(model, input_shapes)
+    if static or input_shapes:
+        return with_static_shapes(model, input_shapes or {})
     return infer_shapes(model)
+
+
+def with_static_shapes(model: onnx.ModelProto, input_shapes: dict[str, list[int]]) -> onnx.ModelProto:
+    """A copy of model with dynamic input dims pinned (given shapes, else batch 1) and shapes inferred."""
+    pinned = onnx.ModelProto()
+    pinned.CopyFrom(model)
+    del pinned.graph.value_info[:]  # stale dynamic shapes from an earlier inference would win over the new ones
+    pin_input_shapes(pinned, input_shapes)
+    return infer_shapes(pinned)
 
 
 def constant_tensors(model: onnx.ModelProto) -> dict[str, np.ndarray]:

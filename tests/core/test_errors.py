@@ -1,0 +1,84 @@
+"""Bad input gets one clear line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+
+def edgec(*args):
+    return subprocess.run([sys.executable, "-m", "edgec", *args], capture_output=True, text=True)
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [l for l in proc.stderr.strip().splitlines() if l.strip()]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_missing_file(tmp_path):
+    one_line_error(edgec("inspect", str(tmp_path / "nope.onnx")), "not found", "nope.onnx")
+
+
+def test_not_onnx(tmp_path):
+    p = tmp_path / "x.onnx"
+    p.write_text("hello, I am not a protobuf\n" * 10)
+    one_line_error(edgec("inspect", str(p)), "not a readable ONNX model")
+
+
+def test_truncated(tmp_path, digits_cnn):
+    data = digits_cnn.model.read_bytes()
+    p = tmp_path / "cut.onnx"
+    p.write_bytes(data[: len(data) // 2])
+    one_line_error(edgec("inspect", str(p)), "cut.onnx")
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.onnx"
+    p.write_bytes(b"")
+    one_line_error(edgec("inspect", str(p)), "empty")
+
+
+def test_invalid_graph(tmp_path):
+    # a node consumes a tensor nobody produces
+    g = helper.make_graph([helper.make_node("Relu", ["ghost"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    p = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    one_line_error(edgec("inspect", str(p)), "not a valid ONNX graph")
+
+
+def test_debug_shows_traceback(tmp_path):
+    proc = edgec("--debug", "inspect", str(tmp_path / "nope.onnx"))
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("nosuch:1,1,8,8", "unknown input 'nosuch'"),
+    ("input:1,1,8", "rank 3"),
+    ("input:1,a,8,8", "whole numbers"),
+    ("input1,1,8,8", "NAME:D1,D2"),
+    ("input:1,2,8,8", "fixed to 1"),
+    ("input:0,1,8,8", "positive"),
+])
+def test_bad_input_shape(digits_cnn, spec, needle):
+    one_line_error(edgec("inspect", str(digits_cnn.model), "--input-shape", spec), needle)
+
+
+def test_dynamic_dims_need_a_shape(ppocr_cls):
+    one_line_error(edgec("inspect", str(ppocr_cls)), "--input-shape x:")
+
+
+def test_version_and_help():
+    v = edgec("--version")
+    assert v.returncode == 0 and v.stdout.startswith("edgec ")
+    h = edgec("inspect", "--help")
+    assert h.returncode == 0 and "Example" in h.stdout
