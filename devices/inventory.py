@@ -1,0 +1,230 @@
+"""Boards the user can deploy to: built-in profiles plus the user's inventory.
+
+Profiles (devices/profiles/*.yaml) describe a kind of board: architecture,
+codegen target, compiler flags. The inventory names real boards:
+~/.config/edgec/devices.yaml (XDG_CONFIG_HOME and EDGEC_CONFIG_DIR honoured)
+and the `devices:` section of the project's edgec.yaml, which wins on clashes.
+
+    devices:
+      kitchen-pi: {host: 192.168.1.20, user: pi, profile: pi4}
+    device_groups:
+      pis: [kitchen-pi, lab-pi5]
+
+`local` always exists (this machine, no SSH), so every command works with no
+configuration at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from edgec.errors import EdgecError
+from edgec.files import write_text_atomic
+
+PROFILE_KEYS = ("description", "arch", "target", "cpu", "cpu_part", "cores", "features", "cc", "cflags",
+                "cross_cc", "ldflags", "exec_wrapper", "transport", "workdir")
+DEVICE_KEYS = ("host", "port", "user", "identity_file", "profile", "workdir", "exec_wrapper", "transport", "cc",
+               "cflags", "cross_cc", "ldflags", "target", "timeout")
+DEFAULT_WORKDIR = "~/.cache/edgec"
+
+
+@dataclass
+class Device:
+    """One board: where it is and what it is (its profile's fields merged in)."""
+
+    name: str
+    profile: str = "local"
+    transport: str = "ssh"          # "ssh" | "local"
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    workdir: str = DEFAULT_WORKDIR
+    exec_wrapper: list[str] = field(default_factory=list)  # e.g. [qemu-aarch64, -cpu, cortex-a72]
+    timeout: float = 30.0           # connect timeout, seconds
+    description: str = ""
+    arch: str | None = None
+    target: str = "native"
+    cpu: str | None = None
+    cpu_part: str | None = None
+    cores: int | None = None
+    features: list[str] = field(default_factory=list)
+    cc: str = "cc"
+    cflags: list[str] = field(default_factory=list)
+    cross_cc: str | None = None
+    ldflags: list[str] = field(default_factory=list)
+
+    @property
+    def emulated(self) -> bool:
+        """True when binaries run through an emulator: its times say nothing about the board."""
+        return bool(self.exec_wrapper) and "qemu" in Path(self.exec_wrapper[0]).name
+
+    @property
+    def address(self) -> str:
+        if self.transport == "local":
+            return "local"
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{self.host}{port}"
+
+    def entry(self) -> dict:
+        """The inventory record for this device (only what differs from its profile)."""
+        base = dataclasses.asdict(device_from_profile(self.name, self.profile))
+        mine = dataclasses.asdict(self)
+        rec = {k: mine[k] for k in DEVICE_KEYS if k in mine and mine[k] != base.get(k)}
+        rec["profile"] = self.profile
+        return rec
+
+
+def config_dir() -> Path:
+    if os.environ.get("EDGEC_CONFIG_DIR"):
+        return Path(os.environ["EDGEC_CONFIG_DIR"]).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg).expanduser() / "edgec"
+
+
+def inventory_path() -> Path:
+    return config_dir() / "devices.yaml"
+
+
+@lru_cache(maxsize=None)
+def _builtin_profiles() -> dict[str, dict]:
+    folder = resources.files("edgec.devices") / "profiles"
+    out = {}
+    for item in folder.iterdir():
+        if item.name.endswith(".yaml"):
+            doc = yaml.safe_load(item.read_text()) or {}
+            out[doc.get("name", item.name[:-5])] = doc
+    return out
+
+
+def profile_names() -> list[str]:
+    return sorted(_builtin_profiles())
+
+
+def get_profile(name: str) -> dict:
+    profiles = _builtin_profiles()
+    if name not in profiles:
+        raise EdgecError(f"unknown device profile {name!r}; built-in profiles: {', '.join(sorted(profiles))}")
+    return dict(profiles[name])
+
+
+def device_from_profile(name: str, profile: str, **overrides) -> Device:
+    prof = get_profile(profile)
+    fields = {k: prof[k] for k in PROFILE_KEYS if prof.get(k) is not None}
+    fields.update({k: v for k, v in overrides.items() if v is not None})
+    if profile == "local" and "transport" not in overrides:
+        fields["transport"] = "local"
+    unknown = set(fields) - {f.name for f in dataclasses.fields(Device)}
+    if unknown:
+        raise EdgecError(f"device {name!r}: unknown setting(s) {', '.join(sorted(unknown))}")
+    if fields.get("port") is not None:
+        fields["port"] = _int(name, "port", fields["port"])
+    if fields.get("timeout") is not None:
+        fields["timeout"] = float(fields["timeout"])
+    for key in ("exec_wrapper", "cflags", "ldflags", "features"):
+        if isinstance(fields.get(key), str):
+            fields[key] = fields[key].split()
+    return Device(name=name, profile=profile, **fields)
+
+
+def _int(name: str, key: str, value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise EdgecError(f"device {name!r}: {key} must be a number, got {value!r}") from None
+
+
+def _read_yaml(path: Path) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise EdgecError(f"cannot parse {path}{where}: not valid YAML") from None
+    if not isinstance(doc, dict):
+        raise EdgecError(f"{path} must be a mapping with a 'devices:' section")
+    return doc
+
+
+class Inventory:
+    """The user's devices file merged with the project's edgec.yaml."""
+
+    def __init__(self, path: Path | None = None, project: Path | None = None):
+        self.path = path or inventory_path()
+        self.project = project if project is not None else Path.cwd() / "edgec.yaml"
+        self.user_doc = _read_yaml(self.path)
+        self.project_doc = _read_yaml(self.project)
+
+    def _section(self, key: str) -> dict:
+        merged: dict = {}
+        for doc, origin in ((self.user_doc, self.path), (self.project_doc, self.project)):
+            part = doc.get(key) or {}
+            if not isinstance(part, dict):
+                raise EdgecError(f"{origin}: '{key}:' must be a mapping of names")
+            merged.update(part)
+        return merged
+
+    def entries(self) -> dict[str, dict]:
+        return self._section("devices")
+
+    def groups(self) -> dict[str, list[str]]:
+        return {k: list(v or []) for k, v in self._section("device_groups").items()}
+
+    def get(self, name: str) -> Device:
+        entries = self.entries()
+        if name in entries:
+            rec = dict(entries[name] or {})
+            profile = rec.pop("profile", None)
+            if not profile:
+                raise EdgecError(f"device {name!r} has no profile; set one of: {', '.join(profile_names())}")
+            return device_from_profile(name, profile, **rec)
+        if name == "local":
+            return device_from_profile("local", "local")
+        hint = f"edgec devices add {name} --host HOST --profile PROFILE"
+        if name in _builtin_profiles():
+            hint = f"edgec devices add MYBOARD --host HOST --profile {name}"
+        raise EdgecError(f"no device named {name!r} (see `edgec devices list`); add one with `{hint}`")
+
+    def resolve(self, names: list[str]) -> list[Device]:
+        """Device names or group names -> devices, in order, without duplicates."""
+        groups, out, seen = self.groups(), [], set()
+        for name in names or ["local"]:
+            for member in groups.get(name, [name]):
+                if member not in seen:
+                    seen.add(member)
+                    out.append(self.get(member))
+        return out
+
+    def all(self) -> list[Device]:
+        names = list(self.entries())
+        return [self.get("local")] * ("local" not in names) + [self.get(n) for n in names]
+
+    def add(self, device: Device, *, replace: bool = False) -> None:
+        if device.name in self.user_doc.get("devices", {}) and not replace:
+            raise EdgecError(f"device {device.name!r} already exists; remove it first or pass --replace")
+        self.user_doc.setdefault("devices", {})[device.name] = device.entry()
+        self._save()
+
+    def remove(self, name: str) -> None:
+        if name not in (self.user_doc.get("devices") or {}):
+            where = f" (it is defined in {self.project})" if name in (self.project_doc.get("devices") or {}) else ""
+            raise EdgecError(f"no device named {name!r} in {self.path}{where}")
+        del self.user_doc["devices"][name]
+        for members in (self.user_doc.get("device_groups") or {}).values():
+            if name in members:
+                members.remove(name)
+        self._save()
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(self.path, yaml.safe_dump(self.user_doc, sort_keys=True))

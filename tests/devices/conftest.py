@@ -1,0 +1,157 @@
+"""A real OpenSSH sshd on 127.0.0.1 with throwaway keys, and an isolated edgec config.
+
+The sshd runs for the whole test session on a free port and is stopped by its PID.
+Tests get HOME and EDGEC_CONFIG_DIR pointing into tmp_path, so the user's own
+~/.ssh and inventory are never read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SshServer:
+    dir: Path
+    port: int
+    client_key: Path
+    host_pub: str          # "ssh-ed25519 AAAA..."
+    config: Path
+    pid: int | None = None
+
+    def known_hosts_line(self) -> str:
+        return f"[127.0.0.1]:{self.port} {self.host_pub}\n"
+
+    def start(self) -> None:
+        proc = subprocess.run([SSHD, "-f", str(self.config), "-E", str(self.dir / "sshd.log")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pidfile = self.dir / "sshd.pid"
+            if pidfile.exists() and pidfile.read_text().strip():
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                    self.pid = int(pidfile.read_text())
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        raise RuntimeError("sshd did not start: " + (self.dir / "sshd.log").read_text())
+
+    def stop(self) -> None:
+        if self.pid:
+            os.kill(self.pid, signal.SIGTERM)
+            for _ in range(100):
+                try:
+                    os.kill(self.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+            (self.dir / "sshd.pid").unlink(missing_ok=True)
+            self.pid = None
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    if not os.path.exists(SSHD) or not shutil.which("ssh-keygen"):
+        pytest.skip("OpenSSH sshd not installed (apt-get install openssh-server)")
+    d = tmp_path_factory.mktemp("sshd")
+    _keygen(d / "hostkey")
+    _keygen(d / "clientkey")
+    shutil.copy(d / "clientkey.pub", d / "authorized_keys")
+    os.chmod(d / "authorized_keys", 0o600)
+    os.makedirs("/run/sshd", exist_ok=True)
+    port = free_port()
+    cfg = d / "sshd_config"
+    cfg.write_text(f"""Port {port}
+ListenAddress 127.0.0.1
+HostKey {d}/hostkey
+PidFile {d}/sshd.pid
+AuthorizedKeysFile {d}/authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+MaxStartups 50
+MaxSessions 50
+Subsystem sftp internal-sftp
+""")
+    subprocess.run([SSHD, "-t", "-f", str(cfg)], check=True)
+    host_pub = " ".join((d / "hostkey.pub").read_text().split()[:2])
+    server = SshServer(d, port, d / "clientkey", host_pub, cfg)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def edgec_env(tmp_path, monkeypatch):
+    """Isolated HOME, config dir and cwd; no ssh-agent."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    cfg = tmp_path / "cfg"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("EDGEC_CONFIG_DIR", str(cfg))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return tmp_path
+
+
+@pytest.fixture
+def board(sshd, edgec_env):
+    """Inventory entry `board` (profile x86-avx2) on the loopback sshd, host key trusted."""
+    from edgec.devices.inventory import Inventory, device_from_profile
+
+    cfg = edgec_env / "cfg"
+    cfg.mkdir(exist_ok=True)
+    (cfg / "known_hosts").write_text(sshd.known_hosts_line())
+    dev = device_from_profile("board", "x86-avx2", host="127.0.0.1", port=sshd.port, user="root",
+                              identity_file=str(sshd.client_key), workdir=str(edgec_env / "remote"), timeout=5)
+    Inventory().add(dev)
+    return dev
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """Run the edgec CLI in-process; returns (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from edgec.cli import console
+    from edgec.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = console.out.file, console.err.file
+    console.out.file, console.err.file = out, err
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(list(args))
+    finally:
+        console.out.file, console.err.file = old
+    return rc, out.getvalue(), err.getvalue()
