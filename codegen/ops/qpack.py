@@ -1,0 +1,112 @@
+"""Int8 parameters and weight packing for the q8 kernels (runtime_c/q8-*), done at compile time.
+
+Inside an int8 region every tensor is stored as uint8 ("u8 domain"): an int8 tensor keeps
+q + 128 with zero point z + 128. Requantization uses a fixed-point multiplier per output
+channel that represents the float32 scale x_s * w_s / y_s exactly (see q8-requant.h).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgec.errors import EdgecError
+
+# q8 GEMM variant per target ISA: (C function, file, reads X as signed int8)
+Q8_GEMM = {
+    "scalar": ("q8_gemm_4x8__scalar", "q8-gemm/q8-gemm-4x8-scalar.c", False),
+    "avx2": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", False),
+    "avx512": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", False),
+    "avx512vnni": ("q8_gemm_4x16__avx512vnni", "q8-gemm/q8-gemm-4x16-avx512vnni.c", False),
+    "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", True),
+    "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", True),
+}
+
+
+def gemm_variant(target) -> tuple[str, str, bool]:
+    """Pick the q8 GEMM for a target (data from its isa/features; armv7 uses the portable one)."""
+    if target.arch == "armv7":
+        return Q8_GEMM["scalar"]
+    if target.isa == "avx512" and "avx512vnni" in target.features:
+        return Q8_GEMM["avx512vnni"]
+    return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
+
+
+def quantize_multiplier(scale: float) -> tuple[int, int]:
+    """float32 scale in (2^-32, 1) -> (mult in [2^30, 2^31), shift in [31, 62]) with mult*2^-shift == scale."""
+    scale = float(np.float32(scale))
+    if not (0.0 < scale < 1.0):
+        raise EdgecError(f"int8 requantization scale {scale:g} is outside (0, 1); this layer cannot run in int8")
+    m, e = math.frexp(scale)            # scale = m * 2^e, m in [0.5, 1)
+    mult, shift = int(round(m * (1 << 31))), 31 - e
+    if mult == 1 << 31:
+        mult, shift = 1 << 30, shift - 1
+    if shift > 62:                      # scales below 2^-31: keep the shift in range
+        mult, shift = mult >> (shift - 62), 62
+    return mult, shift
+
+
+def requant_scales(x_scale, w_scale, y_scale, channels: int) -> np.ndarray:
+    """Per-channel float32 scales computed as onnxruntime does: (x_s * w_s) / y_s in float32."""
+    ws = np.broadcast_to(np.asarray(w_scale, np.float32).reshape(-1), (channels,))
+    return (np.float32(x_scale) * ws).astype(np.float32) / np.float32(y_scale)
+
+
+def ceil4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def pack_w(w: np.ndarray) -> np.ndarray:
+    """int8 W[M][K] -> [ceil(M/4)][ceil(K/4)][4 rows][4 k] (layout of q8-gemm.h)."""
+    m, k = w.shape
+    z = np.zeros((ceil4(m), ceil4(k)), np.int8)
+    z[:m, :k] = w
+    return np.ascontiguousarray(z.reshape(ceil4(m) // 4, 4, ceil4(k) // 4, 4).transpose(0, 2, 1, 3)).ravel()
+
+
+@dataclass
+class RowParams:
+    bias: np.ndarray   # int32 [ceil4(M)] accumulator init
+    mult: np.ndarray   # int32 [ceil4(M)]
+    shift: np.ndarray  # int32 [ceil4(M)]
+
+
+def row_params(w: np.ndarray, bias_q: np.ndarray | None, zx_u8: int, scales: np.ndarray,
+               x_signed: bool) -> RowParams:
+    """Bias folded with the input zero point (and the +128 of signed-X kernels), multipliers per row."""
+    m = w.shape[0]
+    wsum = w.astype(np.int64).sum(axis=1)
+    b = np.zeros(m, np.int64) if bias_q is None else bias_q.astype(np.int64).reshape(m)
+    b = b - zx_u8 * wsum + (128 * wsum if x_signed else 0)
+    if np.abs(b).max(initial=0) >= 2**31:
+        raise EdgecError("int8 bias does not fit in int32 after zero-point folding")
+    out = RowParams(np.zeros(ceil4(m), np.int32), np.full(ceil4(m), 1 << 30, np.int32),
+                    np.full(ceil4(m), 31, np.int32))
+    out.bias[:m] = b
+    for i, s in enumerate(scales[:m]):
+        out.mult[i], out.shift[i] = quantize_multiplier(s)
+    return out
+
+
+def to_u8_domain(zp: np.ndarray | int, dtype) -> int:
+    """Zero point of an int8/uint8 tensor expressed in the u8 domain."""
+    z = int(np.asarray(zp).reshape(-1)[0])
+    return z + 128 if np.dtype(dtype) == np.int8 else z
+
+
+def act_clamp(act: str | None, params: dict, y_scale: float, y_zp_u8: int) -> tuple[int, int]:
+    """Relu / Clip fused as a u8 clamp of the requantized output; None -> full range."""
+    lo, hi = 0, 255
+    if act == "relu":
+        lo = y_zp_u8
+    elif act == "clip":
+        fmin, fmax = params.get("min", -np.inf), params.get("max", np.inf)
+        if np.isfinite(fmin):
+            lo = max(lo, int(np.clip(np.round(fmin / y_scale) + y_zp_u8, 0, 255)))
+        if np.isfinite(fmax):
+            hi = min(hi, int(np.clip(np.round(fmax / y_scale) + y_zp_u8, 0, 255)))
+    elif act is not None:
+        raise EdgecError(f"activation {act} cannot be fused into an int8 kernel")
+    return lo, hi

@@ -1,0 +1,48 @@
+/* Int8 conv / MatMul drivers over the q8 GEMM microkernels (see q8-conv.h). */
+#include <string.h>
+
+#include "q8-conv.h"
+
+static int is_pointwise(const q8_conv_shape *s)
+{
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 && s->pt == 0 && s->pl == 0 &&
+           s->Ho == s->H && s->Wo == s->W;
+}
+
+void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
+{
+    const q8_conv_shape *s = &p->s;
+    const size_t K = (size_t)s->C * s->kh * s->kw, N = (size_t)s->Ho * s->Wo;
+    const size_t in_g = (size_t)s->C * s->H * s->W, out_g = (size_t)p->ocg * N;
+    const size_t wg = q8_pack_w_bytes((size_t)p->ocg, K), mg = ((size_t)p->ocg + 3) / 4 * 4;
+    for (int b = 0; b < p->batch; b++)
+        for (int g = 0; g < p->groups; g++) {
+            const uint8_t *xg = x + ((size_t)b * p->groups + g) * in_g;
+            if (is_pointwise(s))
+                q8_pack_x(K, N, xg, N, p->flip, scratch);
+            else
+                q8_pack_im2col(s, xg, p->zx, p->flip, scratch);
+            q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax};
+            p->gemm((size_t)p->ocg, N, (K + 3) / 4, p->wp + g * wg, scratch, q8_pack_np(N),
+                    y + ((size_t)b * p->groups + g) * out_g, N, &rq);
+        }
+}
+
+void q8_matmul(size_t rows, size_t M, size_t K, const uint8_t *A, const int8_t *wp, const q8_rq *rq,
+               uint8_t flip, q8_gemm_fn gemm, uint8_t *Y, uint8_t *scratch)
+{
+    const size_t np = q8_pack_np(rows);
+    uint8_t *xp = scratch, *yt = scratch + q8_pack_x_bytes(K, rows);
+    memset(xp, 0, q8_pack_x_bytes(K, rows));
+    for (size_t r = 0; r < rows; r++)
+        for (size_t k = 0; k < K; k++)
+            xp[((k / 4) * np + r) * 4 + k % 4] = A[r * K + k] ^ flip;
+    if (rows == 1) {
+        gemm(M, 1, (K + 3) / 4, wp, xp, np, Y, 1, rq);
+        return;
+    }
+    gemm(M, rows, (K + 3) / 4, wp, xp, np, yt, rows, rq);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t m = 0; m < M; m++)
+            Y[r * M + m] = yt[m * rows + r];
+}

@@ -1,0 +1,58 @@
+/* Int8 GEMM for convolution and MatMul in NCHW: Y[m][n] = requant(sum_k W[m][k] X[k][n]).
+ *
+ * m = output channel, n = output pixel, k = (input channel, kh, kw).
+ * W: int8 weights packed by q8_pack_w into [ceil(M/4)][K4][4 rows][4 k], K4 = ceil(K/4),
+ *    zero-filled past M and K.
+ * X: activations packed by q8_pack_x / q8_pack_im2col into [K4][NP][4] bytes
+ *    (4 consecutive k of one pixel together, NP = q8_pack_np(N) >= N, padding lanes zero).
+ *    Kernels with Q8_GEMM_X_SIGNED read them as int8 (value - 128): ARM vmull/sdot are s8 x s8;
+ *    the x86 kernels read uint8 (madd after zero-extension, vpdpbusd is u8 x s8).
+ * rq.bias must then be   bias - zx * sum_k W[m][k]   (+ 128 * sum_k W[m][k] for signed X).
+ * Y: uint8 (u8 domain, see q8-requant.h), row m at Y + m * y_stride, N valid pixels.
+ * Callers split work by slicing M (4-row multiples) or N (16-pixel multiples). */
+#ifndef Q8_GEMM_H
+#define Q8_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../q8-requant/q8-requant.h"
+
+#define Q8_GEMM_MR 4
+#define Q8_NP_ALIGN 16
+
+typedef void (*q8_gemm_fn)(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                           size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+
+static inline size_t q8_pack_np(size_t N) { return (N + Q8_NP_ALIGN - 1) / Q8_NP_ALIGN * Q8_NP_ALIGN; }
+static inline size_t q8_pack_x_bytes(size_t K, size_t N) { return (K + 3) / 4 * 4 * q8_pack_np(N); }
+static inline size_t q8_pack_w_bytes(size_t M, size_t K) { return (M + 3) / 4 * 4 * ((K + 3) / 4 * 4); }
+
+/* W [M][K] row-major int8 -> packed layout above. */
+void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp);
+/* X [K][N] (rows x_stride apart) -> [K4][NP][4]; flip = 0x80 for signed-X kernels, else 0. */
+void q8_pack_x(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t flip, uint8_t *Xp);
+
+typedef struct {
+    int C, H, W;          /* input of one group */
+    int kh, kw, sh, sw, dh, dw, pt, pl;
+    int Ho, Wo;
+} q8_conv_shape;
+
+/* im2col of one group's input (C x H x W, u8) straight into the packed layout; out-of-image taps
+ * read pad (the input zero point) so they contribute zero after the bias correction. */
+void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,
+                    uint8_t *Xp);
+
+void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                         size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_gemm_4x8__neon(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                       size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_gemm_4x8__neondot(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                          size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_gemm_4x8__avx2(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                       size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_gemm_4x16__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                              size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+
+#endif

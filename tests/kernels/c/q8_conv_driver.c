@@ -1,0 +1,49 @@
+/* Runs q8_conv with the GEMM variant KERNEL on a problem read from argv[1]; writes y to argv[2].
+ * File: int32 header[21] = batch groups C H W ocg kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx flip,
+ * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "q8-conv/q8-conv.h"
+
+static void *slurp(FILE *f, size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (n && fread(p, 1, n, f) != n) {
+        fprintf(stderr, "short read\n");
+        exit(2);
+    }
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    FILE *f = fopen(argv[1], "rb");
+    if (!f)
+        return 2;
+    int32_t h[21];
+    if (fread(h, 4, 21, f) != 21)
+        return 2;
+    q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
+                        h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL};
+    const size_t K = (size_t)p.s.C * p.s.kh * p.s.kw, mg = ((size_t)p.ocg + 3) / 4 * 4;
+    p.wp = slurp(f, q8_pack_w_bytes((size_t)p.ocg, K) * (size_t)p.groups);
+    p.bias = slurp(f, 4 * mg * (size_t)p.groups);
+    p.mult = slurp(f, 4 * mg * (size_t)p.groups);
+    p.shift = slurp(f, 4 * mg * (size_t)p.groups);
+    const size_t nx = (size_t)p.batch * p.groups * p.s.C * p.s.H * p.s.W;
+    const size_t ny = (size_t)p.batch * p.groups * p.ocg * p.s.Ho * p.s.Wo;
+    uint8_t *x = slurp(f, nx), *y = malloc(ny), *scratch = malloc(q8_conv_scratch_bytes(&p));
+    fclose(f);
+    q8_conv(&p, x, y, scratch);
+    FILE *o = fopen(argv[2], "wb");
+    if (!o || fwrite(y, 1, ny, o) != ny)
+        return 2;
+    fclose(o);
+    free((void *)p.wp); free((void *)p.bias); free((void *)p.mult); free((void *)p.shift);
+    free(x); free(y); free(scratch);
+    return 0;
+}

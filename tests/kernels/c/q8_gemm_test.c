@@ -1,0 +1,70 @@
+/* Compares one q8 GEMM variant (KERNEL, X_SIGNED) bit-exactly with the scalar reference on
+ * shapes around the 4-row / 8- and 16-pixel tiles, random and extreme values. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8-gemm/q8-gemm.h"
+
+static uint32_t rng = 12345;
+static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static int run(size_t M, size_t N, size_t K, int mode)
+{
+    const size_t K4 = (K + 3) / 4, Mp = (M + 3) / 4 * 4, np = q8_pack_np(N);
+    int8_t *W = malloc(M * K), *Wp = malloc(q8_pack_w_bytes(M, K));
+    uint8_t *X = malloc(K * N), *Xu = malloc(q8_pack_x_bytes(K, N)), *Xs = malloc(q8_pack_x_bytes(K, N));
+    uint8_t *Y0 = malloc(M * N), *Y1 = malloc(M * N);
+    int32_t *b0 = calloc(Mp, 4), *b1 = calloc(Mp, 4), *mult = calloc(Mp, 4), *shift = calloc(Mp, 4);
+    for (size_t i = 0; i < M * K; i++)
+        W[i] = mode == 1 ? -128 : mode == 2 ? 127 : (int8_t)(rnd() & 255);
+    for (size_t i = 0; i < K * N; i++)
+        X[i] = mode == 1 ? 255 : mode == 2 ? 0 : (uint8_t)(rnd() & 255);
+    const int32_t zx = (int32_t)(rnd() & 255);
+    for (size_t m = 0; m < Mp; m++) {
+        int32_t sw = 0;
+        for (size_t k = 0; k < K && m < M; k++)
+            sw += W[m * K + k];
+        int32_t bias = (int32_t)(rnd() % 20001) - 10000;
+        b0[m] = bias - zx * sw;
+        b1[m] = b0[m] + (X_SIGNED ? 128 * sw : 0);
+        mult[m] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
+        shift[m] = 31 + (int32_t)(rnd() % 14);
+    }
+    q8_rq rq0 = {b0, mult, shift, (int32_t)(rnd() & 255), 0, 255};
+    if (mode == 3) { rq0.qmin = 20; rq0.qmax = 200; }
+    q8_rq rq1 = rq0;
+    rq1.bias = b1;
+    q8_pack_w(M, K, W, Wp);
+    q8_pack_x(K, N, X, N, 0, Xu);
+    q8_pack_x(K, N, X, N, X_SIGNED ? 0x80 : 0, Xs);
+    memset(Y0, 0xEE, M * N);
+    memset(Y1, 0xEE, M * N);
+    q8_gemm_4x8__scalar(M, N, K4, Wp, Xu, np, Y0, N, &rq0);
+    KERNEL(M, N, K4, Wp, Xs, np, Y1, N, &rq1);
+    int bad = 0;
+    for (size_t i = 0; i < M * N && !bad; i++)
+        if (Y0[i] != Y1[i]) {
+            printf("MISMATCH M=%zu N=%zu K=%zu mode=%d at %zu: ref %d got %d\n", M, N, K, mode, i,
+                   Y0[i], Y1[i]);
+            bad = 1;
+        }
+    free(W); free(Wp); free(X); free(Xu); free(Xs); free(Y0); free(Y1);
+    free(b0); free(b1); free(mult); free(shift);
+    return bad;
+}
+
+int main(void)
+{
+    static const size_t Ms[] = {1, 3, 4, 5, 7, 8, 15, 17, 33};
+    static const size_t Ns[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33};
+    static const size_t Ks[] = {1, 3, 4, 5, 7, 16, 17, 33, 100};
+    int fails = 0, cases = 0;
+    for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
+        for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
+            for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++)
+                for (int mode = 0; mode < 4; mode++, cases++)
+                    fails += run(Ms[a], Ns[b], Ks[c], mode);
+    printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
+    return fails != 0;
+}
