@@ -1,0 +1,117 @@
+"""EmitContext: what an op emitter may ask of the framework while it writes one layer's C body.
+
+Pointers to activations are placeholders until the memory planner has run (emission first
+tells the planner how much scratch each layer needs); constants land in the weights blob at once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.targets import Target
+from edgec.errors import EdgecError
+
+WEIGHT_ALIGN = 64
+C_TYPES = {
+    "float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
+    "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
+    "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t", "bool": "uint8_t",
+}
+_TOKEN = re.compile(r"@@([TS])(\d+)@@")
+
+
+def c_type(dtype) -> str:
+    name = np.dtype(dtype).name
+    if name not in C_TYPES:
+        raise EdgecError(f"dtype {name} is not supported by the C code generator")
+    return C_TYPES[name]
+
+
+@dataclass
+class LayerInfo:
+    node: Node
+    body: str = ""
+    algo: str = ""
+    details: dict = field(default_factory=dict)
+    macs: int = 0
+    scratch: list[int] = field(default_factory=list)  # scratch ids requested by this layer
+
+
+class EmitContext:
+    """Shared across all layers of one model; begin() switches to the next layer."""
+
+    def __init__(self, target: Target, weights_symbol: str = "model_weights", pool_expr: str = "model_pool"):
+        self.target = target
+        self.weights = bytearray()
+        self.weight_offsets: dict[str, tuple[int, str]] = {}
+        self.weights_symbol = weights_symbol
+        self.pool = pool_expr
+        self.required: list[str] = []
+        self.tensors: list[Tensor] = []
+        self._tensor_ids: dict[int, int] = {}
+        self.scratch_sizes: list[int] = []
+        self.layer: LayerInfo | None = None
+
+    # -- used by emitters ------------------------------------------------------------------
+    def ptr(self, t: Tensor) -> str:
+        """C pointer expression of a tensor (typed; const-qualified for constants)."""
+        if t.is_const:
+            return self.weight(f"const:{t.name}", t.const)
+        k = self._tensor_ids.get(id(t))
+        if k is None:
+            k = self._tensor_ids[id(t)] = len(self.tensors)
+            self.tensors.append(t)
+        return f"(({c_type(t.dtype)} *)@@T{k}@@)"
+
+    def weight(self, key: str, array: np.ndarray) -> str:
+        """Store a (pre-packed) array once, 64-byte aligned; returns a typed const pointer expression."""
+        array = np.ascontiguousarray(array)
+        ct = c_type(array.dtype)
+        if key not in self.weight_offsets:
+            pad = (-len(self.weights)) % WEIGHT_ALIGN
+            self.weights += b"\0" * pad
+            off = len(self.weights)
+            data = array.astype(array.dtype.newbyteorder("<"), copy=False)
+            if array.dtype == np.bool_:
+                data = array.astype(np.uint8)
+            self.weights += data.tobytes()
+            self.weight_offsets[key] = (off, ct)
+        off, ct = self.weight_offsets[key]
+        return f"((const {ct} *)({self.weights_symbol} + {off}))"
+
+    def scratch(self, nbytes: int) -> str:
+        """A pointer valid during this layer only (planned into the arena)."""
+        sid = len(self.scratch_sizes)
+        self.scratch_sizes.append(int(nbytes))
+        self.layer.scratch.append(sid)
+        return f"((void *)@@S{sid}@@)"
+
+    def require(self, *relpaths: str) -> None:
+        """runtime_c files (relative to runtime_c/) this layer needs."""
+        for p in relpaths:
+            if p not in self.required:
+                self.required.append(p)
+
+    def note(self, algo: str | None = None, macs: int | None = None, **details) -> None:
+        if algo is not None:
+            self.layer.algo = algo
+        if macs is not None:
+            self.layer.macs = int(macs)
+        self.layer.details.update(details)
+
+    # -- used by the framework ------------------------------------------------------------
+    def begin(self, node: Node) -> LayerInfo:
+        self.layer = LayerInfo(node, algo=node.op.lower())
+        self.layer.macs = max((o.size for o in node.outputs if o is not None), default=0)
+        return self.layer
+
+    def resolve(self, text: str, tensor_expr, scratch_expr) -> str:
+        """Replace placeholders: tensor_expr(Tensor) / scratch_expr(id) give the final C expressions."""
+        def sub(m):
+            k = int(m.group(2))
+            return tensor_expr(self.tensors[k]) if m.group(1) == "T" else scratch_expr(k)
+        return _TOKEN.sub(sub, text)

@@ -1,0 +1,157 @@
+"""ONNX -> IR lowering, as a short list of named passes.
+
+    load      edgec.model.load_model: checks, opset >= MIN_OPSET, static shapes, shape inference
+    build     ONNX nodes -> IR nodes; constant sub-graphs (shape arithmetic) evaluated at compile time;
+              Identity/Dropout become aliases
+    fold_bn   BatchNormalization after Conv/ConvTranspose/Gemm folded into their weights and bias
+    fuse      activations and same-shape residual Adds moved into epilogue-capable producers
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from edgec.codegen import registry
+from edgec.codegen.fold import evaluate_node, FOLD_ONLY
+from edgec.codegen.fuse import fold_batchnorm, fuse_epilogues
+from edgec.codegen.ir import Graph, Node, Tensor
+from edgec.errors import EdgecError
+from edgec.model import constant_tensors, load_model, opset_version, tensor_shapes
+
+MIN_OPSET = 13
+ALIAS_OPS = {"Identity", "Dropout"}
+
+
+def lower_file(path: str | Path, input_shapes: dict | None = None) -> Graph:
+    path = Path(path)
+    model = load_model(path, input_shapes, min_opset=MIN_OPSET)
+    graph = lower_model(model, name=path.stem)
+    graph.source.update(path=str(path), sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    return graph
+
+
+def lower_model(model: onnx.ModelProto, name: str = "model") -> Graph:
+    """Lower a loaded (static-shape, shape-inferred) model; raises listing every unsupported node."""
+    from edgec.codegen import unsupported_nodes
+
+    bad = unsupported_nodes(model)
+    if bad:
+        listed = ", ".join(f"{n} ({op})" for n, op in bad[:20]) + (" ..." if len(bad) > 20 else "")
+        raise EdgecError(f"{len(bad)} node(s) use ops edgec cannot compile: {listed}")
+    graph = _build(model, name)
+    for pass_fn in (fold_batchnorm, fuse_epilogues, _copy_odd_outputs):
+        graph = pass_fn(graph)
+    return graph
+
+
+def decode_attrs(node: onnx.NodeProto) -> dict:
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [x.decode() for x in v]
+        elif isinstance(v, onnx.TensorProto):
+            v = numpy_helper.to_array(v)
+        out[a.name] = v
+    return out
+
+
+class _Builder:
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.opset = opset_version(model)
+        self.infos = tensor_shapes(model)
+        self.tensors: dict[str, Tensor] = {}
+        for cname, arr in constant_tensors(model).items():
+            self.tensors[cname] = Tensor(cname, arr.shape, arr.dtype, arr)
+
+    def activation(self, name: str) -> Tensor:
+        if name in self.tensors:
+            return self.tensors[name]
+        info = self.infos.get(name)
+        if info is None or not info.is_static():
+            raise EdgecError(f"tensor {name!r} has no static shape after shape inference; pass --input-shape")
+        try:
+            dt = np.dtype(info.dtype)
+        except TypeError:
+            raise EdgecError(f"tensor {name!r} has dtype {info.dtype}, which edgec does not compile") from None
+        t = Tensor(name, info.shape, dt)
+        self.tensors[name] = t
+        return t
+
+    def get(self, name: str) -> Tensor | None:
+        if name == "":
+            return None
+        if name not in self.tensors:
+            raise EdgecError(f"tensor {name!r} is used before it is produced (graph not topologically sorted)")
+        return self.tensors[name]
+
+
+def _build(model: onnx.ModelProto, name: str) -> Graph:
+    b = _Builder(model)
+    from edgec.model import graph_inputs
+    inputs = [b.activation(i.name) for i in graph_inputs(model)]
+    nodes: list[Node] = []
+    for idx, pn in enumerate(model.graph.node):
+        nname = pn.name or f"{pn.op_type}_{idx}"
+        if pn.op_type == "Constant":
+            continue
+        ins = [b.get(x) for x in pn.input]
+        if pn.op_type in ALIAS_OPS and ins and ins[0] is not None:
+            b.tensors[pn.output[0]] = ins[0]
+            continue
+        attrs = decode_attrs(pn)
+        if _foldable(pn, ins):
+            values = evaluate_node(pn, ins, attrs, b.opset)
+            for oname, val in zip(pn.output, values):
+                if oname:
+                    b.tensors[oname] = Tensor(oname, np.shape(val), np.asarray(val).dtype, np.asarray(val))
+            continue
+        outs = [b.activation(o) if o else None for o in pn.output]
+        node = Node(nname, pn.op_type, ins, [o for o in outs], attrs, onnx_names=[nname])
+        nodes.append(node)
+    outputs = [b.get(o.name) for o in model.graph.output]
+    g = Graph(name, inputs, outputs, nodes)
+    g.source.update(opset=b.opset, output_names=[o.name for o in model.graph.output],
+                    input_names=[i.name for i in inputs])
+    return _drop_unused_outputs(g)
+
+
+def _foldable(pn: onnx.NodeProto, ins: list[Tensor | None]) -> bool:
+    if pn.op_type in ("Shape", "Size"):
+        return True
+    if pn.op_type in ("RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial"):
+        return False
+    return all(t is None or t.is_const for t in ins) and (bool(ins) or pn.op_type in FOLD_ONLY)
+
+
+def _drop_unused_outputs(g: Graph) -> Graph:
+    """Optional outputs nobody reads (BatchNorm running stats, Dropout masks) become None."""
+    used = {id(t) for n in g.nodes for t in n.operands()} | {id(t) for t in g.outputs}
+    for n in g.nodes:
+        n.outputs = [o if (i == 0 or (o is not None and id(o) in used)) else None for i, o in enumerate(n.outputs)]
+    return g
+
+
+def _copy_odd_outputs(g: Graph) -> Graph:
+    """A graph output that is an input, a constant or repeated gets its own copy node."""
+    seen: set[int] = set()
+    inputs = {id(t) for t in g.inputs}
+    for i, t in enumerate(g.outputs):
+        if t.is_const or id(t) in inputs or id(t) in seen:
+            new = Tensor(g.source["output_names"][i] + "__copy", t.shape, t.dtype)
+            g.nodes.append(Node(f"copy_{new.name}", "Identity", [t], [new], onnx_names=[]))
+            g.outputs[i] = new
+        seen.add(id(g.outputs[i]))
+    return g
+
+
+def supported_ops() -> frozenset[str]:
+    return registry.registered_ops() | ALIAS_OPS | FOLD_ONLY | {"Constant", "Shape", "Size"}

@@ -1,0 +1,183 @@
+"""Helpers shared by the op emitters: activation expressions, epilogues, broadcast loops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgec.codegen.emit import EmitContext, c_type
+from edgec.codegen.ir import Node, Tensor
+
+
+def flt(x: float) -> str:
+    """A float literal C accepts for any finite or infinite value."""
+    x = float(x)
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "-INFINITY"
+    return repr(x) + "f" if "e" in repr(x) or "." in repr(x) else repr(x) + ".0f"
+
+
+def act_expr(act: str | None, p: dict, v: str) -> str:
+    """C expression applying a fused activation to float variable v."""
+    if act is None:
+        return v
+    if act == "relu":
+        return f"({v} > 0.0f ? {v} : 0.0f)"
+    if act == "clip":
+        lo, hi = flt(p.get("min", -3.4e38)), flt(p.get("max", 3.4e38))
+        return f"({v} < {lo} ? {lo} : ({v} > {hi} ? {hi} : {v}))"
+    if act == "leaky_relu":
+        return f"({v} >= 0.0f ? {v} : {flt(p.get('alpha', 0.01))} * {v})"
+    if act == "sigmoid":
+        return f"(1.0f / (1.0f + expf(-{v})))"
+    if act == "hard_sigmoid":
+        a, b = flt(p.get("alpha", 0.2)), flt(p.get("beta", 0.5))
+        return f"fmaxf(0.0f, fminf(1.0f, {a} * {v} + {b}))"
+    if act == "hard_swish":
+        return f"({v} * fmaxf(0.0f, fminf(1.0f, {v} * (1.0f / 6.0f) + 0.5f)))"
+    if act == "silu":
+        return f"({v} / (1.0f + expf(-{v})))"
+    if act == "tanh":
+        return f"tanhf({v})"
+    if act == "gelu":
+        return f"(0.5f * {v} * (1.0f + erff({v} * 0.70710678118654752f)))"
+    raise ValueError(f"unknown activation {act}")
+
+
+def epilogue_lines(node: Node, ctx: EmitContext, v: str, idx: str) -> list[str]:
+    """Statements updating float v (at flat output index idx) with node's fused residual/activation."""
+    ep = node.epilogue
+    lines = []
+    res = f"{ctx.ptr(ep.residual)}[{idx}]" if ep.residual is not None else None
+    if res and ep.residual_before_act:
+        lines.append(f"{v} += {res};")
+    if ep.act:
+        lines.append(f"{v} = {act_expr(ep.act, ep.act_params, v)};")
+    if res and not ep.residual_before_act:
+        lines.append(f"{v} += {res};")
+    return lines
+
+
+def strides(shape) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+def bcast_strides(in_shape, out_shape) -> list[int]:
+    """Element strides of an input broadcast to out_shape (0 on broadcast dims)."""
+    pad = (1,) * (len(out_shape) - len(in_shape)) + tuple(in_shape)
+    st = strides(pad)
+    return [0 if d == 1 and o != 1 else s for d, o, s in zip(pad, out_shape, st)]
+
+
+def collapse(out_shape, in_strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    """Merge adjacent dims that every operand walks contiguously; drops size-1 dims."""
+    dims = [d for d in out_shape]
+    sts = [list(s) for s in in_strides]
+    keep = [i for i, d in enumerate(dims) if d != 1]
+    dims = [dims[i] for i in keep]
+    sts = [[s[i] for i in keep] for s in sts]
+    i = len(dims) - 1
+    while i > 0:
+        if all(s[i - 1] == s[i] * dims[i] for s in sts):
+            dims[i - 1] *= dims[i]
+            for s in sts:
+                s[i - 1] = s[i]
+                del s[i]
+            del dims[i]
+        i -= 1
+    return dims, sts
+
+
+def loop_nest(out_shape, operands: list[Tensor | None], body, indent: str = "") -> list[str]:
+    """Nested loops over out_shape; body(idx_exprs, out_idx) -> lines, idx per operand (broadcast)."""
+    out_st = strides(out_shape)
+    ins = [bcast_strides(t.shape, out_shape) if t is not None else [0] * len(out_shape) for t in operands]
+    dims, sts = collapse(out_shape, [out_st] + ins)
+    lines = []
+    vars_ = [f"i{k}" for k in range(len(dims))]
+    for k, d in enumerate(dims):
+        lines.append(f"{'    ' * k}for (size_t {vars_[k]} = 0; {vars_[k]} < {d}u; {vars_[k]}++)")
+    lines[-1:] = [lines[-1] + " {"] if lines else []
+
+    def index(st):
+        parts = [f"{v}" if s == 1 else f"{v} * {s}u" for v, s in zip(vars_, st) if s != 0]
+        return " + ".join(parts) or "0"
+
+    pad = "    " * len(dims) if dims else ""
+    inner = body([index(s) for s in sts[1:]], index(sts[0]))
+    lines += [pad + ln for ln in inner]
+    if dims:
+        lines.append("    " * (len(dims) - 1) + "}")
+    return lines
+
+
+def cty(t: Tensor) -> str:
+    return c_type(t.dtype)
+
+
+def is_float(t: Tensor) -> bool:
+    return np.dtype(t.dtype).kind == "f"
+
+
+def math_fn(name: str, t: Tensor) -> str:
+    """libm function for t's dtype: expf for float32, exp for float64."""
+    return name + ("f" if np.dtype(t.dtype) == np.float32 else "")
+
+
+def const_scalar(t: Tensor | None):
+    """The single value of a constant tensor, else None."""
+    if t is None or not t.is_const or t.size != 1:
+        return None
+    return t.const.reshape(-1)[0].item()
+
+
+def block(lines: list[str]) -> str:
+    return "{\n" + "\n".join("    " + ln for ln in lines) + "\n}\n"
+
+
+def full_loops(shape, body_lines: list[str]) -> list[str]:
+    """Plain nested loops i0..iN over shape (no collapsing) around body_lines."""
+    lines = [f"{'    ' * k}for (long i{k} = 0; i{k} < {d}; i{k}++)" for k, d in enumerate(shape)]
+    pad = "    " * len(shape)
+    return lines + [pad + "{"] + [pad + "    " + b for b in body_lines] + [pad + "}"]
+
+
+def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int] | None = None) -> list[str]:
+    """Like loop_nest but with explicit per-operand element strides (may be negative) and base offsets."""
+    out_st = strides(out_shape)
+    dims, sts = collapse_signed(out_shape, [out_st] + [list(s) for s in in_strides])
+    bases = bases or [0] * len(in_strides)
+    vars_ = [f"i{k}" for k in range(len(dims))]
+    lines = [f"{'    ' * k}for (long {vars_[k]} = 0; {vars_[k]} < {d}; {vars_[k]}++)" for k, d in enumerate(dims)]
+
+    def index(st, base=0):
+        parts = [v if s == 1 else f"{v} * {s}" for v, s in zip(vars_, st) if s != 0]
+        if base:
+            parts.insert(0, str(base))
+        return " + ".join(parts) or "0"
+    pad = "    " * len(dims)
+    inner = body([index(s, b) for s, b in zip(sts[1:], bases)], index(sts[0]))
+    return lines + [pad + "{"] + [pad + "    " + ln for ln in inner] + [pad + "}"]
+
+
+def collapse_signed(out_shape, sts_in: list[list[int]]):
+    dims = list(out_shape)
+    keep = [i for i, d in enumerate(dims) if d != 1]
+    dims = [dims[i] for i in keep]
+    sts = [[s[i] for i in keep] for s in sts_in]
+    i = len(dims) - 1
+    while i > 0:
+        if all(s[i - 1] == s[i] * dims[i] for s in sts):
+            dims[i - 1] *= dims[i]
+            for s in sts:
+                del s[i - 1]
+            del dims[i]
+        i -= 1
+    return dims, sts

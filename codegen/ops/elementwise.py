@@ -1,0 +1,191 @@
+"""Elementwise ops with numpy broadcasting, generated as loops with constant bounds and strides.
+
+The C compiler vectorises the innermost loop (stride 1 or 0), so no separate SIMD kernel is
+needed; float32 binary ops accept a fused epilogue (e.g. Add + Relu in residual blocks).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node
+from edgec.codegen.ops._util import act_expr, block, cty, epilogue_lines, flt, is_float, loop_nest, math_fn
+from edgec.codegen.registry import register
+
+ARITH = {"Add": "({a} + {b})", "Sub": "({a} - {b})", "Mul": "({a} * {b})", "Div": "({a} / {b})"}
+COMPARE = {"Equal": "({a} == {b})", "Less": "({a} < {b})", "Greater": "({a} > {b})",
+           "LessOrEqual": "({a} <= {b})", "GreaterOrEqual": "({a} >= {b})",
+           "And": "({a} && {b})", "Or": "({a} || {b})", "Xor": "(!{a} != !{b})"}
+VARIADIC = ("Max", "Min", "Sum", "Mean")
+
+
+def _emit(node: Node, ctx: EmitContext, expr, operands=None) -> str:
+    """Loop over the output computing expr(list of operand C values) per element."""
+    y = node.outputs[0]
+    operands = [t for t in node.inputs if t is not None] if operands is None else operands
+    ptrs = [ctx.ptr(t) for t in operands]
+    yp = ctx.ptr(y)
+    use_ep = not node.epilogue.empty
+
+    def body(idx, oidx):
+        vals = [f"{p}[{i}]" for p, i in zip(ptrs, idx)]
+        if not use_ep:
+            return [f"{yp}[{oidx}] = ({cty(y)})({expr(vals)});"]
+        return [f"float v = {expr(vals)};", *epilogue_lines(node, ctx, "v", oidx), f"{yp}[{oidx}] = v;"]
+    return block(loop_nest(y.shape, operands, body))
+
+
+def _binary_expr(op: str, node: Node):
+    a_t = node.inputs[0]
+    if op in ARITH:
+        if op == "Div" and not is_float(a_t):
+            return lambda v: f"({v[1]} != 0 ? {v[0]} / {v[1]} : 0)"
+        return lambda v: ARITH[op].format(a=v[0], b=v[1])
+    if op in COMPARE:
+        return lambda v: COMPARE[op].format(a=v[0], b=v[1])
+    if op == "Pow":
+        e = node.inputs[1]
+        if e.is_const and e.size == 1 and float(e.const.reshape(-1)[0]) == 2.0:
+            return lambda v: f"({v[0]} * {v[0]})"
+        if is_float(a_t):
+            f = math_fn("pow", a_t)
+            return lambda v: f"{f}({v[0]}, {v[1]})"
+        return lambda v: f"pow((double){v[0]}, (double){v[1]})"
+    if op == "PRelu":
+        return lambda v: f"({v[0]} < 0 ? {v[1]} * {v[0]} : {v[0]})"
+    if op == "Mod":
+        if is_float(a_t) or node.attr("fmod", 0):
+            f = math_fn("fmod", a_t) if is_float(a_t) else ""
+            return lambda v: f"{f}({v[0]}, {v[1]})" if f else f"({v[0]} % {v[1]})"
+        return lambda v: f"(({v[0]} % {v[1]}) + ((({v[0]} % {v[1]}) != 0 && (({v[0]} < 0) != ({v[1]} < 0))) ? {v[1]} : 0))"
+    if op == "BitShift":
+        sh = "<<" if node.attr("direction") == "LEFT" else ">>"
+        return lambda v: f"({v[0]} {sh} {v[1]})"
+    raise KeyError(op)
+
+
+@register("Add", "Sub", "Mul", "Div", epilogue=True, inplace=True)
+def emit_arith(node: Node, ctx: EmitContext) -> str:
+    ctx.note(algo="elementwise")
+    return _emit(node, ctx, _binary_expr(node.op, node))
+
+
+@register("Pow", "PRelu", "Mod", "BitShift", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+          "And", "Or", "Xor", inplace=True)
+def emit_binary(node: Node, ctx: EmitContext) -> str:
+    ctx.note(algo="elementwise")
+    return _emit(node, ctx, _binary_expr(node.op, node))
+
+
+@register(*VARIADIC, inplace=True)
+def emit_variadic(node: Node, ctx: EmitContext) -> str:
+    t = node.inputs[0]
+    n = len([x for x in node.inputs if x is not None])
+    if node.op in ("Max", "Min"):
+        cmp = ">" if node.op == "Max" else "<"
+
+        def pick(v):
+            acc = v[0]
+            for x in v[1:]:
+                # NaN propagates like numpy's maximum/minimum
+                acc = f"(({x} {cmp} {acc}) || ({x} != {x}) ? {x} : {acc})"
+            return acc
+        return _emit(node, ctx, pick)
+    scale = f" / ({cty(t)}){n}" if node.op == "Mean" else ""
+    return _emit(node, ctx, lambda v: "(" + " + ".join(v) + ")" + scale)
+
+
+@register("Where", inplace=False)
+def emit_where(node: Node, ctx: EmitContext) -> str:
+    return _emit(node, ctx, lambda v: f"({v[0]} ? {v[1]} : {v[2]})")
+
+
+def _unary_expr(node: Node):
+    op, t = node.op, node.inputs[0]
+    f = lambda name: math_fn(name, t)  # noqa: E731
+    one = "1.0f" if np.dtype(t.dtype) == np.float32 else "1.0"
+    a = lambda k, d: flt(node.attr(k, d)) if np.dtype(t.dtype) == np.float32 else repr(float(node.attr(k, d)))  # noqa
+    table = {
+        "Abs": lambda v: f"({v} < 0 ? -{v} : {v})", "Neg": lambda v: f"(-{v})",
+        "Sqrt": lambda v: f"{f('sqrt')}({v})", "Exp": lambda v: f"{f('exp')}({v})", "Log": lambda v: f"{f('log')}({v})",
+        "Reciprocal": lambda v: f"({one} / {v})", "Floor": lambda v: f"{f('floor')}({v})",
+        "Ceil": lambda v: f"{f('ceil')}({v})", "Round": lambda v: f"{f('nearbyint')}({v})",
+        "Sign": lambda v: f"(({v} > 0) - ({v} < 0))", "Erf": lambda v: f"{f('erf')}({v})",
+        "Sin": lambda v: f"{f('sin')}({v})", "Cos": lambda v: f"{f('cos')}({v})", "Tan": lambda v: f"{f('tan')}({v})",
+        "Asin": lambda v: f"{f('asin')}({v})", "Acos": lambda v: f"{f('acos')}({v})", "Atan": lambda v: f"{f('atan')}({v})",
+        "Sinh": lambda v: f"{f('sinh')}({v})", "Cosh": lambda v: f"{f('cosh')}({v})",
+        "Asinh": lambda v: f"{f('asinh')}({v})", "Acosh": lambda v: f"{f('acosh')}({v})",
+        "Atanh": lambda v: f"{f('atanh')}({v})", "Not": lambda v: f"(!{v})",
+        "IsNaN": lambda v: f"({v} != {v})", "Softsign": lambda v: f"({v} / ({one} + {f('fabs')}({v})))",
+        "Softplus": lambda v: f"{f('log1p')}({f('exp')}({v}))",
+        "Elu": lambda v: f"({v} >= 0 ? {v} : {a('alpha', 1.0)} * ({f('exp')}({v}) - {one}))",
+        "Celu": lambda v: f"({f('fmax')}(0, {v}) + {f('fmin')}(0, {a('alpha', 1.0)} * ({f('exp')}({v} / {a('alpha', 1.0)}) - {one})))",
+        "Selu": lambda v: f"({a('gamma', 1.0507009873554805)} * ({v} > 0 ? {v} : {a('alpha', 1.6732632423543772)} * ({f('exp')}({v}) - {one})))",
+        "ThresholdedRelu": lambda v: f"({v} > {a('alpha', 1.0)} ? {v} : 0)",
+        "Mish": lambda v: f"({v} * {f('tanh')}({f('log1p')}({f('exp')}({v}))))",
+    }
+    if op == "IsInf":
+        pos, neg = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+        return lambda v: f"(({pos} && {v} == INFINITY) || ({neg} && {v} == -INFINITY))"
+    return table[op]
+
+
+UNARY = ("Abs", "Neg", "Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Erf", "Sin", "Cos",
+         "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Not", "IsNaN", "IsInf",
+         "Softsign", "Softplus", "Elu", "Celu", "Selu", "ThresholdedRelu", "Mish")
+
+
+@register(*UNARY, inplace=True)
+def emit_unary(node: Node, ctx: EmitContext) -> str:
+    ctx.note(algo="elementwise")
+    return _emit(node, ctx, lambda v: _unary_expr(node)(v[0]), operands=[node.inputs[0]])
+
+
+@register("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Gelu", "Clip", inplace=True)
+def emit_activation(node: Node, ctx: EmitContext) -> str:
+    """Standalone activation (when no producer could take it as an epilogue)."""
+    from edgec.codegen.fuse import activation_of
+
+    t = node.inputs[0]
+    act = activation_of(node)
+    if act is not None and np.dtype(t.dtype) == np.float32:
+        return _emit_act(node, ctx, act)
+    return _emit_generic_act(node, ctx)
+
+
+def _emit_act(node: Node, ctx: EmitContext, act) -> str:
+    t, y = node.inputs[0], node.outputs[0]
+    xp, yp = ctx.ptr(t), ctx.ptr(y)
+    body = [f"for (size_t i = 0; i < {y.size}u; i++) {{", f"    float x = {xp}[i];",
+            f"    {yp}[i] = {act_expr(act[0], act[1], 'x')};", "}"]
+    return block(body)
+
+
+def _emit_generic_act(node: Node, ctx: EmitContext) -> str:
+    """Non-float32 dtypes, Gelu tanh approximation, Clip with runtime bounds."""
+    t = node.inputs[0]
+    f = lambda name: math_fn(name, t)  # noqa: E731
+    if node.op == "Clip":
+        lo, hi = node.input(1), node.input(2)
+        lo_v = f"{ctx.ptr(lo)}[0]" if lo is not None else None
+        hi_v = f"{ctx.ptr(hi)}[0]" if hi is not None else None
+
+        def clip(v):
+            e = v[0]
+            if lo_v:
+                e = f"({e} < {lo_v} ? {lo_v} : {e})"
+            if hi_v:
+                e = f"({e} > {hi_v} ? {hi_v} : {e})"
+            return e
+        return _emit(node, ctx, clip, operands=[t])
+    if node.op == "Gelu":
+        k = "0.7978845608028654"
+        return _emit(node, ctx, lambda v: f"(0.5 * {v[0]} * (1 + {f('tanh')}({k} * ({v[0]} + 0.044715 * {v[0]} * {v[0]} * {v[0]}))))",
+                     operands=[t])
+    exprs = {"Relu": lambda v: f"({v} > 0 ? {v} : 0)",
+             "LeakyRelu": lambda v: f"({v} >= 0 ? {v} : {node.attr('alpha', 0.01)!r} * {v})",
+             "Sigmoid": lambda v: f"(1 / (1 + {f('exp')}(-{v})))", "Tanh": lambda v: f"{f('tanh')}({v})",
+             "HardSigmoid": lambda v: f"{f('fmax')}(0, {f('fmin')}(1, {node.attr('alpha', 0.2)!r} * {v} + {node.attr('beta', 0.5)!r}))",
+             "HardSwish": lambda v: f"({v} * {f('fmax')}(0, {f('fmin')}(1, {v} / 6 + 0.5)))"}
+    return _emit(node, ctx, lambda v: exprs[node.op](v[0]), operands=[t])

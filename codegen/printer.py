@@ -1,0 +1,302 @@
+"""Printer: assembles the generated project in reading order.
+
+model.c   provenance header, includes, weight symbol, one static function per layer, entry points
+model.h   public API: workspace size, init/run, input/output names, shapes, dtypes, layer table
+weights.S + weights.bin   the pre-packed weights, linked in with .incbin (assembles in milliseconds
+          whatever the size, unlike C array literals)
+Makefile, runner.c, bench.c, ec_npy.{c,h}, runtime/<kernels>
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from edgec import __version__
+from edgec.codegen.emit import EmitContext, LayerInfo, c_type
+from edgec.codegen.ir import Graph, Tensor
+from edgec.codegen.memory import Plan
+from edgec.files import write_bytes_atomic, write_text_atomic
+from edgec.runtime_c import root as runtime_root
+
+TEMPLATES = Path(__file__).with_name("templates")
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+_VIEW = re.compile(r"EC_VIEW_COPY\((.*)\);")
+
+
+def _views(body: str) -> str:
+    """A view whose source and destination ended up in the same buffer costs nothing."""
+    def sub(m):
+        y, x, n = m.group(1).rsplit(", ", 2) if m.group(1).count(", ") == 2 else (None, None, None)
+        if y is None:
+            return m.group(0)
+        return "/* view: shares its input's buffer */" if y == x else f"memcpy({y}, {x}, {n});"
+    return _VIEW.sub(sub, body)
+
+
+def c_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("*/", "*\\/") + '"'
+
+
+def npy_descr(dtype: np.dtype) -> str:
+    dt = np.dtype(dtype)
+    return "|b1" if dt == np.bool_ else dt.newbyteorder("<").str
+
+
+def _tensor_table(p: str, kind: str, names: list[str], tensors: list[Tensor]) -> list[str]:
+    lines = []
+    for i, t in enumerate(tensors):
+        dims = ", ".join(str(d) for d in t.shape) or "0"
+        lines.append(f"static const int64_t {p}_{kind}_shape_{i}[] = {{{dims}}};")
+    rows = [f"    {{{c_str(n)}, {c_str(np.dtype(t.dtype).name)}, {c_str(npy_descr(t.dtype))}, {t.dtype.itemsize}, "
+            f"{len(t.shape)}, {p}_{kind}_shape_{i}, {t.size}u}}," for i, (n, t) in enumerate(zip(names, tensors))]
+    rows.append("    {0, 0, 0, 0, 0, 0, 0},")
+    lines.append(f"const {p}_tensor_info {p}_{kind}s[] = {{\n" + "\n".join(rows) + "\n};")
+    return lines
+
+
+def model_h(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerInfo], threads: int) -> str:
+    P = p.upper()
+    return f"""/* {p}.h: public API of the generated model (edgec {__version__}). Tensors are dense, row-major
+ * (NCHW for images), in the dtype listed in {p}_inputs/{p}_outputs. */
+#ifndef {P}_H
+#define {P}_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define {P}_WORKSPACE_BYTES ((size_t){max(plan.arena_bytes, 64)}u)  /* caller-provided, 64-byte aligned */
+#define {P}_WEIGHTS_BYTES ((size_t){len(ctx.weights)}u)
+#define {P}_NUM_INPUTS {len(g.inputs)}
+#define {P}_NUM_OUTPUTS {len(g.outputs)}
+#define {P}_NUM_LAYERS {len(layers)}
+#define {P}_DEFAULT_THREADS {threads}
+#define {P}_NAME {c_str(g.name)}
+#define {P}_TARGET {c_str(ctx.target.name)}
+
+typedef struct {{
+    const char *name, *dtype, *npy_descr;  /* dtype: numpy name, e.g. "float32"; npy_descr e.g. "<f4" */
+    int elem_size, rank;
+    const int64_t *shape;
+    size_t numel;
+}} {p}_tensor_info;
+
+typedef struct {{ const char *name, *op, *algo; int64_t macs; }} {p}_layer_info;
+
+extern const {p}_tensor_info {p}_inputs[];   /* {P}_NUM_INPUTS entries, then a zeroed one */
+extern const {p}_tensor_info {p}_outputs[];
+extern const {p}_layer_info {p}_layers[];     /* name = the ONNX node(s) each layer implements */
+extern double {p}_layer_ms[];                 /* last run's per-layer time (built with PROFILE=1) */
+
+/* Start worker threads (threads <= 0: {P}_DEFAULT_THREADS). Returns 0 on success. */
+int {p}_init(int threads);
+void {p}_deinit(void);
+/* One inference: workspace of {P}_WORKSPACE_BYTES; inputs/outputs in graph order. No allocation. */
+int {p}_run(void *workspace, const void *const *inputs, void *const *outputs);
+
+#endif
+"""
+
+
+def _layer_fn(p: str, i: int, info: LayerInfo, body: str) -> str:
+    n = info.node
+    onnx = ", ".join(n.onnx_names) or "(inserted)"
+    ep = []
+    if n.epilogue.act:
+        ep.append(n.epilogue.act)
+    if n.epilogue.residual is not None:
+        ep.append("residual")
+    head = f"/* layer {i}: {n.op} {' + '.join(ep)} <- {onnx} */".replace("  ", " ")
+    body = "\n".join(("    " + ln) if ln.strip() else "" for ln in body.strip("\n").splitlines())
+    return (f"{head}\nstatic void {p}_layer_{i}(uint8_t *ws, const void *const *in, void *const *out)\n{{\n"
+            f"    (void)ws; (void)in; (void)out;\n{body}\n}}\n")
+
+
+def model_c(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerInfo], stamp: dict,
+            has_pool: bool) -> str:
+    P = p.upper()
+    loc = plan.location
+
+    def tensor_expr(t: Tensor) -> str:
+        kind, k = loc[id(t)]
+        return f"(ws + {k})" if kind == "arena" else f"{kind}[{k}]"
+
+    def scratch_expr(sid: int) -> str:
+        return f"(ws + {plan.scratch_offsets[sid]})"
+
+    out = [f"/* Generated by edgec {__version__}; do not edit.\n"
+           + "".join(f" * {k}: {v}\n" for k, v in stamp.items()) + " */",
+           "#ifndef _POSIX_C_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#endif",
+           "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n#include <time.h>",
+           f'#include "{p}.h"']
+    heads = [r for r in ctx.required if r.endswith(".h")]
+    if has_pool:
+        heads = ["ec_threadpool.h"] + [h for h in heads if h != "ec_threadpool.h"]
+    out.append("\n".join(f'#include "{h}"' for h in heads))
+    out.append(f"/* {len(ctx.weights)} bytes of pre-packed weights from weights.bin (weights.S, .incbin) */\n"
+               f"extern const uint8_t {p}_weights[];")
+    if has_pool:
+        out.append(f"static ec_pool {p}_pool_storage;\nstatic ec_pool *{p}_pool = NULL;")
+    else:
+        out.append(f"typedef struct ec_pool ec_pool;\nstatic ec_pool *{p}_pool = NULL;")
+    out += _tensor_table(p, "input", g.source.get("input_names") or [t.name for t in g.inputs], g.inputs)
+    out += _tensor_table(p, "output", g.source.get("output_names") or [t.name for t in g.outputs], g.outputs)
+    rows = [f"    {{{c_str(', '.join(l.node.onnx_names) or l.node.name)}, {c_str(l.node.op)}, {c_str(l.algo)}, "
+            f"{l.macs}}}," for l in layers] + ["    {0, 0, 0, 0},"]
+    out.append(f"const {p}_layer_info {p}_layers[] = {{\n" + "\n".join(rows) + "\n};")
+    out.append(f"double {p}_layer_ms[{P}_NUM_LAYERS + 1];")
+    for i, info in enumerate(layers):
+        out.append(_layer_fn(p, i, info, _views(ctx.resolve(info.body, tensor_expr, scratch_expr))))
+    out.append(_entry(p, layers, has_pool))
+    return "\n\n".join(out) + "\n"
+
+
+def _entry(p: str, layers: list[LayerInfo], has_pool: bool) -> str:
+    P = p.upper()
+    init = (f"    if (threads <= 0) threads = {P}_DEFAULT_THREADS;\n    {p}_deinit();\n"
+            f"    if (threads > 1) {{\n        if (ec_pool_init(&{p}_pool_storage, threads) != 0) return -1;\n"
+            f"        {p}_pool = &{p}_pool_storage;\n    }}\n    return 0;") if has_pool else \
+        "    (void)threads;\n    return 0;"
+    deinit = f"    if ({p}_pool) {{ ec_pool_destroy({p}_pool); {p}_pool = NULL; }}" if has_pool else ""
+    calls = "\n".join(f"    EC_LAYER({i}, {p}_layer_{i}(ws, in, out));" for i in range(len(layers)))
+    return f"""#ifdef EC_PROFILE
+static double {p}_now_ms(void)
+{{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}}
+#define EC_LAYER(i, call) do {{ double t0_ = {p}_now_ms(); call; {p}_layer_ms[i] = {p}_now_ms() - t0_; }} while (0)
+#else
+#define EC_LAYER(i, call) call
+#endif
+
+int {p}_init(int threads)
+{{
+{init}
+}}
+
+void {p}_deinit(void)
+{{
+{deinit}
+}}
+
+int {p}_run(void *workspace, const void *const *in, void *const *out)
+{{
+    uint8_t *ws = (uint8_t *)workspace;
+    (void)ws; (void)in; (void)out;
+{calls}
+    return 0;
+}}
+"""
+
+
+def weights_name(p: str) -> str:
+    return "weights.bin" if p == "model" else f"{p}_weights.bin"
+
+
+def weights_s(p: str) -> str:
+    return f"""/* The weights blob, linked in as read-only data. */
+    .section .rodata
+    .balign 64
+    .globl {p}_weights
+    .type {p}_weights, %object
+{p}_weights:
+    .incbin "{weights_name(p)}"
+    .byte 0
+    .size {p}_weights, . - {p}_weights
+    .section .note.GNU-stack,"",%progbits
+"""
+
+
+def runtime_files(required: list[str], extra: list[str]) -> list[str]:
+    """Required runtime_c files plus every header they include, transitively, in a stable order."""
+    root = runtime_root()
+    seen: list[str] = []
+    todo = list(extra) + list(required)
+    while todo:
+        rel = todo.pop(0)
+        if rel in seen or not (root / rel).is_file():
+            continue
+        seen.append(rel)
+        for inc in _INCLUDE.findall((root / rel).read_text()):
+            for cand in (str(Path(rel).parent / inc), inc):
+                cand = str(Path(cand))
+                if (root / cand).is_file():
+                    todo.append(cand)
+                    break
+    return seen
+
+
+def copy_runtime(out_dir: Path, files: list[str]) -> None:
+    root = runtime_root()
+    for rel in files:
+        dest = out_dir / "runtime" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / rel, dest)
+
+
+def makefile(p: str, target, sources: list[str]) -> str:
+    srcs = " \\\n       ".join([f"{p}.c", "ec_npy.c"] + [f"runtime/{s}" for s in sources])
+    flags = " ".join(target.cflags)
+    return f"""# Generated by edgec {__version__} for target {target.name}.
+# make [CC=...] [CFLAGS=...] [LDFLAGS=...] [PROFILE=1]
+# cross build example: make CC={target.cc} LDFLAGS=-static
+ifeq ($(origin CC),default)
+CC = {'gcc' if target.arch in ('any', 'x86_64') else target.cc}
+endif
+ARCH_FLAGS ?= {flags}
+CFLAGS ?= -O3
+LDFLAGS ?=
+LDLIBS = -lm -lpthread
+EC_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -I. -Iruntime $(ARCH_FLAGS)
+ifeq ($(PROFILE),1)
+EC_CFLAGS += -DEC_PROFILE
+endif
+OBJDIR = obj/$(notdir $(CC))$(if $(filter 1,$(PROFILE)),-prof)
+SRCS = {srcs}
+OBJS = $(addprefix $(OBJDIR)/,$(SRCS:.c=.o)) $(OBJDIR)/weights.o
+
+all: runner bench
+
+runner: $(OBJDIR)/runner.o $(OBJS)
+\t$(CC) $(EC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: $(OBJDIR)/bench.o $(OBJS)
+\t$(CC) $(EC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OBJDIR)/%.o: %.c {p}.h
+\t@mkdir -p $(dir $@)
+\t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(OBJDIR)/weights.o: weights.S {weights_name(p)}
+\t@mkdir -p $(dir $@)
+\t$(CC) $(EC_CFLAGS) -c -o $@ weights.S
+
+clean:
+\trm -rf obj runner bench
+
+.PHONY: all clean
+"""
+
+
+def write_project(out_dir: Path, p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerInfo],
+                  stamp: dict, threads: int) -> list[str]:
+    """Write every file of the project; returns the runtime sources compiled."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    root = runtime_root()
+    has_pool = (root / "ec_threadpool.h").is_file() and (root / "ec_threadpool.c").is_file()
+    extra = ["ec_threadpool.h", "ec_threadpool.c"] if has_pool else []
+    files = runtime_files(ctx.required, extra)
+    copy_runtime(out_dir, files)
+    sources = [f for f in files if f.endswith(".c")]
+    write_text_atomic(out_dir / f"{p}.h", model_h(p, g, plan, ctx, layers, threads))
+    write_text_atomic(out_dir / f"{p}.c", model_c(p, g, plan, ctx, layers, stamp, has_pool))
+    write_bytes_atomic(out_dir / weights_name(p), bytes(ctx.weights))
+    write_text_atomic(out_dir / "weights.S", weights_s(p))
+    write_text_atomic(out_dir / "Makefile", makefile(p, ctx.target, sources))
+    for name in ("runner.c", "bench.c", "ec_npy.c", "ec_npy.h"):
+        write_text_atomic(out_dir / name, (TEMPLATES / name).read_text())
+    return sources

@@ -1,0 +1,114 @@
+"""compile_model / build_project: the library behind `edgec compile`."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgec import __version__
+from edgec.codegen import registry
+from edgec.codegen.emit import EmitContext, LayerInfo
+from edgec.codegen.ir import Graph
+from edgec.codegen.lower import lower_file
+from edgec.codegen.memory import Plan, plan_memory
+from edgec.codegen.printer import write_project
+from edgec.codegen.targets import Target, get_target
+from edgec.errors import EdgecError
+
+
+@dataclass
+class Build:
+    dir: Path
+    target: Target
+    arena_bytes: int
+    naive_bytes: int
+    weights_bytes: int
+    layers: list[dict]
+    binaries: dict[str, Path] = field(default_factory=dict)
+    graph: Graph | None = field(default=None, repr=False)
+    plan: Plan | None = field(default=None, repr=False)
+
+
+def emit_layers(g: Graph, ctx: EmitContext) -> list[LayerInfo]:
+    """Run every node's emitter; bodies still hold activation placeholders."""
+    layers = []
+    for node in g.nodes:
+        spec = registry.get(node.op)
+        if spec is None:
+            raise EdgecError(f"node {node.name} ({node.op}) has no C emitter")
+        if not node.epilogue.empty and not spec.epilogue:
+            raise EdgecError(f"internal: epilogue fused into {node.op}, whose emitter cannot apply it")
+        info = ctx.begin(node)
+        info.body = spec.emit(node, ctx)
+        layers.append(info)
+    return layers
+
+
+def generate(g: Graph, out_dir: Path, target: Target, *, threads: int = 1, prefix: str = "model",
+             stamp: dict | None = None) -> Build:
+    """IR -> project files in out_dir."""
+    ctx = EmitContext(target, weights_symbol=f"{prefix}_weights", pool_expr=f"{prefix}_pool")
+    layers = emit_layers(g, ctx)
+    plan = plan_memory(g, [l.scratch for l in layers], ctx.scratch_sizes)
+    stamp = dict(stamp or {})
+    stamp.setdefault("target", f"{target.name} (isa {target.isa}), threads {threads}")
+    stamp["arena"] = f"{plan.arena_bytes} bytes (naive sum of intermediates {plan.naive_bytes})"
+    write_project(out_dir, prefix, g, plan, ctx, layers, stamp, threads)
+    info = [{"name": ", ".join(l.node.onnx_names) or l.node.name, "op": l.node.op, "algo": l.algo, "macs": l.macs,
+             **({"details": l.details} if l.details else {})} for l in layers]
+    return Build(out_dir, target, plan.arena_bytes, plan.naive_bytes, len(ctx.weights), info, graph=g, plan=plan)
+
+
+def compile_model(model_path, out_dir, *, target="native", threads: int = 1, input_shapes=None, build: bool = False,
+                  profile: bool = False, cc: str | None = None, command: str | None = None) -> Build:
+    """Compile an ONNX file into a C project in out_dir (and build it when build=True)."""
+    model_path, out_dir = Path(model_path), Path(out_dir)
+    tgt = get_target(target)
+    if threads < 1:
+        raise EdgecError(f"--threads must be at least 1, got {threads}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise EdgecError(f"output {out_dir} exists and is not a folder")
+    if out_dir.resolve() == model_path.resolve().parent and (out_dir / "model.c").exists() is False:
+        pass  # writing beside the model is fine: no generated name collides with an .onnx file
+    g = lower_file(model_path, input_shapes)
+    stamp = {"edgec": __version__,
+             "command": command or "edgec compile " + shlex.join([str(model_path), "-o", str(out_dir),
+                                                                  "--target", tgt.name]),
+             "model": f"{model_path.name} sha256 {g.source.get('sha256', '?')}"}
+    b = generate(g, out_dir, tgt, threads=threads, stamp=stamp)
+    if build:
+        b.binaries = build_project(out_dir, tgt, cc=cc, profile=profile)
+    return b
+
+
+def build_project(dir, target="native", cc: str | None = None, profile: bool = False,
+                  cflags: str | None = None, ldflags: str | None = None, jobs: int = 1) -> dict[str, Path]:
+    """Run make in a generated project (cross compiler and -static for foreign targets)."""
+    dir, tgt = Path(dir), get_target(target)
+    if shutil.which("make") is None:
+        raise EdgecError("make is not installed; install it (apt-get install make) to build the project")
+    cc = cc or tgt.cc
+    if shutil.which(cc) is None:
+        raise EdgecError(f"compiler {cc!r} for target {tgt.name} not found on PATH")
+    args = ["make", f"-j{jobs}", "-C", str(dir), f"CC={cc}"]
+    if profile:
+        args.append("PROFILE=1")
+    if cflags is not None:
+        args.append(f"CFLAGS={cflags}")
+    if ldflags is not None or not tgt.runs_natively():
+        args.append(f"LDFLAGS={ldflags if ldflags is not None else '-static'}")
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        errs = [ln for ln in proc.stderr.splitlines() if "error" in ln] or proc.stderr.splitlines() or ["?"]
+        sys.stderr.write(proc.stderr[-4000:])
+        raise EdgecError(f"building {dir} with {cc} failed: {errs[0][:300]}")
+    return {"runner": dir / "runner", "bench": dir / "bench"}
+
+
+def model_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

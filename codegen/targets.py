@@ -1,0 +1,101 @@
+"""Compilation targets, read from targets.yaml; `native` picks one from /proc/cpuinfo."""
+
+from __future__ import annotations
+
+import functools
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from edgec.errors import EdgecError
+
+_YAML = Path(__file__).with_name("targets.yaml")
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    arch: str          # x86_64 | aarch64 | armv7 | any
+    isa: str           # scalar | avx2 | avx512 | neon | neon-v82
+    features: tuple
+    f32_lanes: int
+    cc: str
+    cflags: tuple
+    qemu: tuple | None
+    l1d_bytes: int
+    l2_bytes: int
+
+    def runs_natively(self) -> bool:
+        """True when binaries for this target run on this machine without qemu."""
+        host = _host_arch()
+        if self.arch == "any":
+            return True
+        if self.arch != host:
+            return False
+        flags = _cpu_flags()
+        if host == "x86_64":
+            return all(f.replace(".", "_") in flags for f in self.features)
+        return self.isa != "neon-v82" or {"asimddp", "asimdhp"} <= flags
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict[str, dict]:
+    return yaml.safe_load(_YAML.read_text())
+
+
+def target_names() -> list[str]:
+    return ["native", *_table()]
+
+
+def _host_arch() -> str:
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64", "armv7l": "armv7", "armv8l": "armv7"}.get(m, m)
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    flags: set[str] = set()
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        key, _, val = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(val.split())
+    return frozenset(flags)
+
+
+def detect_native(arch: str | None = None, flags: frozenset[str] | None = None) -> str:
+    """Name of the best listed target for a CPU (defaults: this machine)."""
+    arch = arch or _host_arch()
+    flags = _cpu_flags() if flags is None else flags
+    if arch == "x86_64":
+        if "avx512f" in flags and "avx512bw" in flags and "avx512vl" in flags:
+            return "x86_64-avx512"
+        if "avx2" in flags and "fma" in flags:
+            return "x86_64-avx2"
+        return "generic"
+    if arch == "aarch64":
+        return "aarch64-v82" if {"asimddp", "asimdhp"} <= flags else "aarch64-neon"
+    if arch == "armv7":
+        return "armv7-neon" if "neon" in flags else "generic"
+    return "generic"
+
+
+def get_target(name: str = "native") -> Target:
+    """The Target called name; 'native' resolves to the detected one."""
+    if isinstance(name, Target):
+        return name
+    table = _table()
+    if name == "native":
+        name = detect_native()
+    if name not in table:
+        raise EdgecError(f"unknown target {name!r}; choose one of: {', '.join(target_names())}")
+    d = table[name]
+    return Target(name=name, arch=d["arch"], isa=d["isa"], features=tuple(d["features"]),
+                  f32_lanes=int(d["f32_lanes"]), cc=d["cc"], cflags=tuple(d["cflags"]),
+                  qemu=tuple(d["qemu"]) if d.get("qemu") else None,
+                  l1d_bytes=int(d["l1d_bytes"]), l2_bytes=int(d["l2_bytes"]))
