@@ -1,0 +1,202 @@
+"""`edgec optimize` and `edgec eval`: smaller, faster ONNX that still answers the same, and proof of it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from edgec.cli.console import err, out, print_json
+from edgec.files import write_text_atomic
+
+
+@contextlib.contextmanager
+def _progress():
+    """Progress bars on stderr; invisible when stderr is not a terminal."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as p:
+        yield p
+
+
+def optimize(
+    model: Path = typer.Argument(..., help="Input ONNX model (never modified).", show_default=False),
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the optimized .onnx.", show_default=False),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="edgec.yaml describing the pipeline."),
+    prune: Optional[List[str]] = typer.Option(None, "--prune", help="unstructured:S | block:RxC:S | nm:N:M | channel:R (repeatable)."),
+    quantize: Optional[str] = typer.Option(None, "--quantize", "-q", help="int8 (QDQ, static) or fp16."),
+    calib: Optional[Path] = typer.Option(None, "--calib", help="Calibration data: .npz, folder of .npy, or image folder."),
+    calib_method: Optional[str] = typer.Option(None, "--calib-method", help="minmax | percentile | entropy."),
+    calib_samples: Optional[int] = typer.Option(None, "--calib-samples", help="Use at most this many calibration samples."),
+    eval_data: Optional[Path] = typer.Option(None, "--eval", help="Held-out data for accuracy/fidelity before and after."),
+    max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop", help="Guard: allowed top-1 drop in points."),
+    min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="Guard: minimum mean cosine vs the fp32 model."),
+    sensitivity: bool = typer.Option(False, "--sensitivity", help="Scan each layer's pruning sensitivity first."),
+    no_fuse: bool = typer.Option(False, "--no-fuse", help="Skip the graph passes."),
+    disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Skip a pass by name (repeatable)."),
+    keep_float: Optional[List[str]] = typer.Option(None, "--keep-float", help="Never quantize this node (repeatable)."),
+    reduce_range: Optional[bool] = typer.Option(None, "--reduce-range/--full-range", help="7-bit int8 weights (AVX2 without VNNI)."),
+    input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help="Pin an input shape, NAME:D1,D2,..."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write the report as JSON here."),
+) -> None:
+    """Fuse, prune and quantize an ONNX model; print what each pass did and what it cost.
+
+    Example: edgec optimize model.onnx -o model.int8.onnx --quantize int8 --calib calib.npz --eval test.npz --max-accuracy-drop 1
+    """
+    from edgec.optimizer.config import load_config
+    from edgec.optimizer.pipeline import optimize as run
+
+    flags = dict(prune=prune, quantize=quantize, calib=_s(calib), calib_method=calib_method, calib_samples=calib_samples,
+                 eval=_s(eval_data), max_accuracy_drop=max_accuracy_drop, min_cosine=min_cosine,
+                 sensitivity=sensitivity or None, fuse=False if no_fuse else None, disable_passes=disable_pass,
+                 keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape)
+    cfg = load_config(config, flags)
+    with _progress() as p:
+        doc = run(model, output, cfg, progress=p, log=lambda m: err.print(f"[dim]{m}[/dim]"))
+    render(doc)
+    if report is not None:
+        write_text_atomic(report, json.dumps(doc, indent=2, sort_keys=True, default=_plain) + "\n")
+
+
+def evaluate(
+    model: Path = typer.Argument(..., help="ONNX model to evaluate.", show_default=False),
+    data: Path = typer.Option(..., "--data", "-d", help=".npz (with optional 'labels'), folder of .npy, or image folder."),
+    reference: Optional[Path] = typer.Option(None, "--reference", "-r", help="Compare outputs with this model (fidelity)."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="edgec.yaml (data.preprocess for images)."),
+    input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help="Pin an input shape, NAME:D1,D2,..."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Top-1/top-5 accuracy when the data has labels, else fidelity against --reference.
+
+    Example: edgec eval model.int8.onnx --data test.npz --reference model.onnx
+    """
+    from edgec.model import load_model, parse_input_shapes
+    from edgec.optimizer.config import load_config
+    from edgec.optimizer.data import load_dataset
+    from edgec.optimizer.evaluate import evaluate as run
+
+    cfg = load_config(config, {"input_shapes": input_shape})
+    shapes = parse_input_shapes(cfg.input_shapes)
+    m = load_model(model, shapes)
+    ref = load_model(reference, shapes) if reference is not None else None
+    ds = load_dataset(data, m, cfg.preprocess, what="evaluation")
+    with _progress() as p:
+        res = run(m, ds, ref, p)
+    res = {"model": str(model), "data": str(data), "reference": _s(reference), **res}
+    if json_out:
+        print_json(res)
+        return
+    t = Table(title=f"{escape(str(model))} on {escape(str(data))}", title_justify="left")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for k, v in _flat(res).items():
+        if k not in ("model", "data", "reference"):
+            t.add_row(k, _fmt(k, v))
+    out.print(t)
+
+
+def _s(p):
+    return None if p is None else str(p)
+
+
+def _plain(o):
+    try:
+        return o.item()
+    except AttributeError:
+        return str(o)
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    res = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            res.update(_flat(v, f"{prefix}{k}."))
+        else:
+            res[prefix + k] = v
+    return res
+
+
+def _fmt(key: str, v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if key.endswith(("top1", "top5", "agreement", "sparsity")):
+            return f"{v * 100:.2f}%"
+        return f"{v:.6g}"
+    return escape(str(v))
+
+
+def _num(n) -> str:
+    if n is None:
+        return "?"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.2f}{unit}"
+    return str(n)
+
+
+def _quality(ev: dict) -> str:
+    parts = []
+    if "top1" in ev:
+        parts.append(f"top-1 {ev['top1'] * 100:.2f}%")
+    fid = ev.get("fidelity")
+    if fid:
+        parts.append(f"cos {fid['cosine']:.5f}")
+    return ", ".join(parts) or "-"
+
+
+def render(doc: dict) -> None:
+    t = Table(title=f"edgec optimize: {escape(doc['model'])} -> {escape(doc['output'])}", title_justify="left")
+    for col in ("pass", "nodes", "params", "MACs", "size", "sparsity", "what changed"):
+        t.add_column(col, justify="left" if col in ("pass", "what changed") else "right")
+    b = doc["before"]
+    t.add_row("(input)", str(b["nodes"]), _num(b["params"]), _num(b["macs"]), _num(b["size_bytes"]) + "B",
+              f"{b['weight_sparsity'] * 100:.1f}%", "")
+    for p in doc["passes"]:
+        if p.get("skipped"):
+            t.add_row(p["name"], "", "", "", "", "", "disabled")
+            continue
+        notes = "; ".join(p["notes"][:6]) + (f"; +{len(p['notes']) - 6} more" if len(p["notes"]) > 6 else "")
+        t.add_row(p["name"], str(p["nodes"]), _num(p["params"]), _num(p["macs"]), _num(p["size_bytes"]) + "B",
+                  f"{p['weight_sparsity'] * 100:.1f}%", escape(notes))
+    out.print(t)
+    a = doc["after"]
+    s = Table(title="before -> after", title_justify="left")
+    for col in ("", "before", "after"):
+        s.add_column(col, justify="right")
+    s.add_row("params", _num(b["params"]), _num(a["params"]))
+    s.add_row("MACs", _num(b["macs"]), _num(a["macs"]))
+    s.add_row("file size", _num(b["size_bytes"]) + "B", _num(a["size_bytes"]) + "B")
+    s.add_row("weight sparsity", f"{b['weight_sparsity'] * 100:.1f}%", f"{a['weight_sparsity'] * 100:.1f}%")
+    s.add_row(f"quality ({escape(a['eval']['data'])})", _quality(b["eval"]), _quality(a["eval"]))
+    s.add_row("onnxruntime latency (1 thread)", f"{b['latency_ms']:.3f} ms", f"{a['latency_ms']:.3f} ms")
+    out.print(s)
+    if "guard" in doc:
+        g = doc["guard"]
+        kept = ", ".join(f["name"] for f in g["float_layers"]) or "none"
+        out.print(f"guard ({escape(g['budget'])}): kept float: {escape(kept)}")
+    if "sensitivity" in doc:
+        _render_sensitivity(doc["sensitivity"])
+    out.print(f"wrote {escape(doc['output'])} and {escape(doc['config'])}")
+
+
+def _render_sensitivity(sens: dict) -> None:
+    rows = sens["rows"]
+    t = Table(title=f"sensitivity ({sens['kind']}; top-1 points lost, or 1 - cosine)", title_justify="left")
+    t.add_column("layer")
+    levels = list(rows[0]["drops"]) if rows else []
+    for lv in levels:
+        t.add_column(f"{float(lv):.0%}", justify="right")
+    for r in rows:
+        t.add_row(escape(r["layer"]), *[f"{r['drops'][lv]:.4g}" for lv in levels])
+    out.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize")(optimize)
+    app.command("eval")(evaluate)

@@ -1,0 +1,116 @@
+"""edgec.yaml: the whole pipeline in one file; command-line flags override it.
+
+    optimize:
+      fuse: true                 # graph passes (false = --no-fuse)
+      disable_passes: [cse]      # any pass name from the report
+      prune: [channel:0.3]       # unstructured:S, block:RxC:S, nm:N:M, channel:R
+      prune_scope: layer         # or global (unstructured only)
+      prune_layers: {conv3: 0.5} # per-layer sparsity / ratio
+      prune_skip: [conv1]
+      prune_first_last: false
+      sensitivity: false
+      quantize: int8             # or fp16
+      calib_method: minmax       # percentile, entropy
+      calib_samples: 256
+      activations: uint8         # or int8
+      per_channel: true
+      reduce_range: false
+      keep_float: []             # nodes never quantized
+      max_accuracy_drop: 1.0     # or min_cosine: 0.99
+    data:
+      calib: calib.npz
+      eval: eval.npz
+      input_shapes: ["x:1,3,48,192"]
+      preprocess: {resize: [48, 192], mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5]}
+
+Other top-level sections (target, device) belong to other commands and are carried over untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from edgec.errors import EdgecError
+
+
+@dataclass
+class OptimizeConfig:
+    fuse: bool = True
+    disable_passes: list = field(default_factory=list)
+    prune: list = field(default_factory=list)
+    prune_scope: str = "layer"
+    prune_layers: dict = field(default_factory=dict)
+    prune_skip: list = field(default_factory=list)
+    prune_first_last: bool = False
+    sensitivity: bool = False
+    quantize: str | None = None
+    calib_method: str = "minmax"
+    calib_samples: int = 256
+    activations: str = "uint8"
+    per_channel: bool = True
+    reduce_range: bool = False
+    keep_float: list = field(default_factory=list)
+    max_accuracy_drop: float | None = None
+    min_cosine: float | None = None
+    calib: str | None = None
+    eval: str | None = None
+    input_shapes: list = field(default_factory=list)
+    preprocess: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # other sections, saved back as they were
+
+    def check(self) -> None:
+        if self.quantize not in (None, "int8", "fp16"):
+            raise EdgecError(f"--quantize must be int8 or fp16, got {self.quantize!r}")
+        if self.prune_scope not in ("layer", "global"):
+            raise EdgecError(f"prune_scope must be layer or global, got {self.prune_scope!r}")
+        if self.quantize == "int8" and not self.calib:
+            raise EdgecError("--quantize int8 needs calibration data: --calib DATA (.npz, .npy folder or image folder)")
+        if self.calib_samples < 1:
+            raise EdgecError("calib_samples must be at least 1")
+        for name, value in self.prune_layers.items():
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise EdgecError(f"prune_layers.{name}: sparsity must be in [0, 1), got {value!r}")
+
+    def to_yaml(self, model: str, output: str) -> str:
+        d = asdict(self)
+        extra = d.pop("extra")
+        data = {k: d.pop(k) for k in DATA_KEYS}
+        doc = {**extra, "model": model, "output": output, "optimize": d, "data": data}
+        return yaml.safe_dump(doc, sort_keys=False)
+
+
+DATA_KEYS = ("calib", "eval", "input_shapes", "preprocess")
+_NAMES = {f.name for f in fields(OptimizeConfig)} - {"extra"}
+
+
+def load_config(path: str | Path | None, overrides: dict) -> OptimizeConfig:
+    """Read edgec.yaml (if given), then apply flags that were set (None means not given)."""
+    doc: dict = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise EdgecError(f"config file not found: {p}")
+        try:
+            doc = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise EdgecError(f"{p} is not valid YAML: {' '.join(str(e).split())[:200]}") from None
+        if not isinstance(doc, dict):
+            raise EdgecError(f"{p}: expected a mapping with 'optimize:' and 'data:' sections")
+    section = dict(doc.get("optimize") or {})
+    section.update(doc.get("data") or {})
+    unknown = sorted(set(section) - _NAMES)
+    if unknown:
+        raise EdgecError(f"{path}: unknown setting {unknown[0]!r}; known: {', '.join(sorted(_NAMES))}")
+    extra = {k: v for k, v in doc.items() if k not in ("optimize", "data", "model", "output")}
+    for k, v in overrides.items():
+        if v is not None and v != [] and v != ():
+            section[k] = list(v) if isinstance(v, tuple) else v
+    try:
+        cfg = OptimizeConfig(**section, extra=extra)
+    except TypeError as e:
+        raise EdgecError(f"bad optimize settings: {e}") from None
+    cfg.check()
+    return cfg

@@ -1,0 +1,172 @@
+"""optimize(): load -> graph passes -> prune -> quantize -> check -> write, with a report of every step."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import onnx
+
+from edgec.errors import EdgecError
+from edgec.files import atomic_path, refuse_overwrite, write_text_atomic
+from edgec.model import infer_shapes, load_model, parse_input_shapes
+from edgec.optimizer import channel, fp16, guard, prune, quantize
+from edgec.optimizer.config import OptimizeConfig
+from edgec.optimizer.data import Dataset, load_dataset
+from edgec.optimizer.evaluate import evaluate
+from edgec.optimizer.graph import name_nodes
+from edgec.optimizer.passes import Pass, graph_passes, pass_names, run_pass
+from edgec.optimizer.runner import latency_ms, random_feeds, session
+from edgec.optimizer.stats import stats
+
+
+def config_path_for(out: Path) -> Path:
+    return out.with_name(out.stem + ".edgec.yaml")
+
+
+def _prune_pass(spec_text: str, cfg: OptimizeConfig) -> Pass:
+    spec = prune.parse_spec(spec_text)
+    p = Pass(f"prune-{spec.kind}", lambda m: m, kind="prune", details={"spec": str(spec)})
+    kw = dict(skip=cfg.prune_skip, overrides=cfg.prune_layers, first_last=cfg.prune_first_last, notes=p.notes)
+    if spec.kind == "channel":
+        p.fn = lambda m: channel.prune_channels(m, spec.amount, **kw)
+    else:
+        p.fn = lambda m: prune.prune_weights(m, spec, scope=cfg.prune_scope, **kw)
+    return p
+
+
+class Optimizer:
+    """Holds the data and the running report while the passes run."""
+
+    def __init__(self, cfg: OptimizeConfig, progress=None, log=print):
+        self.cfg, self.progress, self.log = cfg, progress, log
+        self.report: dict = {"passes": []}
+
+    def load(self, path: Path) -> onnx.ModelProto:
+        shapes = parse_input_shapes(self.cfg.input_shapes)
+        model = name_nodes(load_model(path, shapes))
+        self.calib = self.eval = None
+        if self.cfg.calib:
+            self.calib = load_dataset(self.cfg.calib, model, self.cfg.preprocess, what="calibration",
+                                      limit=self.cfg.calib_samples)
+        if self.cfg.eval:
+            self.eval = load_dataset(self.cfg.eval, model, self.cfg.preprocess, what="evaluation")
+        return model
+
+    def held_out(self) -> Dataset:
+        """Evaluation data for guards: --eval, else the second half of the calibration data."""
+        if self.eval is not None:
+            return self.eval
+        if self.calib is not None and len(self.calib) >= 2:
+            half = len(self.calib) // 2
+            self.calib, held = self.calib.split(half)
+            self.log(f"no --eval data: holding out {len(held)} of the calibration samples for the guard")
+            self.eval = held
+            return held
+        raise EdgecError("an accuracy budget needs evaluation data: pass --eval DATA")
+
+    def passes(self) -> list[Pass]:
+        cfg = self.cfg
+        known = set(pass_names())
+        bad = [n for n in cfg.disable_passes if n not in known]
+        if bad:
+            raise EdgecError(f"--disable-pass {bad[0]!r}: unknown pass; passes are {', '.join(pass_names())}")
+        out = graph_passes(cfg.quantize == "int8") if cfg.fuse else []
+        out += [_prune_pass(s, cfg) for s in cfg.prune]
+        if cfg.quantize == "int8":
+            out.append(Pass("quantize-int8", self._int8, kind="quantize"))
+        elif cfg.quantize == "fp16":
+            out.append(Pass("quantize-fp16", self._fp16, kind="quantize"))
+        return out
+
+    def _int8(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        cfg = self.cfg
+        budget = guard.Budget(cfg.max_accuracy_drop, cfg.min_cosine)
+        held = self.held_out() if budget.active else None
+        settings = quantize.Int8Settings(cfg.calib_method, cfg.activations, cfg.per_channel, cfg.reduce_range,
+                                         list(cfg.keep_float))
+        q = quantize.Quantizer(model, self.calib, settings, self.progress)
+        try:
+            if not budget.active:
+                out = q()
+            else:
+                judge = guard.Judge(model, held, budget, self.progress)
+                out, self.report["guard"] = guard.guarded_int8(q, model, judge, self.log)
+                for f in self.report["guard"]["float_layers"]:
+                    self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.4f})")
+        finally:
+            q.close()
+        self._current.notes.append(f"{len(quantize.quantized_nodes(out))} nodes run int8 ({cfg.calib_method} "
+                                   f"calibration on {len(self.calib)} samples, activations {cfg.activations})")
+        return infer_shapes(out)
+
+    def _fp16(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        data = self.eval or self.calib or Dataset(random_feeds(model, 8), None, "random inputs")
+        h, block, fid = fp16.to_fp16(model, data, self.cfg.min_cosine or 0.999, notes=self._current.notes)
+        self.report["fp16"] = {"kept_fp32": block, "fidelity": fid}
+        return h
+
+    def measure(self, model: onnx.ModelProto, reference: onnx.ModelProto | None) -> dict:
+        data = self.eval or Dataset(random_feeds(model, 8, seed=1), None, "random inputs")
+        res = stats(model)
+        res["eval"] = evaluate(model, data, reference or model, self.progress)
+        res["eval"]["data"] = data.source
+        res["latency_ms"] = latency_ms(model, data.feeds[0])
+        return res
+
+    def run(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        original = model
+        self.report["before"] = self.measure(model, None)
+        if self.cfg.sensitivity:
+            self.report["sensitivity"] = self._sensitivity(model)
+        for p in self.passes():
+            if p.name in self.cfg.disable_passes:
+                self.report["passes"].append({"name": p.name, "skipped": True, "notes": ["disabled"]})
+                continue
+            self._current = p
+            self.log(f"pass {p.name}")
+            before = model
+            model, seconds = run_pass(p, model, self.log)
+            p.notes[:0] = _op_delta(before, model)
+            self.report["passes"].append({"name": p.name, "kind": p.kind, "seconds": round(seconds, 3),
+                                          "notes": p.notes, **p.details, **stats(model)})
+        self.report["after"] = self.measure(model, original)
+        return model
+
+    def _sensitivity(self, model):
+        from edgec.optimizer.sensitivity import scan
+
+        spec = prune.parse_spec(self.cfg.prune[0]) if self.cfg.prune else prune.PruneSpec("unstructured", 0.5)
+        data = self.eval or self.calib or Dataset(random_feeds(model, 8), None, "random inputs")
+        return {"kind": spec.kind, "rows": scan(model, spec, data.head(200), self.cfg, self.progress)}
+
+
+def _op_delta(a: onnx.ModelProto, b: onnx.ModelProto) -> list[str]:
+    """'-5 BatchNormalization', '+12 QuantizeLinear': what a pass did to the node list."""
+    ca, cb = Counter(n.op_type for n in a.graph.node), Counter(n.op_type for n in b.graph.node)
+    return [f"{cb[k] - ca[k]:+d} {k}" for k in sorted(set(ca) | set(cb)) if cb[k] != ca[k]]
+
+
+def check_output(model: onnx.ModelProto) -> None:
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise EdgecError(f"the optimized model is not valid ONNX: {' '.join(str(e).split())[:300]}") from None
+    session(model)
+
+
+def optimize(model_path: str | Path, out_path: str | Path, cfg: OptimizeConfig, progress=None, log=print) -> dict:
+    """Run the pipeline and write OUT (+ its resolved config) atomically; returns the report."""
+    model_path, out_path = Path(model_path), Path(out_path)
+    refuse_overwrite(model_path, out_path)
+    if out_path.suffix != ".onnx":
+        raise EdgecError(f"output {out_path} should end in .onnx")
+    opt = Optimizer(cfg, progress, log)
+    model = opt.load(model_path)
+    result = opt.run(model)
+    check_output(result)
+    with atomic_path(out_path, suffix=".onnx") as tmp:
+        onnx.save(result, str(tmp))
+    write_text_atomic(config_path_for(out_path), cfg.to_yaml(str(model_path), str(out_path)))
+    opt.report.update(model=str(model_path), output=str(out_path), config=str(config_path_for(out_path)))
+    return opt.report
