@@ -51,7 +51,10 @@ ISAS = {
     "neon": Isa("neon", "aarch64-linux-gnu-gcc", ("-mcpu=cortex-a72", "-static"), A72),
     "neon-v82": Isa("neon-v82", "aarch64-linux-gnu-gcc", ("-march=armv8.2-a+dotprod+fp16", "-static"),
                     ("qemu-aarch64", "-cpu", "max")),
+    "armv7-neon": Isa("armv7-neon", "arm-linux-gnueabihf-gcc",
+                      ("-mcpu=cortex-a72", "-mfpu=neon-fp-armv8", "-mfloat-abi=hard", "-static"), ("qemu-arm",)),
 }
+SANITIZE = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 
 def require(isa: Isa) -> None:

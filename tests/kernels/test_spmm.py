@@ -1,0 +1,46 @@
+"""f32 sparse x dense (CSR and BSR 1x4 / 4x1 / 4x4) against the scalar reference and a dense
+double-precision product over sparsity 0, 0.5, 0.9 and 1.0, odd shapes and fused epilogues;
+NEON under qemu (cortex-a72 and armv7); one AddressSanitizer/UBSan build."""
+
+from __future__ import annotations
+
+import pytest
+
+from qkit import ISAS, SANITIZE, build, require, run
+
+CASES = [(t, isa) for isa in ("avx2", "neon", "armv7-neon") for t in ("1x1", "1x4", "4x1", "4x4")] + \
+        [("1x1", "avx512"), ("4x4", "avx512")]
+AVX512 = ISAS["avx2"].__class__("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f"), (), ("avx512f",))
+
+
+def _build(tile, isa_name, tmp_path, extra=()):
+    isa = AVX512 if isa_name == "avx512" else ISAS[isa_name]
+    require(isa)
+    suffix = "neon" if isa_name.endswith("neon") else isa_name
+    br, bc = tile.split("x")
+    exe = build(isa, tmp_path / f"spmm_{tile}_{isa_name}",
+                ["spmm_test.c", "f32-spmm/f32-spmm-scalar.c", f"f32-spmm/f32-spmm-{tile}-{suffix}.c"],
+                {"KERNEL": f"f32_spmm_{tile}__{suffix}", "KERNEL_NAME": f'"{tile}-{isa_name}"', "BR": br, "BC": bc},
+                extra)
+    return isa, exe
+
+
+@pytest.mark.parametrize("tile,isa_name", CASES)
+def test_spmm_matches_reference(tile, isa_name, tmp_path):
+    isa, exe = _build(tile, isa_name, tmp_path)
+    r = run(isa, exe)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "1280/1280 cases match" in r.stdout
+
+
+def test_spmm_and_q8_gemm_clean_under_sanitizers(tmp_path):
+    isa = ISAS["avx2"]
+    require(isa)
+    _, exe = _build("4x4", "avx2", tmp_path, SANITIZE)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "1280/1280" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]
+    exe = build(isa, tmp_path / "q8_san", ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c",
+                                          "q8-gemm/q8-gemm-4x8-avx2.c"],
+                {"KERNEL": "q8_gemm_4x8__avx2", "KERNEL_NAME": '"avx2-asan"', "X_SIGNED": "0"}, SANITIZE)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "3240/3240" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]
