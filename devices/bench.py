@@ -1,0 +1,159 @@
+"""Run deployed programs on a board: the runner (outputs checked against onnxruntime) and the bench.
+
+`bench()` records the board's state before and after the runs and hands the raw
+numbers to report.make_report; `--compare-ort` times onnxruntime on the board
+itself when python3 + onnxruntime are there.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import tempfile
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from edgec.devices import probe
+from edgec.devices.deploy import Deployment
+from edgec.devices.report import make_report
+from edgec.devices.transport import last_line
+from edgec.devices.upload import Manifest, upload
+from edgec.errors import EdgecError
+from edgec.files import write_text_atomic
+
+ORT_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+import onnxruntime as ort
+path, runs, warmup, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+so = ort.SessionOptions(); so.intra_op_num_threads = threads; so.inter_op_num_threads = 1
+t0 = time.perf_counter()
+s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+init = (time.perf_counter() - t0) * 1e3
+kinds = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
+         "tensor(int32)": np.int32, "tensor(uint8)": np.uint8, "tensor(int8)": np.int8, "tensor(bool)": np.bool_}
+rng = np.random.default_rng(0)
+feed = {i.name: rng.standard_normal([d if isinstance(d, int) and d > 0 else 1 for d in i.shape]).astype(
+        kinds.get(i.type, np.float32)) for i in s.get_inputs()}
+times = []
+for r in range(warmup + runs):
+    t = time.perf_counter(); s.run(None, feed); dt = (time.perf_counter() - t) * 1e3
+    if r >= warmup: times.append(dt)
+print(json.dumps({"version": ort.__version__, "init_ms": init, "runs_ms": times}))
+"""
+
+
+def _run_dir(dep: Deployment) -> str:
+    return f"{dep.transport.workdir()}/runs/{uuid.uuid4().hex[:12]}"
+
+
+def run_model(dep: Deployment, inputs: list[np.ndarray], timeout: float = 600) -> list[np.ndarray]:
+    """Run the deployed runner once on these inputs (graph order); returns its outputs."""
+    t = dep.transport
+    remote = _run_dir(dep)
+    with tempfile.TemporaryDirectory() as tmp:
+        names = []
+        t.mkdir(remote)
+        for i, arr in enumerate(inputs):
+            local = Path(tmp) / f"input_{i}.npy"
+            np.save(local, np.ascontiguousarray(arr))
+            t.put(local, f"{remote}/input_{i}.npy")
+            names.append(f"{remote}/input_{i}.npy")
+    t.check(dep.command("runner", *names, "--out", remote), "runner", timeout=timeout)
+    outs, i = [], 0
+    while t.run(["test", "-f", f"{remote}/output_{i}.npy"], timeout=30).ok:
+        outs.append(np.load(io.BytesIO(t.read(f"{remote}/output_{i}.npy")), allow_pickle=False))
+        i += 1
+    t.run(["rm", "-rf", remote], timeout=60)
+    return outs
+
+
+def random_inputs(model: Path, input_shapes: dict | None = None, seed: int = 0) -> list[np.ndarray]:
+    from edgec.model import graph_inputs, load_model
+
+    m = load_model(model, input_shapes)
+    rng = np.random.default_rng(seed)
+    out = []
+    for info in graph_inputs(m):
+        dt = np.dtype(info.dtype)
+        a = rng.standard_normal(info.shape) if dt.kind == "f" else rng.integers(0, 4, info.shape)
+        out.append(a.astype(dt))
+    return out
+
+
+def check_outputs(dep: Deployment, input_shapes: dict | None = None, seed: int = 0,
+                  timeout: float = 600) -> dict:
+    """Run the board's binary and onnxruntime (here) on the same random inputs; compare."""
+    if dep.model is None:
+        raise EdgecError("no model to check against: pass the .onnx file (or --model with a build folder)")
+    import onnxruntime as ort
+
+    inputs = random_inputs(dep.model, input_shapes, seed)
+    got = run_model(dep, inputs, timeout=timeout)
+    from edgec.model import load_model
+    sess = ort.InferenceSession(load_model(dep.model, input_shapes).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    want = sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), inputs)})
+    if len(got) != len(want):
+        raise EdgecError(f"runner on {dep.device.name} wrote {len(got)} output(s), the model has {len(want)}")
+    worst = 0.0
+    for g, w in zip(got, want):
+        if g.shape != w.shape:
+            raise EdgecError(f"output shape {g.shape} on {dep.device.name} differs from onnxruntime's {w.shape}")
+        if g.size:
+            err = float(np.max(np.abs(g.astype(np.float64) - w) / (1.0 + np.abs(w))))
+            worst = max(worst, err)
+    return {"outputs": len(got), "max_rel_err": worst, "ok": worst <= 1e-3}
+
+
+def bench(dep: Deployment, *, runs: int = 50, warmup: int = 5, threads: int = 1, compare_ort: bool = False,
+          timeout: float = 1800) -> dict:
+    """Run the bench program on the board and return the full report (report.make_report)."""
+    if runs < 1 or warmup < 0 or threads < 1:
+        raise EdgecError("--runs and --threads must be at least 1, --warmup at least 0")
+    t = dep.transport
+    before = probe.state(t)
+    res = t.check(dep.command("bench", "--runs", runs, "--warmup", warmup, "--threads", threads), "bench",
+                  timeout=timeout)
+    after = probe.state(t)
+    try:
+        raw = json.loads(res.out.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        raise EdgecError(f"bench on {dep.device.name} printed no JSON result: "
+                         f"{last_line(res.out) or last_line(res.err) or 'nothing'}") from None
+    ort_res = ort_on_board(dep, runs, warmup, threads, timeout) if compare_ort else None
+    return make_report(raw, device=dep.device, before=before, after=after, binary_bytes=dep.binary_bytes,
+                       warmup=warmup, ort=ort_res, mode=dep.mode, build_info=dep.build_info)
+
+
+def ort_on_board(dep: Deployment, runs: int, warmup: int, threads: int, timeout: float) -> dict:
+    """onnxruntime's times on the board, or {"skipped": reason}."""
+    t, d = dep.transport, dep.device
+    if dep.model is None:
+        return {"skipped": "no .onnx model known for this build"}
+    if d.emulated:
+        return {"skipped": "emulated device: onnxruntime would run natively on the host, not emulated"}
+    py = "python3"
+    if not t.run([py, "-c", "import onnxruntime, numpy"], timeout=60).ok:
+        return {"skipped": f"python3 with onnxruntime not found on {d.name} (pip install onnxruntime)"}
+    m = Manifest()
+    m.add("model.onnx", dep.model, 0o644)
+    m.add("ort_bench.py", _script_file(), 0o644)
+    up = upload(t, m)
+    cmd = f"cd {shlex.quote(up.dir)} && " + shlex.join([py, "ort_bench.py", "model.onnx", str(runs), str(warmup),
+                                                         str(threads)])
+    res = t.check(cmd, "onnxruntime benchmark", timeout=timeout)
+    try:
+        return json.loads(res.out.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return {"skipped": f"onnxruntime benchmark printed no result: {last_line(res.err)}"}
+
+
+def _script_file() -> Path:
+    path = Path(tempfile.gettempdir()) / "edgec-ort-bench.py"
+    if not path.is_file() or path.read_text() != ORT_SCRIPT:
+        write_text_atomic(path, ORT_SCRIPT)
+    return path

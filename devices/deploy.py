@@ -1,0 +1,194 @@
+"""Put a compiled model on a board and run it: compile -> build -> upload -> run.
+
+Transport-agnostic: everything goes through Transport, so `local` and SSH
+boards take the same path. Build modes:
+  cross      make here with the profile's cross compiler (-static), upload the binaries
+  on-device  upload the C project, run make on the board with its own compiler
+  native     the `local` device: make here, copy the binaries into its workdir
+Default: cross when the cross compiler is on PATH, else on-device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from edgec import __version__
+from edgec.devices.inventory import Device
+from edgec.devices.transport import Transport, last_line
+from edgec.devices.upload import Manifest, upload
+from edgec.errors import EdgecError
+
+BINARIES = ("runner", "bench")
+SKIP_SUFFIXES = (".o", ".d", ".a", ".tmp")
+
+# progress(stage, detail, advance_bytes): stages compile, build, upload, run
+Progress = Callable[[str, str, int], None]
+
+
+@dataclass
+class Deployment:
+    device: Device
+    transport: Transport
+    dir: str                      # remote directory holding runner and bench
+    mode: str                     # cross | on-device | native
+    model: Path | None            # the ONNX model when known (for checks and --compare-ort)
+    project: Path                 # local C project
+    binary_bytes: int = 0
+    sent_bytes: int = 0
+    build_info: dict = field(default_factory=dict)
+
+    def command(self, binary: str, *args) -> str:
+        """Shell command running one of the deployed programs (through the device's emulator if any)."""
+        argv = [*self.device.exec_wrapper, f"./{binary}", *map(str, args)]
+        return f"cd {shlex.quote(self.dir)} && {shlex.join(argv)}"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root).expanduser() / "edgec"
+
+
+def _key(*parts) -> str:
+    return hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:16]
+
+
+def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: bool = True,
+                    input_shapes: dict | None = None, model: Path | None = None) -> tuple[Path, Path | None]:
+    """MODEL.onnx -> a generated C project for the device's target (cached); BUILD_DIR -> itself."""
+    source = Path(source)
+    if source.is_dir():
+        if not (source / "Makefile").is_file():
+            raise EdgecError(f"{source} is not an edgec build folder (no Makefile); pass the .onnx model instead")
+        recorded = _recorded_model(source)
+        return source, Path(model) if model else recorded
+    if not source.is_file():
+        raise EdgecError(f"{source} does not exist")
+    try:
+        from edgec.codegen import compile_model
+    except ImportError as e:  # pragma: no cover - packaging problem
+        raise EdgecError(f"the code generator is not available: {e}") from None
+    sha = hashlib.sha256(source.read_bytes()).hexdigest()
+    out = cache_dir() / "builds" / f"{source.stem}-{device.target}-{_key(sha, threads, input_shapes, __version__)}"
+    stamp = out / ".edgec-source.json"
+    if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
+        out.mkdir(parents=True, exist_ok=True)
+        b = compile_model(source, out, target=device.target, threads=threads, input_shapes=input_shapes,
+                          build=False, profile=profile)
+        stamp.write_text(json.dumps({"model": str(source.resolve()), "sha256": sha, "layers": b.layers}))
+    return out, source
+
+
+def _recorded_model(project: Path) -> Path | None:
+    stamp = project / ".edgec-source.json"
+    if stamp.is_file():
+        p = Path(json.loads(stamp.read_text()).get("model", ""))
+        return p if p.is_file() else None
+    return None
+
+
+def choose_mode(device: Device, requested: str = "auto") -> str:
+    if requested not in ("auto", "cross", "on-device"):
+        raise EdgecError(f"--build must be cross or on-device, got {requested!r}")
+    cc = cross_compiler(device)
+    if requested == "cross" and cc is None:
+        raise EdgecError(f"cross compiler {device.cross_cc} for {device.name} not found: install it "
+                         f"(apt-get install gcc-aarch64-linux-gnu) or use --build on-device")
+    if requested == "auto":
+        requested = "cross" if cc else "on-device"
+    if requested == "cross" and device.transport == "local" and not device.exec_wrapper:
+        return "native"  # same machine: an ordinary build, binaries copied into the workdir
+    return requested
+
+
+def cross_compiler(device: Device) -> str | None:
+    if device.transport == "local" and not device.exec_wrapper:
+        return shutil.which(device.cc) and device.cc
+    return device.cross_cc if device.cross_cc and shutil.which(device.cross_cc) else None
+
+
+def build_local(project: Path, device: Device, profile: bool) -> dict[str, Path]:
+    """make in a private copy of the project, so builds for different compilers never mix."""
+    cc = cross_compiler(device)
+    ldflags = " ".join(device.ldflags)
+    work = cache_dir() / "cross" / _key(project.resolve(), cc, ldflags, profile)
+    for src in _project_files(project):
+        dst = work / src.relative_to(project)
+        if not dst.exists() or dst.stat().st_mtime != src.stat().st_mtime or dst.stat().st_size != src.stat().st_size:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    args = ["make", "-j1", "-C", str(work), f"CC={cc}"] + (["PROFILE=1"] if profile else [])
+    if ldflags:
+        args.append(f"LDFLAGS={ldflags}")
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        errs = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower()] or [last_line(proc.stderr)]
+        raise EdgecError(f"building for {device.name} with {cc} failed: {errs[0][:300]}")
+    return {b: work / b for b in BINARIES}
+
+
+def _project_files(project: Path) -> list[Path]:
+    out = []
+    for p in sorted(project.rglob("*")):
+        rel = p.relative_to(project)
+        if not p.is_file() or rel.parts[0] in ("obj",) or any(x.startswith(".") for x in rel.parts):
+            continue
+        if str(rel) in BINARIES or p.suffix in SKIP_SUFFIXES:
+            continue
+        out.append(p)
+    return out
+
+
+def deploy(source: Path, device: Device, t: Transport, *, mode: str = "auto", threads: int = 1,
+           profile: bool = True, input_shapes: dict | None = None, model: Path | None = None,
+           progress: Progress | None = None) -> Deployment:
+    """Compile (if given a model), build and upload; returns where the programs are on the board."""
+    progress = progress or (lambda *a: None)
+    progress("compile", str(source), 0)
+    project, model = prepare_project(source, device, threads=threads, profile=profile,
+                                     input_shapes=input_shapes, model=model)
+    mode = choose_mode(device, mode)
+    manifest = Manifest()
+    if mode in ("cross", "native"):
+        progress("build", f"{mode} ({cross_compiler(device)})", 0)
+        for name, path in build_local(project, device, profile).items():
+            manifest.add(name, path, 0o755)
+    else:
+        for p in _project_files(project):
+            manifest.add(str(p.relative_to(project)), p)
+    progress("upload", f"{len(manifest.files)} files, {manifest.total_bytes()} bytes", 0)
+    res = upload(t, manifest, lambda ev, name, n: progress("upload", name, n if ev in ("sent", "skip") else 0))
+    dep = Deployment(device, t, res.dir, mode, model, project, sent_bytes=res.sent_bytes)
+    if mode == "on-device":
+        progress("build", f"on {device.name} ({device.cc})", 0)
+        build_remote(dep, profile)
+    size = t.run(["wc", "-c", f"{res.dir}/bench"], timeout=30).out.split()
+    dep.binary_bytes = int(size[0]) if size and size[0].isdigit() else 0
+    stamp = project / ".edgec-source.json"
+    if stamp.is_file():
+        dep.build_info = json.loads(stamp.read_text())
+    return dep
+
+
+def build_remote(dep: Deployment, profile: bool) -> None:
+    """make on the board, once per set of make arguments (marker written after success)."""
+    t, d = dep.transport, dep.device
+    args = ["make", f"-j{d.cores or 2}", f"CC={d.cc}"] + (["PROFILE=1"] if profile else [])
+    marker = f"{dep.dir}/.edgec-built-{_key(*args)}"
+    if t.run(["test", "-f", marker], timeout=30).ok:
+        return
+    for tool in (d.cc, "make"):
+        if not t.run(f"command -v {shlex.quote(tool)}", timeout=30).ok:
+            raise EdgecError(f"no `{tool}` on {d.name}: install the compiler (sudo apt install build-essential) "
+                             f"or deploy with --build cross")
+    q = shlex.quote
+    # Drop binaries linked by an earlier make with other arguments so make relinks them.
+    t.check(f"cd {q(dep.dir)} && rm -f runner bench .edgec-built-* && {shlex.join(args)} && touch {q(marker)}",
+            "make", timeout=1800)
