@@ -3,7 +3,7 @@
 #include <arm_neon.h>
 
 #include "q8-gemm.h"
-#include "q8-rq-neon.h"
+#include "../q8-requant/q8-rq-neon.h"
 
 /* a[2i] holds [p(2i) k01, p(2i) k23, p(2i+1) k01, p(2i+1) k23] for pixel pairs of a 4-pixel half */
 #define Q8_NEON_ROW(r)                                                                      \

@@ -3,7 +3,7 @@
 #include <arm_neon.h>
 
 #include "q8-gemm.h"
-#include "q8-rq-neon.h"
+#include "../q8-requant/q8-rq-neon.h"
 
 #define Q8_DOT_OUT(r)                                                                       \
     if (m0 + (r) < M) {                                                                     \

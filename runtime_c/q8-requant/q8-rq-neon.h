@@ -4,7 +4,7 @@
 
 #include <arm_neon.h>
 
-#include "../q8-requant/q8-requant.h"
+#include "q8-requant.h"
 
 static inline int32x4_t q8_rq_scale_neon(int32x4_t v, int32_t mult, int64x2_t nshift)
 {

@@ -1,0 +1,46 @@
+/* Portable reference: direct loops with bounds checks on the unpadded input (no scratch use),
+ * plus the padding/phase-split copy shared by the SIMD variants. */
+#include <string.h>
+
+#include "q8-dwconv.h"
+
+void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf)
+{
+    const size_t rows = q8_dw_rows(p), wq = q8_dw_wq(p);
+    const int wp = (p->Wo - 1) * p->sw + (p->kw - 1) * p->dw + 1;
+    memset(buf, p->zx, (size_t)p->sw * rows * wq);
+    for (size_t r = 0; r < rows; r++) {
+        const int ih = (int)r - p->pt;
+        if (ih < 0 || ih >= p->H)
+            continue;
+        const uint8_t *src = xc + (size_t)ih * p->W;
+        for (int c = 0; c < wp; c++) {
+            const int iw = c - p->pl;
+            if (iw >= 0 && iw < p->W)
+                buf[((size_t)(c % p->sw) * rows + r) * wq + (size_t)(c / p->sw)] = src[iw];
+        }
+    }
+}
+
+void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
+{
+    (void)scratch;
+    for (int b = 0; b < p->batch; b++)
+        for (int c = 0; c < p->C; c++) {
+            const uint8_t *xc = x + ((size_t)b * p->C + c) * p->H * p->W;
+            uint8_t *yc = y + ((size_t)b * p->C + c) * p->Ho * p->Wo;
+            const int8_t *wc = p->w + (size_t)c * p->kh * p->kw;
+            for (int oh = 0; oh < p->Ho; oh++)
+                for (int ow = 0; ow < p->Wo; ow++) {
+                    int32_t acc = p->bias[c];
+                    for (int i = 0; i < p->kh; i++)
+                        for (int j = 0; j < p->kw; j++) {
+                            int ih = oh * p->sh + i * p->dh - p->pt, iw = ow * p->sw + j * p->dw - p->pl;
+                            int32_t v = (ih >= 0 && ih < p->H && iw >= 0 && iw < p->W)
+                                            ? xc[ih * p->W + iw] : p->zx;
+                            acc += v * wc[i * p->kw + j];
+                        }
+                    yc[oh * p->Wo + ow] = q8_requant1(acc, p->mult[c], p->shift[c], p->zp, p->qmin, p->qmax);
+                }
+        }
+}

@@ -1,0 +1,53 @@
+/* q8 depthwise variant KERNEL vs the scalar reference, bit-exact: kernel 1x1..5x5, strides 1-3,
+ * dilation, asymmetric pads, widths around the 8/16-pixel vectors, clamp on/off. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8-dwconv/q8-dwconv.h"
+
+static uint32_t rng = 4242;
+static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static int run(int C, int H, int W, int k, int s, int d, int pt, int pl)
+{
+    q8_dw_params p = {2, C, H, W, k, k, s, s, d, d, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0};
+    p.Ho = (H + 2 * pt - d * (k - 1) - 1) / s + 1;
+    p.Wo = (W + pl + (pl + 1) - d * (k - 1) - 1) / s + 1; /* right pad pl+1 */
+    if (p.Ho <= 0 || p.Wo <= 0)
+        return 0;
+    size_t nx = (size_t)2 * C * H * W, ny = (size_t)2 * C * p.Ho * p.Wo;
+    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p));
+    int8_t *w = malloc((size_t)C * k * k);
+    int32_t *bias = malloc(4 * C), *mult = malloc(4 * C), *shift = malloc(4 * C);
+    for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
+    for (int i = 0; i < C * k * k; i++) w[i] = (int8_t)rnd();
+    for (int c = 0; c < C; c++) {
+        bias[c] = (int32_t)(rnd() % 40001) - 20000;
+        mult[c] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
+        shift[c] = 36 + (int32_t)(rnd() % 6);
+    }
+    p.w = w; p.bias = bias; p.mult = mult; p.shift = shift;
+    p.zp = (int32_t)(rnd() & 255); p.zx = (uint8_t)rnd();
+    if (rnd() & 1) { p.qmin = p.zp; p.qmax = 250; }
+    q8_dwconv__scalar(&p, x, y0, scr);
+    KERNEL(&p, x, y1, scr);
+    int bad = memcmp(y0, y1, ny) != 0;
+    if (bad)
+        printf("MISMATCH C=%d H=%d W=%d k=%d s=%d d=%d pads=%d,%d\n", C, H, W, k, s, d, pt, pl);
+    free(x); free(y0); free(y1); free(scr); free(w); free(bias); free(mult); free(shift);
+    return bad;
+}
+
+int main(void)
+{
+    static const int Ws[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33};
+    int fails = 0, cases = 0;
+    for (int k = 1; k <= 5; k += 2)
+        for (int s = 1; s <= 3; s++)
+            for (int d = 1; d <= 2; d++)
+                for (int wi = 0; wi < 10; wi++, cases++)
+                    fails += run(3, 5 + wi % 4, Ws[wi], k, s, d, k / 2, (k / 2 + wi) % 3);
+    printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
+    return fails != 0;
+}
