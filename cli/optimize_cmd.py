@@ -161,10 +161,15 @@ def render(doc: dict) -> None:
         if p.get("skipped"):
             t.add_row(p["name"], "", "", "", "", "", "disabled")
             continue
-        notes = "; ".join(p["notes"][:6]) + (f"; +{len(p['notes']) - 6} more" if len(p["notes"]) > 6 else "")
+        delta = [n for n in p["notes"] if n[:1] in "+-"]
+        notes = ", ".join(delta[:4]) + (f", +{len(delta) - 4} more" if len(delta) > 4 else "")
         t.add_row(p["name"], str(p["nodes"]), _num(p["params"]), _num(p["macs"]), _num(p["size_bytes"]) + "B",
                   f"{p['weight_sparsity'] * 100:.1f}%", escape(notes))
     out.print(t)
+    for p in doc["passes"]:
+        details = [n for n in p.get("notes", []) if n[:1] not in "+-" and n != "disabled"]
+        for n in details:
+            out.print(f"  {escape(p['name'])}: {escape(n)}")
     a = doc["after"]
     s = Table(title="before -> after", title_justify="left")
     for col in ("", "before", "after"):

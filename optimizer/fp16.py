@@ -14,6 +14,7 @@ import onnx
 
 from edgec.errors import EdgecError
 from edgec.optimizer.data import Dataset
+from edgec.optimizer.graph import topo_sort
 from edgec.optimizer.evaluate import fidelity, predict
 from edgec.optimizer.runner import session, with_outputs
 
@@ -26,8 +27,9 @@ def convert(model: onnx.ModelProto, block: list[str]) -> onnx.ModelProto:
     level = logging.getLogger().level
     logging.getLogger().setLevel(logging.ERROR)
     try:
-        return convert_float_to_float16(model, keep_io_types=True, node_block_list=list(block),
-                                        op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(ALWAYS_FLOAT)))
+        h = convert_float_to_float16(model, keep_io_types=True, node_block_list=list(block),
+                                     op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(ALWAYS_FLOAT)))
+        return topo_sort(h)  # the converter appends its input Casts at the end
     except Exception as e:
         raise EdgecError(f"fp16 conversion failed: {' '.join(str(e).split())[:300]}") from None
     finally:

@@ -1,9 +1,9 @@
 """The accuracy guard: keep the layers that hurt most in float until the budget holds.
 
 Budget: `max_accuracy_drop` (top-1 points vs the fp32 model, needs labels) or `min_cosine` (mean per-sample
-cosine vs the fp32 outputs). Each quantized layer's own error is what it adds: the relative error of its
-output minus the worst relative error of its inputs, measured on a few held-out samples. Layers are kept in
-float one by one in that order. A mix must keep at least one layer int8; if even the mix with every other
+cosine vs the fp32 outputs). A layer's own error is 1 - cosine of the model outputs vs fp32 when only that
+layer runs int8 (on up to 32 held-out samples; calibration ranges are reused, so this costs one QDQ
+insertion per layer). Layers are kept in float one by one, worst first. A mix must keep at least one layer int8; if even the mix with every other
 layer float breaks the budget, no mix meets it and the guard fails without a model.
 """
 
@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import onnx
 
 from edgec.errors import EdgecError
 from edgec.optimizer.data import Dataset
 from edgec.optimizer.evaluate import accuracy, fidelity, predict
 from edgec.optimizer.quantize import Quantizer, quantized_nodes
-from edgec.optimizer.runner import session, with_outputs
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,7 @@ class Judge:
         self.data, self.budget, self.progress = data, budget, progress
         self.ref = predict(fp32, data, progress, "evaluating fp32")
         self.base = accuracy(self.ref, data.labels)["top1"] if data.labels is not None else None
+        self.small, self.ref_small = data.head(32), self.ref[:32]
 
     def score(self, model: onnx.ModelProto, label: str = "evaluating") -> dict:
         outs = predict(model, self.data, self.progress, label)
@@ -70,29 +69,17 @@ class Judge:
         return True
 
 
-def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-    return float(np.linalg.norm(a - b) / (np.linalg.norm(a) + 1e-12))
-
-
-def own_errors(fp32: onnx.ModelProto, q: onnx.ModelProto, names: list[str], data: Dataset) -> dict[str, float]:
-    """Error each quantized node adds on top of the error already in its inputs."""
-    nodes = {n.name: n for n in fp32.graph.node}
-    inits = {t.name for t in fp32.graph.initializer}
-    cands = [nodes[n] for n in names if n in nodes]
-    tensors = sorted({t for n in cands for t in [*n.input, *n.output] if t and t not in inits})
-    q_names = {o for n in q.graph.node for o in n.output} | {v.name for v in q.graph.input}
-    tensors = [t for t in tensors if t in q_names]
-    s_ref, s_q = session(with_outputs(fp32, tensors)), session(with_outputs(q, tensors))
-    errs: dict[str, list[float]] = {t: [] for t in tensors}
-    for feed in data.feeds:
-        r = dict(zip([o.name for o in s_ref.get_outputs()], s_ref.run(None, feed)))
-        g = dict(zip([o.name for o in s_q.get_outputs()], s_q.run(None, feed)))
-        for t in tensors:
-            errs[t].append(_rel(r[t], g[t]))
-    mean = {t: float(np.mean(v)) for t, v in errs.items()}
-    return {n.name: mean.get(n.output[0], 0.0) - max([mean.get(i, 0.0) for i in n.input if i in mean] or [0.0])
-            for n in cands}
+def own_errors(quantizer: Quantizer, names: list[str], judge: "Judge", progress=None) -> dict[str, float]:
+    """Each layer's own error: 1 - cosine vs fp32 when only that layer runs int8 (ranges are cached)."""
+    task = progress.add_task("ranking layers", total=len(names)) if progress is not None else None
+    errs = {}
+    for name in names:
+        errs[name] = 1.0 - fidelity(judge.ref_small, predict(quantizer(only=[name]), judge.small))["cosine"]
+        if task is not None:
+            progress.advance(task)
+    if task is not None:
+        progress.remove_task(task)
+    return errs
 
 
 def guarded_int8(quantizer: Quantizer, fp32: onnx.ModelProto, judge: Judge, log) -> tuple[onnx.ModelProto, dict]:
@@ -103,7 +90,7 @@ def guarded_int8(quantizer: Quantizer, fp32: onnx.ModelProto, judge: Judge, log)
     if judge.ok(first):
         return q, report
     names = quantized_nodes(q)
-    ranked = sorted(own_errors(fp32, q, names, judge.data.head(16)).items(), key=lambda kv: -kv[1])
+    ranked = sorted(own_errors(quantizer, names, judge, judge.progress).items(), key=lambda kv: -kv[1])
     log(f"budget {judge.budget} broken by all-int8 ({_fmt(first)}); ranking {len(ranked)} layers by own error")
     if len(ranked) < 2 or not judge.ok(judge.score(quantizer([n for n, _ in ranked[:-1]]), "checking the budget")):
         raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} (all int8: {_fmt(first)}; even with "
@@ -114,7 +101,7 @@ def guarded_int8(quantizer: Quantizer, fp32: onnx.ModelProto, judge: Judge, log)
         s = judge.score(q, f"guard: {k + 1} float layer(s)")
         report["float_layers"].append({"name": name, "own_error": err, "after": s,
                                        "gain": {key: s[key] - prev[key] for key in s}})
-        log(f"kept {name} in float (own error {err:.4f}): {_fmt(s)}")
+        log(f"kept {name} in float (own error {err:.2e}): {_fmt(s)}")
         prev = s
         if judge.ok(s):
             report["final"] = s

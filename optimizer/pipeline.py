@@ -93,7 +93,7 @@ class Optimizer:
                 judge = guard.Judge(model, held, budget, self.progress)
                 out, self.report["guard"] = guard.guarded_int8(q, model, judge, self.log)
                 for f in self.report["guard"]["float_layers"]:
-                    self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.4f})")
+                    self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
         finally:
             q.close()
         self._current.notes.append(f"{len(quantize.quantized_nodes(out))} nodes run int8 ({cfg.calib_method} "

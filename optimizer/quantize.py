@@ -68,11 +68,13 @@ class Quantizer:
         self.model, self.calib, self.s, self.progress = model, calib, settings, progress
         self.tmp = tempfile.TemporaryDirectory(prefix="edgec-quant-")
         self.cache = Path(self.tmp.name) / "ranges.json"
+        self.src = Path(self.tmp.name) / "fp32.onnx"  # a file: onnxruntime rewrites a ModelProto's weights in place
+        onnx.save(model, str(self.src))
 
     def close(self) -> None:
         self.tmp.cleanup()
 
-    def __call__(self, keep_float=()) -> onnx.ModelProto:
+    def __call__(self, keep_float=(), only=None) -> onnx.ModelProto:
         out = Path(self.tmp.name) / "q.onnx"
         excluded = sorted(set(self.s.keep_float) | set(keep_float))
         act = QuantType.QUInt8 if self.s.activations == "uint8" else QuantType.QInt8
@@ -87,9 +89,9 @@ class Quantizer:
         level = logging.getLogger().level
         logging.getLogger().setLevel(logging.ERROR)  # onnxruntime logs a pre-processing hint on every call
         try:
-            quantize_static(self.model, out, reader, quant_format=QuantFormat.QDQ, per_channel=self.s.per_channel,
+            quantize_static(self.src, out, reader, quant_format=QuantFormat.QDQ, per_channel=self.s.per_channel,
                             reduce_range=self.s.reduce_range, activation_type=act, weight_type=QuantType.QInt8,
-                            nodes_to_exclude=excluded, calibrate_method=METHODS[self.s.method],
+                            nodes_to_exclude=excluded, nodes_to_quantize=list(only) if only else None, calibrate_method=METHODS[self.s.method],
                             extra_options=extra, calibration_cache_path=self.cache)
         except EdgecError:
             raise
