@@ -110,3 +110,12 @@ def act_clamp(act: str | None, params: dict, y_scale: float, y_zp_u8: int) -> tu
     elif act is not None:
         raise EdgecError(f"activation {act} cannot be fused into an int8 kernel")
     return lo, hi
+
+
+def add_multipliers(a_scale: float, b_scale: float, y_scale: float) -> tuple[int, int, int]:
+    """(ma, mb, shift) for q8_add: a_s/y_s ~ ma*2^-shift, both multipliers below 2^22 (no int32 overflow)."""
+    ra, rb = float(a_scale) / float(y_scale), float(b_scale) / float(y_scale)
+    shift = min(30, int(math.floor(math.log2((1 << 22) / max(ra, rb)))))
+    if shift < 1:
+        raise EdgecError(f"int8 Add scale ratio {max(ra, rb):g} is too large for the int8 kernel")
+    return int(round(ra * (1 << shift))), int(round(rb * (1 << shift))), shift

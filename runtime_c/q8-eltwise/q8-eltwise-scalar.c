@@ -1,0 +1,69 @@
+/* Portable int8 edge / elementwise / pooling kernels (see q8-eltwise.h). */
+#include <math.h>
+
+#include "q8-eltwise.h"
+
+static inline uint8_t clamp_u8(int32_t v, int32_t lo, int32_t hi)
+{
+    return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+void q8_quantize(size_t n, const float *x, float scale, int32_t zp, uint8_t *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = nearbyintf(x[i] / scale) + (float)zp;
+        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v; /* clamp in float: NaN-free, no int overflow */
+        y[i] = (uint8_t)v;
+    }
+}
+
+void q8_dequantize(size_t n, const uint8_t *x, float scale, int32_t zp, float *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (float)((int32_t)x[i] - zp) * scale;
+}
+
+void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y)
+{
+    const int32_t half = (int32_t)1 << (p->shift - 1);
+    for (size_t i = 0; i < n; i++) {
+        int32_t acc = ((int32_t)a[i] - p->za) * p->ma + ((int32_t)b[i] - p->zb) * p->mb;
+        /* ties to even like onnxruntime: scale ratios such as 0.5 make ties common here;
+         * >> of a negative int is arithmetic in gcc/clang */
+        int32_t q = ((acc + half - 1 + ((acc >> p->shift) & 1)) >> p->shift) + p->zy;
+        y[i] = clamp_u8(q, p->qmin, p->qmax);
+    }
+}
+
+void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32_t mult, int32_t shift,
+                 int32_t zy, uint8_t *y)
+{
+    for (size_t c = 0; c < channels; c++) {
+        int32_t sum = 0;
+        for (size_t i = 0; i < hw; i++)
+            sum += x[c * hw + i];
+        y[c] = q8_requant1(sum - (int32_t)hw * zx, mult, shift, zy, 0, 255);
+    }
+}
+
+void q8_maxpool(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
+{
+    for (int p = 0; p < s->batch * s->C; p++) {
+        const uint8_t *xc = x + (size_t)p * s->H * s->W;
+        for (int oh = 0; oh < s->Ho; oh++)
+            for (int ow = 0; ow < s->Wo; ow++) {
+                int m = 0;
+                for (int i = 0; i < s->kh; i++) {
+                    int ih = oh * s->sh + i * s->dh - s->pt;
+                    if (ih < 0 || ih >= s->H)
+                        continue;
+                    for (int j = 0; j < s->kw; j++) {
+                        int iw = ow * s->sw + j * s->dw - s->pl;
+                        if (iw >= 0 && iw < s->W && xc[ih * s->W + iw] > m)
+                            m = xc[ih * s->W + iw];
+                    }
+                }
+                y[((size_t)p * s->Ho + oh) * s->Wo + ow] = (uint8_t)m;
+            }
+    }
+}

@@ -1,0 +1,31 @@
+/* Int8 region edges and the cheap int8 ops, u8 domain (see q8-requant.h). Scalar C: these are
+ * memory-bound passes the compiler auto-vectorises well at -O3. */
+#ifndef Q8_ELTWISE_H
+#define Q8_ELTWISE_H
+
+#include "../q8-requant/q8-requant.h"
+
+/* QuantizeLinear as onnxruntime computes it: clamp(nearbyint(x / scale) + zp), ties to even;
+ * zp in the u8 domain. */
+void q8_quantize(size_t n, const float *x, float scale, int32_t zp, uint8_t *y);
+/* DequantizeLinear: (x - zp) * scale, exactly onnxruntime's float result. */
+void q8_dequantize(size_t n, const uint8_t *x, float scale, int32_t zp, float *y);
+
+/* QLinearAdd: y = zy + round(((a - za) * ma + (b - zb) * mb) / 2^shift), ties to even, clamped to
+ * [qmin, qmax]; ma/mb < 2^22 so the int32 sum cannot overflow. Same-shape operands. */
+typedef struct {
+    int32_t za, zb, ma, mb, shift, zy, qmin, qmax;
+} q8_add_params;
+void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y);
+
+/* GlobalAveragePool: y[c] = requant(sum(x[c]) - hw * zx) with scale x_s / (y_s * hw). */
+void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32_t mult, int32_t shift,
+                 int32_t zy, uint8_t *y);
+
+/* MaxPool on u8 with input and output sharing scale and zero point: exact. Padding never wins. */
+typedef struct {
+    int batch, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo;
+} q8_pool_shape;
+void q8_maxpool(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
+
+#endif

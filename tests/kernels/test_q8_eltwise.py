@@ -1,0 +1,100 @@
+"""Int8 edge and elementwise kernels (Quantize/Dequantize, Add, GlobalAveragePool, MaxPool),
+called through ctypes, against onnxruntime (QuantizeLinear, DequantizeLinear, com.microsoft
+QLinearAdd / QLinearGlobalAveragePool, MaxPool on uint8): equal or within 1 LSB."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.codegen.ops.qpack import add_multipliers, quantize_multiplier
+from qkit import ISAS, build
+
+P = ctypes.c_void_p
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    so = build(ISAS["scalar"], tmp_path_factory.mktemp("q8e") / "libq8e.so", ["q8-eltwise/q8-eltwise-scalar.c"],
+               extra=("-shared", "-fPIC"))
+    return ctypes.CDLL(str(so))
+
+
+def _ort(nodes, inputs, inits, outs, feeds, ms=False):
+    opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
+    g = helper.make_graph(nodes, "t", inputs, outs, [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=opsets, ir_version=8)
+    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def _vi(name, dt, shape):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def test_quantize_dequantize_match_onnxruntime(lib):
+    x = np.random.default_rng(0).normal(0, 3, 4099).astype(np.float32)
+    x[:6] = [0.25, 0.75, -0.25, -0.75, 1e9, -1e9]  # ties and saturation
+    s, z = np.float32(0.5), np.uint8(100)
+    ref = _ort([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], [_vi("x", TensorProto.FLOAT, x.shape)],
+               {"s": s, "z": z}, [_vi("y", TensorProto.UINT8, x.shape)], {"x": x})
+    y = np.empty(x.size, np.uint8)
+    lib.q8_quantize(ctypes.c_size_t(x.size), x.ctypes.data_as(P), ctypes.c_float(s), 100, y.ctypes.data_as(P))
+    assert np.array_equal(y, ref)
+    back = np.empty(x.size, np.float32)
+    lib.q8_dequantize(ctypes.c_size_t(x.size), y.ctypes.data_as(P), ctypes.c_float(s), 100, back.ctypes.data_as(P))
+    ref2 = _ort([helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])], [_vi("q", TensorProto.UINT8, x.shape)],
+                {"s": s, "z": z}, [_vi("y", TensorProto.FLOAT, x.shape)], {"q": ref})
+    assert np.array_equal(back, ref2)
+
+
+class AddP(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_int32) for k in ("za", "zb", "ma", "mb", "shift", "zy", "qmin", "qmax")]
+
+
+@pytest.mark.parametrize("scales", [(0.02, 0.03, 0.04), (0.1, 0.01, 0.05), (0.05, 0.05, 0.02)])
+def test_q8_add_matches_qlinearadd(lib, scales):
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(0, 256, 3000).astype(np.uint8) for _ in range(2))
+    (sa, sb, sy), (za, zb, zy) = scales, (120, 131, 128)
+    ref = _ort([helper.make_node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"], domain="com.microsoft")],
+               [_vi("a", TensorProto.UINT8, a.shape), _vi("b", TensorProto.UINT8, b.shape)],
+               {"sa": np.float32(sa), "za": np.uint8(za), "sb": np.float32(sb), "zb": np.uint8(zb),
+                "sy": np.float32(sy), "zy": np.uint8(zy)}, [_vi("y", TensorProto.UINT8, a.shape)], {"a": a, "b": b}, ms=True)
+    ma, mb, sh = add_multipliers(sa, sb, sy)
+    y = np.empty_like(a)
+    lib.q8_add(ctypes.c_size_t(a.size), a.ctypes.data_as(P), b.ctypes.data_as(P),
+               ctypes.byref(AddP(za, zb, ma, mb, sh, zy, 0, 255)), y.ctypes.data_as(P))
+    d = np.abs(y.astype(int) - ref.astype(int))
+    assert d.max() <= 1 and np.mean(d == 0) > 0.99
+
+
+def test_q8_gavgpool_matches_onnxruntime(lib):
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (1, 24, 7, 9)).astype(np.uint8)
+    sx, zx, sy, zy = 0.05, 110, 0.02, 90
+    ref = _ort([helper.make_node("QLinearGlobalAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], domain="com.microsoft")],
+               [_vi("x", TensorProto.UINT8, x.shape)],
+               {"sx": np.float32(sx), "zx": np.uint8(zx), "sy": np.float32(sy), "zy": np.uint8(zy)},
+               [_vi("y", TensorProto.UINT8, None)], {"x": x}, ms=True)
+    mult, shift = quantize_multiplier(np.float32(sx) / np.float32(sy) / 63)
+    y = np.empty(24, np.uint8)
+    lib.q8_gavgpool(ctypes.c_size_t(24), ctypes.c_size_t(63), x.ctypes.data_as(P), zx, mult, shift, zy, y.ctypes.data_as(P))
+    assert np.abs(y.astype(int) - ref.ravel().astype(int)).max() <= 1
+
+
+class PoolS(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_int) for k in "batch C H W kh kw sh sw dh dw pt pl Ho Wo".split()]
+
+
+def test_q8_maxpool_matches_onnxruntime(lib):
+    x = np.random.default_rng(3).integers(0, 256, (1, 5, 11, 10)).astype(np.uint8)
+    ref = _ort([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+               [_vi("x", TensorProto.UINT8, x.shape)], {}, [_vi("y", TensorProto.UINT8, None)], {"x": x})
+    y = np.empty(ref.size, np.uint8)
+    lib.q8_maxpool(ctypes.byref(PoolS(1, 5, 11, 10, 3, 3, 2, 2, 1, 1, 1, 1, ref.shape[2], ref.shape[3])),
+                   x.ctypes.data_as(P), y.ctypes.data_as(P))
+    assert np.array_equal(y, ref.ravel())
