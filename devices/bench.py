@@ -94,9 +94,13 @@ def check_outputs(dep: Deployment, input_shapes: dict | None = None, seed: int =
     inputs = random_inputs(dep.model, input_shapes, seed)
     got = run_model(dep, inputs, timeout=timeout)
     from edgec.model import load_model
-    sess = ort.InferenceSession(load_model(dep.model, input_shapes).SerializeToString(),
-                                providers=["CPUExecutionProvider"])
-    want = sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), inputs)})
+    try:
+        sess = ort.InferenceSession(load_model(dep.model, input_shapes).SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        want = sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), inputs)})
+    except Exception as e:  # onnxruntime raises its own untyped errors
+        raise EdgecError(f"onnxruntime cannot run {dep.model.name} for the check ({last_line(str(e))}); "
+                         f"deploy with --no-check") from None
     if len(got) != len(want):
         raise EdgecError(f"runner on {dep.device.name} wrote {len(got)} output(s), the model has {len(want)}")
     worst = 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -67,6 +68,7 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
     if source.is_dir():
         if not (source / "Makefile").is_file():
             raise EdgecError(f"{source} is not an edgec build folder (no Makefile); pass the .onnx model instead")
+        _check_target(source, device)
         recorded = _recorded_model(source)
         return source, Path(model) if model else recorded
     if not source.is_file():
@@ -84,6 +86,21 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
                           build=False, profile=profile)
         stamp.write_text(json.dumps({"model": str(source.resolve()), "sha256": sha, "layers": b.layers}))
     return out, source
+
+
+def _check_target(project: Path, device: Device) -> None:
+    """A build folder made for another architecture would fail deep inside make: say so first."""
+    m = re.search(r"for target (\S+?)\.?$", (project / "Makefile").read_text()[:400], re.M)
+    if not m:
+        return
+    from edgec.codegen.targets import get_target
+    try:
+        have, want = get_target(m.group(1)), get_target(device.target)
+    except EdgecError:
+        return
+    if "any" not in (have.arch, want.arch) and have.arch != want.arch:
+        raise EdgecError(f"{project} was compiled for {have.name} ({have.arch}) but {device.name} needs "
+                         f"{want.name}: compile with --target {want.name} or pass the .onnx model")
 
 
 def _recorded_model(project: Path) -> Path | None:

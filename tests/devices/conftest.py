@@ -155,3 +155,39 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     finally:
         console.out.file, console.err.file = old
     return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> "Path":
+    """A small elementwise model (Mul+Relu, Add, Tanh) that the code generator compiles today."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    scale = numpy_helper.from_array(rng.standard_normal((1, 4, 6, 6)).astype(np.float32), "scale")
+    shift = numpy_helper.from_array(rng.standard_normal((1, 4, 6, 6)).astype(np.float32), "shift")
+    g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "scale"], ["a"], name="mul 1"),
+         helper.make_node("Relu", ["a"], ["b"], name="relu; 1"),
+         helper.make_node("Add", ["b", "shift"], ["c"], name="add $(id)"),
+         helper.make_node("Tanh", ["c"], ["y"], name="tanh")],
+        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], [scale, shift])
+    path = tmp_path_factory.mktemp("models") / "tiny model.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+@pytest.fixture
+def emu_board(sshd, board):
+    """An emulated Raspberry Pi 4 over SSH: aarch64 binaries run through qemu-aarch64 -cpu cortex-a72."""
+    from edgec.devices.inventory import Inventory, device_from_profile
+
+    if not (shutil.which("qemu-aarch64") and shutil.which("aarch64-linux-gnu-gcc")):
+        pytest.skip("needs qemu-user and gcc-aarch64-linux-gnu")
+    dev = device_from_profile("emu-pi4", "pi4", host="127.0.0.1", port=sshd.port, user="root",
+                              identity_file=str(sshd.client_key), workdir=board.workdir + "-emu", timeout=5,
+                              exec_wrapper=["qemu-aarch64", "-cpu", "cortex-a72"])
+    Inventory().add(dev)
+    return dev

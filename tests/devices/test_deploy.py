@@ -1,0 +1,155 @@
+"""deploy and bench end to end: compiled models on local, an SSH board and an emulated aarch64 Pi 4."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from edgec.devices.bench import bench, check_outputs, run_model
+from edgec.devices.deploy import build_local, deploy
+from edgec.devices.inventory import Inventory, device_from_profile
+from edgec.devices.transport import open_transport
+from edgec.errors import EdgecError
+
+pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+
+JSON_KEYS = {"device", "median_ms", "p90_ms", "p99_ms", "mean_ms", "runs", "min_ms", "max_ms", "std_ms", "cov_pct",
+             "init_ms", "first_ms", "throughput_ips", "peak_rss_kb", "binary_bytes", "weights_bytes", "layers",
+             "state_before", "state_after", "warnings", "emulated", "target"}
+
+
+def test_bench_local_zero_config(edgec_env, tiny_model):
+    rc, out, err = run_cli("bench", str(tiny_model), "--runs", "12", "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert JSON_KEYS <= set(rep)
+    assert rep["device"] == "local" and rep["runs"] == 12 and len(rep["runs_ms"]) == 12
+    t = np.array(rep["runs_ms"])
+    assert rep["median_ms"] == pytest.approx(np.median(t)) and rep["p90_ms"] == pytest.approx(np.percentile(t, 90))
+    assert rep["min_ms"] <= rep["median_ms"] <= rep["p99_ms"] <= rep["max_ms"]
+    assert {l["op"] for l in rep["layers"]} >= {"Tanh"}
+    assert sum(l["time_pct"] for l in rep["layers"]) == pytest.approx(100, abs=0.5)
+    assert rep["binary_bytes"] > 1000 and rep["peak_rss_kb"] > 0 and not rep["emulated"]
+    # human report: same numbers in tables
+    rc, out, err = run_cli("bench", str(tiny_model), "--runs", "5")
+    assert rc == 0 and "median / mean" in out and "slowest layers" in out and "only 5 runs" in out
+
+
+def test_deploy_ssh_cross_and_on_device(board, tiny_model):
+    for mode in ("cross", "on-device"):
+        rc, out, err = run_cli("deploy", str(tiny_model), "--device", "board", "--build", mode)
+        assert rc == 0, err
+        assert f"({mode} build" in out and "outputs match onnxruntime" in out
+    # A second deploy sends nothing: the build is content-addressed.
+    rc, out, err = run_cli("deploy", str(tiny_model), "-d", "board", "--build", "cross")
+    assert rc == 0 and "0 bytes sent" in out
+
+
+def test_emulated_pi4_deploy_and_bench(emu_board, tiny_model):
+    with open_transport(emu_board) as t:
+        dep = deploy(tiny_model, emu_board, t)
+        assert dep.mode == "cross"
+        assert b"ELF" in t.read(dep.dir + "/bench")[:4] and t.read(dep.dir + "/bench")[18] == 0xB7  # EM_AARCH64
+        chk = check_outputs(dep)
+        assert chk["ok"] and chk["max_rel_err"] < 1e-4
+        rep = bench(dep, runs=5, warmup=1, compare_ort=True)
+    assert rep["emulated"] and rep["target"] == "aarch64-neon"
+    assert any("EMULATED" in w for w in rep["warnings"])
+    assert "skipped" in rep["onnxruntime"]
+    rc, out, err = run_cli("bench", str(tiny_model), "-d", "emu-pi4", "--runs", "3")
+    assert rc == 0 and "EMULATED" in out
+
+
+def test_several_devices_one_table(board, emu_board, tiny_model, edgec_env):
+    inv = Inventory()
+    inv.user_doc["device_groups"] = {"lab": ["board", "emu-pi4", "local"]}
+    inv._save()
+    rc, out, err = run_cli("bench", str(tiny_model), "-d", "lab", "--runs", "5", "--warmup", "1")
+    assert rc == 0, err
+    assert "comparison" in out
+    for name in ("board", "emu-pi4", "local"):
+        assert f"on {name} (" in out
+    rc, out, err = run_cli("bench", str(tiny_model), "-d", "board", "-d", "local", "--runs", "3", "--json")
+    doc = json.loads(out)
+    assert [r["device"] for r in doc["reports"]] == ["board", "local"] and doc["errors"] == {}
+
+
+def test_compare_ort_on_board(board, tiny_model):
+    with open_transport(board) as t:
+        if not t.run(["python3", "-c", "import onnxruntime"]).ok:
+            pytest.skip("no python3 with onnxruntime on the loopback board")
+        dep = deploy(tiny_model, board, t)
+        rep = bench(dep, runs=5, warmup=1, compare_ort=True)
+    ort = rep["onnxruntime"]
+    assert ort["runs"] == 5 and ort["median_ms"] > 0 and ort["speedup"] > 0
+
+
+def test_remote_crash_reports_signal(board, emu_board, tiny_model, tmp_path):
+    from edgec.devices.deploy import prepare_project
+
+    for dev in (emu_board, board):
+        project, _ = prepare_project(tiny_model, dev)
+        broken = tmp_path / f"broken build {dev.name}"
+        shutil.copytree(project, broken)
+        src = (broken / "bench.c").read_text()
+        (broken / "bench.c").write_text(src.replace("int main(int argc, char **argv)\n{",
+                                                    "int main(int argc, char **argv)\n{\n"
+                                                    "    { volatile int *p = 0; *p = argc; }", 1))
+        rc, out, err = run_cli("bench", str(broken), "-d", dev.name, "--runs", "2")
+        assert rc != 0 and f"bench crashed on {dev.name}" in err and "SIGSEGV (signal 11)" in err, err
+    rc, out, err = run_cli("bench", str(broken), "-d", "emu-pi4")  # an x86 build folder for an Arm board
+    assert rc != 0 and "compiled for x86_64-avx2 (x86_64) but emu-pi4 needs aarch64-neon" in err, err
+
+
+def test_missing_compiler_on_device(board, tiny_model):
+    import dataclasses
+    Inventory().add(dataclasses.replace(board, cc="no-such-cc"), replace=True)
+    rc, out, err = run_cli("deploy", str(tiny_model), "-d", "board", "--build", "on-device")
+    assert rc != 0 and "no `no-such-cc` on board" in err and "--build cross" in err
+
+
+def test_interrupted_deploy_then_retry(sshd, board, tiny_model):
+    with open_transport(board) as t:
+        sent = []
+
+        def drop(stage, name, nbytes):
+            if stage == "upload" and nbytes and name in ("bench", "runner"):
+                sent.append(name)
+                if len(sent) == 1:  # the board vanishes after the first file
+                    sshd.stop()
+                    t.client.get_transport().close()
+
+        try:
+            with pytest.raises(EdgecError, match="connection refused by board"):
+                deploy(tiny_model, board, t, progress=drop)
+        finally:
+            sshd.start()
+    with open_transport(board) as t:
+        builds = t.run(["ls", "-a", f"{board.workdir}/builds"]).out.split()
+        assert not [b for b in builds if not b.startswith(".")]  # nothing that looks complete
+        dep = deploy(tiny_model, board, t)
+        bins = build_local(dep.project, board, True)
+        other = [b for b in ("runner", "bench") if b != sent[0]][0]
+        assert dep.sent_bytes == bins[other].stat().st_size  # the finished file is not sent again
+        assert check_outputs(dep)["ok"]
+        out = run_model(dep, [np.zeros((1, 4, 6, 6), np.float32)])
+        assert out[0].shape == (1, 4, 6, 6)
+
+
+def test_hostile_device_and_paths(sshd, edgec_env, tiny_model, tmp_path):
+    canary = tmp_path / "canary"
+    (edgec_env / "cfg").mkdir(exist_ok=True)
+    (edgec_env / "cfg" / "known_hosts").write_text(sshd.known_hosts_line())
+    name = f"my board; touch {canary}"
+    dev = device_from_profile(name, "x86-avx2", host="127.0.0.1", port=sshd.port, user="root",
+                              identity_file=str(sshd.client_key), timeout=5,
+                              workdir=str(tmp_path / f"w $(touch {canary}) `x`; y"))
+    Inventory().add(dev)
+    rc, out, err = run_cli("deploy", str(tiny_model), "-d", name)
+    assert rc == 0, err
+    assert "outputs match onnxruntime" in out
+    assert not canary.exists()
