@@ -1,0 +1,127 @@
+"""Content-addressed upload, /proc/cpuinfo parsing and report statistics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgec.devices.inventory import device_from_profile
+from edgec.devices.probe import parse_cpuinfo
+from edgec.devices.report import make_report, stats, top_layers, trust_warnings
+from edgec.devices.transport import open_transport
+from edgec.devices.upload import MARKER, Manifest, upload
+
+
+def _files(tmp_path: Path, n: int, size: int = 50_000) -> list[Path]:
+    out = []
+    for i in range(n):
+        p = tmp_path / f"file {i}.bin"
+        p.write_bytes(os.urandom(size))
+        out.append(p)
+    return out
+
+
+def test_upload_skips_unchanged_and_is_atomic(edgec_env, tmp_path):
+    dev = device_from_profile("here", "local", workdir=str(edgec_env / "remote"))
+    files = _files(tmp_path, 3)
+    m = Manifest()
+    for p in files:
+        m.add("sub/" + p.name, p)
+    with open_transport(dev) as t:
+        events = []
+
+        def stop_after_one(ev, name, n):
+            events.append(ev)
+            if ev == "sent":
+                raise KeyboardInterrupt  # Ctrl-C mid-upload
+
+        with pytest.raises(KeyboardInterrupt):
+            upload(t, m, stop_after_one)
+        assert not (edgec_env / "remote" / "builds").exists() or not list((edgec_env / "remote" / "builds").glob("[!.]*"))
+        r = upload(t, m)
+        assert r.sent_files == 2 and not r.reused  # the finished file is reused
+        d = Path(r.dir)
+        assert (d / MARKER).is_file()
+        assert all((d / "sub" / p.name).read_bytes() == p.read_bytes() for p in files)
+        assert upload(t, m).reused
+        # A new build sharing two files sends only the changed one.
+        files[0].write_bytes(os.urandom(1000))
+        m2 = Manifest()
+        for p in files:
+            m2.add("sub/" + p.name, p)
+        r2 = upload(t, m2)
+        assert r2.sent_files == 1 and r2.sent_bytes == 1000 and r2.dir != r.dir
+
+
+def test_manifest_refuses_escaping_paths(tmp_path):
+    p = _files(tmp_path, 1)[0]
+    with pytest.raises(ValueError):
+        Manifest().add("../evil", p)
+
+
+def test_parse_real_cpuinfo():
+    info = parse_cpuinfo(Path("/proc/cpuinfo").read_text())
+    assert info["cpu"] and info["features"] and info["processors"] == os.cpu_count()
+
+
+PI4_CPUINFO = "".join(f"""processor\t: {i}
+BogoMIPS\t: 108.00
+Features\t: fp asimd evtstrm crc32 cpuid
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x0
+CPU part\t: 0xd08
+CPU revision\t: 3
+
+""" for i in range(4)) + "Hardware\t: BCM2835\nRevision\t: c03114\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4\n"
+
+
+def test_parse_pi4_cpuinfo():
+    info = parse_cpuinfo(PI4_CPUINFO)
+    assert info == {"cpu": "Cortex-A72 (Raspberry Pi 4 Model B Rev 1.4)", "cpu_part": "0xd08",
+                    "features": ["fp", "asimd", "evtstrm", "crc32", "cpuid"], "processors": 4}
+
+
+def test_stats_match_numpy():
+    t = list(np.random.default_rng(0).gamma(5.0, 1.0, 101))
+    s = stats(t)
+    a = np.array(t)
+    assert s["median_ms"] == pytest.approx(np.median(a)) and s["p99_ms"] == pytest.approx(np.percentile(a, 99))
+    assert s["std_ms"] == pytest.approx(a.std(ddof=1)) and s["cov_pct"] == pytest.approx(100 * a.std(ddof=1) / a.mean())
+    assert s["throughput_ips"] == pytest.approx(1000 / a.mean()) and s["runs"] == 101
+
+
+def test_layers_and_warnings():
+    layers = [{"name": "a", "op": "Conv", "algo": "gemm", "macs": 900, "ms": 1.0},
+              {"name": "b", "op": "Conv", "algo": "dw", "macs": 100, "ms": 3.0}]
+    top = top_layers(layers)
+    assert [l["name"] for l in top] == ["b", "a"]
+    assert top[0]["time_pct"] == pytest.approx(75) and top[0]["mac_pct"] == pytest.approx(10)
+    dev = device_from_profile("emu", "pi4", host="x", exec_wrapper=["qemu-aarch64", "-cpu", "cortex-a72"])
+    raw = {"model": "m", "target": "aarch64-neon", "threads": 1, "init_ms": 1, "first_ms": 2,
+           "runs_ms": [1.0, 1.0, 2.0, 1.0] * 5, "layers": layers}
+    hot = {"governor": "ondemand", "freq_mhz": 1500, "throttled": "0x50005", "loadavg_1m": 3.2, "cores": 4,
+           "temp_c": 70}
+    rep = make_report(raw, device=dev, before=hot, after={**hot, "freq_mhz": 600, "temp_c": 85})
+    text = " | ".join(rep["warnings"])
+    for needle in ("EMULATED", "variation", "throttling 0x50005", "load average was 3.20", "governor is ondemand",
+                   "fell from 1500 to 600", "temperature reached 85"):
+        assert needle in text, needle
+    calm = {"governor": "performance", "freq_mhz": 1500, "throttled": "0x0", "loadavg_1m": 0.0, "cores": 4}
+    real = device_from_profile("pi", "pi4", host="x")
+    rep = make_report({**raw, "runs_ms": [1.0] * 20}, device=real, before=calm, after=calm)
+    assert trust_warnings(rep, real) == []
+
+
+def test_pi4_board_entered_as_pi5_is_flagged():
+    from edgec.devices.probe import compare
+    info = parse_cpuinfo(PI4_CPUINFO)
+    rec = {"arch": "aarch64", "cpu": info["cpu"], "cpu_part": info["cpu_part"], "features": info["features"],
+           "cores": 4, "cc": "/usr/bin/cc", "governor": "ondemand", "throttled": "0x0", "temp_c": 55.0}
+    w = " | ".join(compare(device_from_profile("b", "pi5", host="x"), rec))
+    assert "CPU is Cortex-A72" in w and "tuned for Cortex-A76" in w and "lacks asimddp, asimdhp" in w
+    assert "governor is ondemand" in w
+    assert [x for x in compare(device_from_profile("b", "pi4", host="x"), rec) if "governor" not in x] == []
