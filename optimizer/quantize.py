@@ -9,6 +9,8 @@ adding, so it is off by default. Calibration ranges are computed once and cached
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import tempfile
@@ -19,13 +21,18 @@ import onnx
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
                                       quantize_static)
 
+from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
 from edgec.errors import EdgecError
 from edgec.optimizer.data import Dataset
 
 METHODS = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
            "entropy": CalibrationMethod.Entropy}
-# Each calibrator's knobs in one place (onnxruntime's extra_options names).
-METHOD_OPTIONS = {"minmax": {}, "percentile": {"CalibPercentile": 99.99}, "entropy": {}}
+# Each calibrator's settings in one place (onnxruntime's create_calibrator options). quantize_static does not
+# pass histogram sizes through, and with its 128/128 default entropy has no threshold left to choose.
+METHOD_OPTIONS = {"minmax": {"symmetric": False, "moving_average": False},
+                  "percentile": {"num_bins": 2048, "percentile": 99.999, "symmetric": False},
+                  "entropy": {"num_bins": 512, "num_quantized_bins": 128, "symmetric": False}}
 
 
 class _Reader(CalibrationDataReader):
@@ -74,22 +81,32 @@ class Quantizer:
     def close(self) -> None:
         self.tmp.cleanup()
 
+    def _calibrate(self) -> None:
+        """Augment, collect, compute ranges: onnxruntime's calibrator, our settings; cached as JSON."""
+        task = self.progress.add_task(f"calibrating ({self.s.method})", total=len(self.calib)) if self.progress else None
+        reader = _Reader(self.calib, (lambda: self.progress.advance(task)) if task is not None else None)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # the histogram calibrators print progress
+                cal = create_calibrator(self.src, None, augmented_model_path=str(Path(self.tmp.name) / "aug.onnx"),
+                                        calibrate_method=METHODS[self.s.method],
+                                        extra_options=METHOD_OPTIONS[self.s.method])
+                cal.collect_data(reader)
+                save_tensors_data(cal.compute_data(), self.cache)
+        finally:
+            if task is not None:
+                self.progress.remove_task(task)
+
     def __call__(self, keep_float=(), only=None) -> onnx.ModelProto:
         out = Path(self.tmp.name) / "q.onnx"
         excluded = sorted(set(self.s.keep_float) | set(keep_float))
         act = QuantType.QUInt8 if self.s.activations == "uint8" else QuantType.QInt8
-        extra = {"WeightSymmetric": True, "ActivationSymmetric": self.s.activations == "int8",
-                 **METHOD_OPTIONS[self.s.method]}
-        reader = None
-        task = None
-        if not self.cache.exists():
-            if self.progress is not None:
-                task = self.progress.add_task(f"calibrating ({self.s.method})", total=len(self.calib))
-            reader = _Reader(self.calib, (lambda: self.progress.advance(task)) if task is not None else None)
+        extra = {"WeightSymmetric": True, "ActivationSymmetric": self.s.activations == "int8"}
         level = logging.getLogger().level
         logging.getLogger().setLevel(logging.ERROR)  # onnxruntime logs a pre-processing hint on every call
         try:
-            quantize_static(self.src, out, reader, quant_format=QuantFormat.QDQ, per_channel=self.s.per_channel,
+            if not self.cache.exists():
+                self._calibrate()
+            quantize_static(self.src, out, None, quant_format=QuantFormat.QDQ, per_channel=self.s.per_channel,
                             reduce_range=self.s.reduce_range, activation_type=act, weight_type=QuantType.QInt8,
                             nodes_to_exclude=excluded, nodes_to_quantize=list(only) if only else None, calibrate_method=METHODS[self.s.method],
                             extra_options=extra, calibration_cache_path=self.cache)
@@ -99,8 +116,6 @@ class Quantizer:
             raise EdgecError(f"int8 quantization failed: {' '.join(str(e).split())[:300]}") from None
         finally:
             logging.getLogger().setLevel(level)
-            if task is not None:
-                self.progress.remove_task(task)
         q = onnx.load(str(out))
         os.unlink(out)
         return q
