@@ -1,0 +1,85 @@
+"""MaxPool / AveragePool (1-D and 2-D, pads, auto_pad, dilations, ceil_mode, count_include_pad)
+and the global pools, over NCHW float32 via runtime_c/f32-pool."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node
+from edgec.codegen.registry import register
+from edgec.errors import EdgecError
+
+HEADER = "f32-pool/f32-pool-scalar.h"
+
+
+def window_pads(node: Node, in_sp: list[int], out_sp: list[int], k: list[int], s: list[int], d: list[int]):
+    """(begin pads, end pads) per spatial dim from pads or auto_pad, as ONNX defines them."""
+    n = len(in_sp)
+    auto = node.attr("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for i in range(n):
+            total = max(0, (out_sp[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in_sp[i])
+            small = total // 2
+            begin.append(small if auto == "SAME_UPPER" else total - small)
+            end.append(total - begin[-1])
+        return begin, end
+    if auto == "VALID":
+        return [0] * n, [0] * n
+    pads = list(node.attr("pads", [0] * 2 * n))
+    return pads[:n], pads[n:]
+
+
+def _spatial(node: Node):
+    x, y = node.inputs[0], node.outputs[0]
+    if x.dtype != np.float32:
+        raise EdgecError(f"node {node.name} ({node.op}): only float32 is supported, got {x.dtype.name}")
+    nsp = len(x.shape) - 2
+    if nsp not in (1, 2):
+        raise EdgecError(f"node {node.name} ({node.op}): {nsp}-D pooling is not supported (1-D and 2-D are)")
+    k = list(node.attr("kernel_shape"))
+    s = list(node.attr("strides", [1] * nsp))
+    d = list(node.attr("dilations", [1] * nsp))
+    ins, outs = list(x.shape[2:]), list(y.shape[2:])
+    b, e = window_pads(node, ins, outs, k, s, d)
+    if nsp == 1:  # as 2-D with H = 1
+        k, s, d, ins, outs, b, e = [1] + k, [1] + s, [1] + d, [1] + ins, [1] + outs, [0] + b, [0] + e
+    return x, y, k, s, d, ins, outs, b, e
+
+
+@register("MaxPool")
+def emit_maxpool(node: Node, ctx: EmitContext) -> str:
+    if len(node.outputs) > 1 and node.outputs[1] is not None:
+        raise EdgecError(f"node {node.name} (MaxPool): the Indices output is not supported")
+    x, y, k, s, d, ins, outs, b, _ = _spatial(node)
+    ctx.require(HEADER)
+    planes = x.shape[0] * x.shape[1]
+    ctx.note(algo="maxpool2d", macs=y.size * k[0] * k[1])
+    return (f"ec_f32_maxpool2d_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+            f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
+
+
+@register("AveragePool")
+def emit_avgpool(node: Node, ctx: EmitContext) -> str:
+    x, y, k, s, d, ins, outs, b, e = _spatial(node)
+    ctx.require(HEADER)
+    planes = x.shape[0] * x.shape[1]
+    cip = int(node.attr("count_include_pad", 0))
+    # ceil_mode only adds output cells; their divisor is clipped to the declared end pad (as onnxruntime)
+    ctx.note(algo="avgpool2d", macs=y.size * k[0] * k[1])
+    return (f"ec_f32_avgpool2d_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+            f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
+
+
+@register("GlobalAveragePool", "GlobalMaxPool")
+def emit_global_pool(node: Node, ctx: EmitContext) -> str:
+    x, y = node.inputs[0], node.outputs[0]
+    if x.dtype != np.float32:
+        raise EdgecError(f"node {node.name} ({node.op}): only float32 is supported")
+    ctx.require(HEADER)
+    planes = x.shape[0] * x.shape[1]
+    hw = x.size // max(planes, 1)
+    fn = "avgpool" if node.op == "GlobalAveragePool" else "maxpool"
+    ctx.note(algo=f"global-{fn}", macs=x.size)
+    return f"ec_f32_global_{fn}_scalar({planes}u, {hw}u, {ctx.ptr(x)}, {ctx.ptr(y)});\n"

@@ -1,0 +1,48 @@
+/* Normalisations over float32, scalar reference (header-only, specialised per call).
+ * layernorm: rows of n elements, y = (x - mean) / sqrt(var + eps) * scale[i] + bias[i]
+ *            (scale/bias have n elements; bias may be NULL).
+ * instnorm:  NCHW planes of hw elements, scale/bias per channel c = plane % C. */
+#ifndef EC_F32_NORM_SCALAR_H
+#define EC_F32_NORM_SCALAR_H
+
+#include <math.h>
+#include <stddef.h>
+
+static inline void ec_f32_layernorm_scalar(size_t rows, size_t n, float eps, const float *x, const float *scale,
+                                           const float *bias, float *y)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xp = x + r * n;
+        float *yp = y + r * n;
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++) s += xp[i];
+        float mean = (float)(s / (double)n);
+        double v = 0.0;
+        for (size_t i = 0; i < n; i++) v += (double)(xp[i] - mean) * (xp[i] - mean);
+        float inv = 1.0f / sqrtf((float)(v / (double)n) + eps);
+        for (size_t i = 0; i < n; i++) {
+            float t = (xp[i] - mean) * inv * scale[i];
+            yp[i] = bias ? t + bias[i] : t;
+        }
+    }
+}
+
+static inline void ec_f32_instnorm_scalar(size_t planes, size_t channels, size_t hw, float eps, const float *x,
+                                          const float *scale, const float *bias, float *y)
+{
+    for (size_t p = 0; p < planes; p++) {
+        const float *xp = x + p * hw;
+        float *yp = y + p * hw;
+        size_t c = p % channels;
+        double s = 0.0;
+        for (size_t i = 0; i < hw; i++) s += xp[i];
+        float mean = (float)(s / (double)hw);
+        double v = 0.0;
+        for (size_t i = 0; i < hw; i++) v += (double)(xp[i] - mean) * (xp[i] - mean);
+        float k = scale[c] / sqrtf((float)(v / (double)hw) + eps);
+        float b = bias[c] - mean * k;
+        for (size_t i = 0; i < hw; i++) yp[i] = xp[i] * k + b;
+    }
+}
+
+#endif
