@@ -1,0 +1,26 @@
+/* AVX2+FMA vector vocabulary shared by the *-avx2.c kernels (8 fp32 lanes). */
+#ifndef EC_SIMD_AVX2_H
+#define EC_SIMD_AVX2_H
+#include <immintrin.h>
+#include "ec_common.h"
+
+#define EC_VL 8
+typedef __m256 ec_v;
+EC_INLINE ec_v ec_vzero(void) { return _mm256_setzero_ps(); }
+EC_INLINE ec_v ec_vset1(float x) { return _mm256_set1_ps(x); }
+EC_INLINE ec_v ec_vld(const float *p) { return _mm256_loadu_ps(p); }
+EC_INLINE void ec_vst(float *p, ec_v v) { _mm256_storeu_ps(p, v); }
+EC_INLINE ec_v ec_vfma(ec_v acc, ec_v a, ec_v b) { return _mm256_fmadd_ps(a, b, acc); }
+EC_INLINE ec_v ec_vadd(ec_v a, ec_v b) { return _mm256_add_ps(a, b); }
+EC_INLINE ec_v ec_vmul(ec_v a, ec_v b) { return _mm256_mul_ps(a, b); }
+EC_INLINE ec_v ec_vmax(ec_v a, ec_v b) { return _mm256_max_ps(a, b); }
+EC_INLINE ec_v ec_vmin(ec_v a, ec_v b) { return _mm256_min_ps(a, b); }
+EC_INLINE __m256i ec_vmask(size_t n) {
+  /* lane i active when i < n */
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+EC_INLINE ec_v ec_vld_n(const float *p, size_t n) { return _mm256_maskload_ps(p, ec_vmask(n)); }
+EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) { _mm256_maskstore_ps(p, ec_vmask(n), v); }
+
+#include "ec_simd_act.h"
+#endif

@@ -1,0 +1,32 @@
+/* NEON vector vocabulary shared by the *-neon.c kernels (4 fp32 lanes).
+ * ARMv8.0-A only (Cortex-A72); builds for armv7 with -mfpu=neon-fp-armv8 (vfmaq_f32). */
+#ifndef EC_SIMD_NEON_H
+#define EC_SIMD_NEON_H
+#include <arm_neon.h>
+#include <string.h>
+#include "ec_common.h"
+
+#define EC_VL 4
+typedef float32x4_t ec_v;
+EC_INLINE ec_v ec_vzero(void) { return vdupq_n_f32(0.0f); }
+EC_INLINE ec_v ec_vset1(float x) { return vdupq_n_f32(x); }
+EC_INLINE ec_v ec_vld(const float *p) { return vld1q_f32(p); }
+EC_INLINE void ec_vst(float *p, ec_v v) { vst1q_f32(p, v); }
+EC_INLINE ec_v ec_vfma(ec_v acc, ec_v a, ec_v b) { return vfmaq_f32(acc, a, b); }
+EC_INLINE ec_v ec_vadd(ec_v a, ec_v b) { return vaddq_f32(a, b); }
+EC_INLINE ec_v ec_vmul(ec_v a, ec_v b) { return vmulq_f32(a, b); }
+EC_INLINE ec_v ec_vmax(ec_v a, ec_v b) { return vmaxq_f32(a, b); }
+EC_INLINE ec_v ec_vmin(ec_v a, ec_v b) { return vminq_f32(a, b); }
+EC_INLINE ec_v ec_vld_n(const float *p, size_t n) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  memcpy(t, p, n * sizeof(float));
+  return vld1q_f32(t);
+}
+EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) {
+  float t[4];
+  vst1q_f32(t, v);
+  memcpy(p, t, n * sizeof(float));
+}
+
+#include "ec_simd_act.h"
+#endif

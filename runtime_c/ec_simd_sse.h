@@ -1,0 +1,31 @@
+/* 4-lane x86 vocabulary (SSE registers, FMA3 instructions) for narrow tiles of *-avx2.c kernels. */
+#ifndef EC_SIMD_SSE_H
+#define EC_SIMD_SSE_H
+#include <immintrin.h>
+#include <string.h>
+#include "ec_common.h"
+
+#define EC_VL 4
+typedef __m128 ec_v;
+EC_INLINE ec_v ec_vzero(void) { return _mm_setzero_ps(); }
+EC_INLINE ec_v ec_vset1(float x) { return _mm_set1_ps(x); }
+EC_INLINE ec_v ec_vld(const float *p) { return _mm_loadu_ps(p); }
+EC_INLINE void ec_vst(float *p, ec_v v) { _mm_storeu_ps(p, v); }
+EC_INLINE ec_v ec_vfma(ec_v acc, ec_v a, ec_v b) { return _mm_fmadd_ps(a, b, acc); }
+EC_INLINE ec_v ec_vadd(ec_v a, ec_v b) { return _mm_add_ps(a, b); }
+EC_INLINE ec_v ec_vmul(ec_v a, ec_v b) { return _mm_mul_ps(a, b); }
+EC_INLINE ec_v ec_vmax(ec_v a, ec_v b) { return _mm_max_ps(a, b); }
+EC_INLINE ec_v ec_vmin(ec_v a, ec_v b) { return _mm_min_ps(a, b); }
+EC_INLINE ec_v ec_vld_n(const float *p, size_t n) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  memcpy(t, p, n * sizeof(float));
+  return _mm_loadu_ps(t);
+}
+EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) {
+  float t[4];
+  _mm_storeu_ps(t, v);
+  memcpy(p, t, n * sizeof(float));
+}
+
+#include "ec_simd_act.h"
+#endif

@@ -1,0 +1,129 @@
+#include "ec_threadpool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define EC_PAUSE() _mm_pause()
+#elif defined(__aarch64__) || defined(__arm__)
+#define EC_PAUSE() __asm__ __volatile__("yield")
+#else
+#define EC_PAUSE() ((void)0)
+#endif
+
+/* Spin this many polls before sleeping: layer calls come back-to-back, a futex wake-up per
+ * layer would cost more than small layers themselves. */
+#define EC_SPIN 20000
+
+static void run_chunks(ec_pool *p, size_t tid) {
+  const size_t n = p->n, grain = p->grain;
+  for (;;) {
+    size_t b = atomic_fetch_add_explicit(&p->next, grain, memory_order_relaxed);
+    if (b >= n) break;
+    size_t e = b + grain < n ? b + grain : n;
+    if (p->fn_tid)
+      p->fn_tid(p->ctx, tid, b, e);
+    else
+      p->fn(p->ctx, b, e);
+  }
+}
+
+static void *worker(void *arg) {
+  ec_worker_arg *wa = (ec_worker_arg *)arg;
+  ec_pool *p = wa->p;
+  unsigned seen = atomic_load(&p->gen);
+  for (;;) {
+    unsigned g;
+    int spins = 0;
+    while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
+           !atomic_load(&p->stop)) {
+      if (++spins < EC_SPIN) {
+        EC_PAUSE();
+        continue;
+      }
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) return NULL;
+    seen = g;
+    if ((int)wa->tid < p->threads) run_chunks(p, wa->tid);
+    atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+  }
+}
+
+int ec_pool_init(ec_pool *p, int threads) {
+  if (threads < 1) threads = 1;
+  if (threads > EC_MAX_THREADS) threads = EC_MAX_THREADS;
+  p->threads = p->created = 1;
+  atomic_init(&p->gen, 0);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->busy, 0);
+  atomic_init(&p->next, 0);
+  atomic_init(&p->stop, 0);
+  p->fn = NULL;
+  p->fn_tid = NULL;
+  if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->wake, NULL)) return -1;
+  for (int t = 1; t < threads; t++) {
+    p->args[t].p = p;
+    p->args[t].tid = (size_t)t;
+    if (pthread_create(&p->tids[t], NULL, worker, &p->args[t])) return -1;
+    p->created = p->threads = t + 1;
+  }
+  return 0;
+}
+
+void ec_pool_destroy(ec_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->stop, 1);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 1; t < p->created; t++) pthread_join(p->tids[t], NULL);
+  pthread_cond_destroy(&p->wake);
+  pthread_mutex_destroy(&p->mu);
+  p->created = p->threads = 1;
+}
+
+void ec_pool_set_threads(ec_pool *p, int threads) {
+  if (!p) return;
+  if (threads < 1) threads = 1;
+  p->threads = threads < p->created ? threads : p->created;
+}
+
+int ec_pool_threads(const ec_pool *p) { return p ? p->threads : 1; }
+
+static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_tid_fn fn_tid,
+                    void *ctx) {
+  if (grain == 0) grain = 1;
+  if (!p || p->threads <= 1 || n <= grain) {
+    if (fn_tid)
+      fn_tid(ctx, 0, 0, n);
+    else if (n)
+      fn(ctx, 0, n);
+    return;
+  }
+  p->n = n;
+  p->grain = grain;
+  p->fn = fn;
+  p->fn_tid = fn_tid;
+  p->ctx = ctx;
+  atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->busy, p->created - 1, memory_order_relaxed);
+  atomic_fetch_add(&p->gen, 1);
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  run_chunks(p, 0);
+  while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0) EC_PAUSE();
+}
+
+void ec_parallel_for(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, void *ctx) {
+  run_job(p, n, grain, fn, NULL, ctx);
+}
+
+void ec_parallel_for_tid(ec_pool *p, size_t n, size_t grain, ec_task_tid_fn fn, void *ctx) {
+  run_job(p, n, grain, NULL, fn, ctx);
+}

@@ -1,0 +1,52 @@
+/* Minimal pthread parallel-for. Threads are created by ec_pool_init; ec_parallel_for never
+ * allocates. The caller thread takes part in the work (tid 0). A NULL pool runs serially. */
+#ifndef EC_THREADPOOL_H
+#define EC_THREADPOOL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#ifndef EC_MAX_THREADS
+#define EC_MAX_THREADS 16
+#endif
+
+typedef void (*ec_task_fn)(void *ctx, size_t begin, size_t end);
+/* Same, plus the index (0..threads-1) of the running thread: for per-thread scratch slices. */
+typedef void (*ec_task_tid_fn)(void *ctx, size_t tid, size_t begin, size_t end);
+
+typedef struct ec_pool ec_pool;
+typedef struct {
+  ec_pool *p;
+  size_t tid;
+} ec_worker_arg;
+
+struct ec_pool {
+  int threads;  /* threads used by the next parallel_for (<= created) */
+  int created;  /* including the caller */
+  pthread_t tids[EC_MAX_THREADS];
+  pthread_mutex_t mu;
+  pthread_cond_t wake;
+  atomic_uint gen;      /* bumped once per job */
+  atomic_int sleepers;
+  atomic_int busy;      /* workers still inside the current job */
+  atomic_size_t next;   /* next chunk start */
+  atomic_int stop;
+  /* current job */
+  size_t n, grain;
+  ec_task_fn fn;
+  ec_task_tid_fn fn_tid;
+  void *ctx;
+  ec_worker_arg args[EC_MAX_THREADS];
+};
+
+/* Creates threads-1 workers (clamped to 1..EC_MAX_THREADS). Returns 0 on success. */
+int ec_pool_init(ec_pool *p, int threads);
+void ec_pool_destroy(ec_pool *p);
+/* Run-time override, clamped to the threads created at init. */
+void ec_pool_set_threads(ec_pool *p, int threads);
+int ec_pool_threads(const ec_pool *p);
+void ec_parallel_for(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, void *ctx);
+void ec_parallel_for_tid(ec_pool *p, size_t n, size_t grain, ec_task_tid_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,8 @@
+/* 4x8 fp32 GEMM microkernel for neon (body in f32-gemm-tmpl.h). */
+#include "../ec_simd_neon.h"
+#include "f32-gemm.h"
+
+#define MR 4
+#define NV 2
+#define FN f32_gemm_ukernel_4x8__neon
+#include "f32-gemm-tmpl.h"

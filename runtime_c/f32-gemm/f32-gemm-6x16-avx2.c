@@ -1,0 +1,8 @@
+/* 6x16 fp32 GEMM microkernel for avx2 (body in f32-gemm-tmpl.h). */
+#include "../ec_simd_avx2.h"
+#include "f32-gemm.h"
+
+#define MR 6
+#define NV 2
+#define FN f32_gemm_ukernel_6x16__avx2
+#include "f32-gemm-tmpl.h"

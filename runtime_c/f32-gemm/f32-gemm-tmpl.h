@@ -1,0 +1,59 @@
+/* Register-blocked microkernel body shared by the SIMD files: each file includes its ISA's
+ * ec_simd_*.h, defines MR, NV (vectors per row, NR = NV*EC_VL) and FN, then includes this.
+ * acc[MR][NV] stays in registers once the constant loops are unrolled. */
+#define NR (NV * EC_VL)
+
+F32_GEMM_DECL(FN) {
+  ec_v acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) acc[i][v] = ec_vzero();
+  for (size_t k = 0; k < kc; k++) {
+    ec_v bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) bv[v] = ec_vld(b + v * EC_VL);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+      const ec_v av = ec_vset1(a[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) acc[i][v] = ec_vfma(acc[i][v], av, bv[v]);
+    }
+    a += MR;
+    b += NR;
+  }
+  if (mr == MR && nr == NR) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) {
+        float *p = c + i * ldc + v * EC_VL;
+        ec_v x = acc[i][v];
+        if (accumulate) x = ec_vadd(x, ec_vld(p));
+        if (ep) {
+          if (ep->bias_r) x = ec_vadd(x, ec_vset1(ep->bias_r[i]));
+          if (ep->bias_c) x = ec_vadd(x, ec_vld(ep->bias_c + v * EC_VL));
+          x = ec_vepi(x, ep->res ? ep->res + i * ldc + v * EC_VL : NULL, ep->res_before_act, ep->act);
+        }
+        ec_vst(p, x);
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < mr; i++) {
+    for (size_t v = 0; v < NV && v * EC_VL < nr; v++) {
+      const size_t n = EC_MIN((size_t)EC_VL, nr - v * EC_VL);
+      float *p = c + i * ldc + v * EC_VL;
+      ec_v x = acc[i][v];
+      if (accumulate) x = ec_vadd(x, ec_vld_n(p, n));
+      if (ep) {
+        if (ep->bias_r) x = ec_vadd(x, ec_vset1(ep->bias_r[i]));
+        if (ep->bias_c) x = ec_vadd(x, ec_vld_n(ep->bias_c + v * EC_VL, n));
+        x = ec_vepi_n(x, ep->res ? ep->res + i * ldc + v * EC_VL : NULL, n, ep->res_before_act,
+                      ep->act);
+      }
+      ec_vst_n(p, x, n);
+    }
+  }
+}
+#undef NR

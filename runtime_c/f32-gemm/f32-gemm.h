@@ -1,0 +1,98 @@
+/* Packed fp32 GEMM: C[M][N] (+)= A[M][K] * B[K][N], then an epilogue on the last K block.
+ *
+ * Layouts (MR, NR = microkernel tile, zero-padded tails):
+ *   packed A: [ceil(M/MR)][K][MR]   (conv/Gemm weights, packed offline by codegen/ops)
+ *   packed B: [ceil(N/NR)][K][NR]   (activations, packed per column block at run time)
+ * A K block [k0, k0+kc) of a strip/panel is contiguous at offset k0*MR / k0*NR, so K blocking
+ * needs no repacking. Microkernels of every ISA share f32_gemm_ukernel_fn. */
+#ifndef F32_GEMM_H
+#define F32_GEMM_H
+
+#include <string.h>
+#include "../ec_common.h"
+
+/* c: tile origin (row stride ldc); mr <= MR rows and nr <= NR columns are stored.
+ * accumulate: add to what c holds. ep: NULL except on the last K block. */
+typedef void (*f32_gemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float *a,
+                                    const float *b, float *c, size_t ldc, int accumulate,
+                                    const ec_tile_epi *ep);
+
+#define F32_GEMM_DECL(name)                                                                     \
+  void name(size_t mr, size_t nr, size_t kc, const float *EC_RESTRICT a,                       \
+            const float *EC_RESTRICT b, float *EC_RESTRICT c, size_t ldc, int accumulate,      \
+            const ec_tile_epi *ep)
+
+F32_GEMM_DECL(f32_gemm_ukernel_4x4__scalar);
+F32_GEMM_DECL(f32_gemm_ukernel_6x16__avx2);
+F32_GEMM_DECL(f32_gemm_ukernel_12x32__avx512);
+F32_GEMM_DECL(f32_gemm_ukernel_8x12__neon);
+F32_GEMM_DECL(f32_gemm_ukernel_4x8__neon);
+
+/* Whole-matrix epilogue description (pointers at column 0 / row 0 of the output). */
+typedef struct {
+  const float *bias_r; /* [M] or NULL */
+  const float *bias_c; /* [N] or NULL */
+  const float *res;    /* like C (row stride ldc) or NULL */
+  int res_before_act;
+  ec_act act;
+} f32_gemm_epi;
+
+/* Packs rows [0,M) of A (element (m,k) at a[m*rs + k*cs]) into [ceil(M/MR)][K][MR]. */
+EC_INLINE void f32_gemm_pack_a(size_t M, size_t K, const float *EC_RESTRICT a, size_t rs,
+                               size_t cs, size_t MR, float *EC_RESTRICT dst) {
+  for (size_t i0 = 0; i0 < M; i0 += MR) {
+    float *d = dst + i0 * K;
+    for (size_t k = 0; k < K; k++)
+      for (size_t i = 0; i < MR; i++)
+        d[k * MR + i] = i0 + i < M ? a[(i0 + i) * rs + k * cs] : 0.0f;
+  }
+}
+
+/* Packs columns [n0, n0+nc) of B (element (k,n) at b[k*rs + n*cs]) into [ceil(nc/NR)][K][NR]. */
+EC_INLINE void f32_gemm_pack_b(size_t K, size_t N, const float *EC_RESTRICT b, size_t rs,
+                               size_t cs, size_t n0, size_t nc, size_t NR,
+                               float *EC_RESTRICT dst) {
+  for (size_t j0 = 0; j0 < nc; j0 += NR) {
+    float *d = dst + j0 * K;
+    size_t w = EC_MIN(NR, N - (n0 + j0));
+    for (size_t k = 0; k < K; k++) {
+      const float *s = b + k * rs + (n0 + j0) * cs;
+      if (cs == 1) {
+        memcpy(d + k * NR, s, w * sizeof(float));
+      } else {
+        for (size_t j = 0; j < w; j++) d[k * NR + j] = s[j * cs];
+      }
+      for (size_t j = w; j < NR; j++) d[k * NR + j] = 0.0f;
+    }
+  }
+}
+
+/* C[m0..m1) x [n0, n0+nc) from packed A (all rows) and a packed B block of nc columns.
+ * Loop order keeps one B panel K block (kc x NR) in L1 while A strips stream from L2. */
+EC_INLINE void f32_gemm_block(f32_gemm_ukernel_fn uk, size_t MR, size_t NR, size_t KC, size_t K,
+                              size_t m0, size_t m1, const float *apack, const float *bpack,
+                              size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e) {
+  for (size_t k0 = 0; k0 < K; k0 += KC) {
+    const size_t kc = EC_MIN(KC, K - k0);
+    const int last = k0 + kc == K;
+    for (size_t j0 = 0; j0 < nc; j0 += NR) {
+      const size_t nr = EC_MIN(NR, nc - j0);
+      const float *bp = bpack + j0 * K + k0 * NR;
+      for (size_t i0 = m0; i0 < m1; i0 += MR) {
+        const size_t mr = EC_MIN(MR, m1 - i0);
+        float *ct = c + i0 * ldc + n0 + j0;
+        ec_tile_epi te;
+        if (last) {
+          te.bias_r = e->bias_r ? e->bias_r + i0 : NULL;
+          te.bias_c = e->bias_c ? e->bias_c + n0 + j0 : NULL;
+          te.res = e->res ? e->res + i0 * ldc + n0 + j0 : NULL;
+          te.res_before_act = e->res_before_act;
+          te.act = e->act;
+        }
+        uk(mr, nr, kc, apack + i0 * K + k0 * MR, bp, ct, ldc, k0 != 0, last ? &te : NULL);
+      }
+    }
+  }
+}
+
+#endif

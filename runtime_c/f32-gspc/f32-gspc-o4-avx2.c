@@ -1,0 +1,7 @@
+/* GSPC row kernel, T_O = 4, avx2; body in f32-gspc-tmpl.h. */
+#include "../ec_simd_sse.h"
+#include "f32-gspc.h"
+
+#define BMAX 14
+#define FN f32_gspc_row_o4__avx2
+#include "f32-gspc-tmpl.h"

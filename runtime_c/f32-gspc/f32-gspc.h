@@ -1,0 +1,129 @@
+/* Grouped Spatial Pack Convolution (GSPC), NCHW fp32. Per group j (Kpg = K/G, Cpg = C/G):
+ *   weights, packed offline: [G][ceil(Kpg/T_O)][Cpg/T_I][KH][KW][T_I][T_O] (T_O tail zero-padded)
+ *   input, padded + packed at run time (f32_gspc_pack_item): [N][G][Cpg/T_I][Hp][T_I][Wp]
+ *   compute: one output row (n, j, oc tile, oh) per work item; the ISA row kernel keeps an
+ *   ow register block of T_O-wide accumulators, so each input value feeds T_O outputs.
+ * The tiled output is never materialised: row kernels transpose their block into NCHW while
+ * applying the epilogue (bias, activation, residual). */
+#ifndef F32_GSPC_H
+#define F32_GSPC_H
+
+#include "../ec_common.h"
+
+typedef struct f32_gspc_shape f32_gspc_shape;
+
+typedef struct {
+  const float *xp;   /* packed input of (n, group) */
+  const float *w;    /* packed weights of (group, oc tile) */
+  float *y;          /* output at (n, first channel of the tile, oh, 0) */
+  const float *bias; /* at the tile's first channel, or NULL */
+  const float *res;  /* like y, or NULL */
+  size_t oh, nvalid; /* output row; valid channels of the tile (< T_O at a padded tail) */
+  int res_before_act;
+  ec_act act;
+} f32_gspc_row_args;
+
+typedef void (*f32_gspc_row_fn)(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+
+struct f32_gspc_shape {
+  size_t N, C, H, W, K, Ho, Wo, G;
+  size_t KH, KW, SH, SW, DH, DW, PT, PL;
+  size_t T_O, T_I, OWB; /* OWB: ow register block, <= the row kernel's maximum */
+  size_t Hp, Wp;        /* padded input extent actually read */
+  f32_gspc_row_fn row;
+};
+
+void f32_gspc_row__scalar(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o16__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o8__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o8__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o4__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o4__neon(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+
+typedef struct {
+  const float *x;
+  float *y;
+  const float *w;
+  const float *bias;
+  const float *res;
+  int res_before_act;
+  ec_act act;
+  float *xp; /* scratch: f32_gspc_scratch_bytes */
+} f32_gspc_args;
+
+static inline size_t f32_gspc_scratch_bytes(const f32_gspc_shape *s) {
+  return s->N * s->C * s->Hp * s->Wp * sizeof(float);
+}
+
+EC_INLINE size_t f32_gspc_pack_items(const f32_gspc_shape *s) {
+  return s->N * s->G * (s->C / s->G / s->T_I);
+}
+
+/* Packs one (n, group, input-channel tile): [Hp][T_I][Wp] with zero padding. */
+EC_INLINE void f32_gspc_pack_item(const f32_gspc_shape *s, const f32_gspc_args *a, size_t item) {
+  const size_t TI = s->T_I, Hp = s->Hp, Wp = s->Wp, H = s->H, W = s->W;
+  float *dst = a->xp + item * Hp * TI * Wp;
+  const float *src = a->x + item * TI * H * W; /* items enumerate channels in NCHW order */
+  for (size_t ih = 0; ih < Hp; ih++) {
+    const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
+    for (size_t ti = 0; ti < TI; ti++) {
+      float *d = dst + (ih * TI + ti) * Wp;
+      if (r < 0 || r >= (ptrdiff_t)H) {
+        for (size_t iw = 0; iw < Wp; iw++) d[iw] = 0.0f;
+        continue;
+      }
+      const float *sr = src + (ti * H + (size_t)r) * W;
+      const size_t lo = EC_MIN(s->PL, Wp), hi = EC_MIN(Wp, s->PL + W);
+      for (size_t iw = 0; iw < lo; iw++) d[iw] = 0.0f;
+      for (size_t iw = lo; iw < hi; iw++) d[iw] = sr[iw - s->PL];
+      for (size_t iw = hi; iw < Wp; iw++) d[iw] = 0.0f;
+    }
+  }
+}
+
+EC_INLINE size_t f32_gspc_items(const f32_gspc_shape *s) {
+  return s->N * s->G * EC_DIV_UP(s->K / s->G, s->T_O) * s->Ho;
+}
+
+/* One output row: item enumerates (n, g, oc tile, oh) with oh fastest. */
+EC_INLINE void f32_gspc_item(const f32_gspc_shape *s, const f32_gspc_args *a, size_t item) {
+  const size_t Kpg = s->K / s->G, Cpg = s->C / s->G, tiles = EC_DIV_UP(Kpg, s->T_O);
+  const size_t oh = item % s->Ho;
+  size_t t = item / s->Ho;
+  const size_t oc = t % tiles;
+  t /= tiles;
+  const size_t g = t % s->G, n = t / s->G;
+  const size_t ch = g * Kpg + oc * s->T_O, HoWo = s->Ho * s->Wo;
+  const size_t yoff = (n * s->K + ch) * HoWo + oh * s->Wo;
+  f32_gspc_row_args r;
+  r.xp = a->xp + (n * s->C + g * Cpg) * s->Hp * s->Wp;
+  r.w = a->w + (g * tiles + oc) * Cpg * s->KH * s->KW * s->T_O;
+  r.y = a->y + yoff;
+  r.bias = a->bias ? a->bias + ch : NULL;
+  r.res = a->res ? a->res + yoff : NULL;
+  r.oh = oh;
+  r.nvalid = EC_MIN(s->T_O, Kpg - oc * s->T_O);
+  r.res_before_act = a->res_before_act;
+  r.act = a->act;
+  s->row(s, &r);
+}
+
+/* Transposes a block acc[b][o] (o fastest, T_O wide) into NCHW rows with the epilogue. */
+EC_INLINE void f32_gspc_store_block(const f32_gspc_shape *s, const f32_gspc_row_args *a,
+                                    const float *tile, size_t T_O, size_t ow0, size_t nb,
+                                    int epi_done) {
+  const size_t HoWo = s->Ho * s->Wo;
+  for (size_t o = 0; o < a->nvalid; o++) {
+    float *y = a->y + o * HoWo + ow0;
+    if (epi_done) {
+      for (size_t b = 0; b < nb; b++) y[b] = tile[b * T_O + o];
+      continue;
+    }
+    const float bias = a->bias ? a->bias[o] : 0.0f;
+    const float *res = a->res ? a->res + o * HoWo + ow0 : NULL;
+    for (size_t b = 0; b < nb; b++)
+      y[b] = ec_epi_value(tile[b * T_O + o] + bias, res ? res + b : NULL, a->res_before_act, a->act);
+  }
+}
+
+#endif

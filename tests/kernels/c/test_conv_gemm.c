@@ -1,0 +1,68 @@
+/* Dense/grouped conv via packed GEMM (f32-conv.h + one microkernel) vs the naive reference.
+ * Build with -DUK=<microkernel> -DMR=.. -DNR=.. ; exit status != 0 on mismatch. */
+#include "f32-conv/f32-conv.h"
+#include "ref.h"
+
+static void pack_w(const conv_p *p, const float *w, float *dst) {
+  const size_t Kpg = p->K / p->G, Kg = p->C / p->G * p->KH * p->KW, Mp = EC_ROUND_UP(Kpg, T_MR);
+  for (size_t g = 0; g < p->G; g++)
+    for (size_t m = 0; m < Mp; m++)
+      for (size_t k = 0; k < Kg; k++)
+        dst[g * Mp * Kg + (m / T_MR) * Kg * T_MR + k * T_MR + m % T_MR] =
+            m < Kpg ? w[(g * Kpg + m) * Kg + k] : 0.0f;
+}
+
+static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act, int use_res,
+               int before) {
+  const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kg = p->C / p->G * p->KH * p->KW;
+  const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
+  float *x = falloc(nx), *w = falloc(p->K * Kg), *b = falloc(p->K), *r = falloc(ny);
+  float *y = falloc(ny), *yr = falloc(ny);
+  float *wp = falloc(p->G * EC_ROUND_UP(p->K / p->G, T_MR) * Kg);
+  pack_w(p, w, wp);
+  f32_conv_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->SH, p->SW,
+                      p->DH, p->DW, p->PT, p->PL, T_MR, T_NR, KC, NC, MSPLIT, T_UK};
+  const size_t threads = 2, per = Kg * EC_ROUND_UP(NC, T_NR);
+  float *scratch = falloc(threads * per);
+  f32_conv_args a = {x, y, wp, b, use_res ? r : NULL, before, act, scratch, per};
+  for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
+  ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
+  double e = max_err(y, yr, ny);
+  int bad = !(e < 1e-4);
+  if (bad)
+    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu p%zu KC%zu NC%zu MS%zu act%d res%d: %g\n",
+           p->C, p->H, p->W, p->K, p->G, p->KH, p->KW, p->SH, p->DH, p->PT, KC, NC, MSPLIT,
+           (int)act.kind, use_res, e);
+  free(x), free(w), free(b), free(r), free(y), free(yr), free(wp), free(scratch);
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  static const size_t odd[] = {1, 3, 7, 15, 17, 31, 33};
+  int fails = 0, cases = 0;
+  int quick = argc > 1 && !strcmp(argv[1], "quick"); /* emulator runs */
+  for (size_t i = 0; i < 7; i++) {
+    for (size_t j = 0; j < 7; j += quick ? 3 : 1) {
+      /* M (out channels) and spatial width odd; 1x1 and 3x3 */
+      conv_p p1 = {1, odd[j], 3, odd[i], odd[(i + j) % 7], 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+      fails += run(&p1, 4, T_NR * 2, 1, k_acts[(i + j) % N_ACTS], (i + j) % 2, i % 2), cases++;
+      conv_p p3 = {1, odd[j] % 9 + 1, odd[i] % 11 + 4, odd[(i + 3) % 7] + 4, odd[i] + T_MR - 1, 1, 3, 3, 1 + i % 2, 1 + j % 2, 1 + (i + j) % 2, 1, 1, 0, 2, 1};
+      fails += run(&p3, 7, T_NR, 2, k_acts[(i * 3 + j) % N_ACTS], (i + j + 1) % 2, j % 2), cases++;
+    }
+  }
+  static const size_t groups[] = {1, 2, 4, 8, 16};
+  for (size_t gi = 0; gi < 5; gi++) {
+    conv_p p = {2, 16, 5, 9, 32, groups[gi], 3, 3, 1, 2, 1, 1, 1, 1, 1, 1};
+    fails += run(&p, 64, T_NR * 3, 3, k_acts[gi], gi % 2, 1), cases++;
+  }
+  conv_p dw = {1, 16, 6, 6, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}; /* g = C */
+  fails += run(&dw, 64, T_NR, 1, k_acts[1], 1, 0), cases++;
+  conv_p c1d = {1, 5, 1, 40, 9, 1, 1, 5, 1, 1, 1, 2, 0, 2, 0, 2}; /* Conv1D as H=1, dilation */
+  fails += run(&c1d, 3, T_NR * 2, 1, k_acts[2], 0, 1), cases++;
+  for (size_t ai = 0; ai < N_ACTS; ai++) {
+    conv_p p = {1, 8, 4, 5, T_MR + 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0}; /* asymmetric pads */
+    fails += run(&p, 1000, T_NR * 4, 1, k_acts[ai], 1, (int)ai % 2), cases++;
+  }
+  printf("%d/%d cases ok\n", cases - fails, cases);
+  return fails != 0;
+}
