@@ -1,0 +1,118 @@
+"""Per-layer algorithm choice from MACs, bytes moved and the target's lanes and caches.
+
+Emitters ask `choose_*` and record the answer with ctx.note(algo=..., why=...), so the choice shows
+in `edgec compile --explain` and in the bench profile. A measured choice wins over the model: a
+tuning database (JSON: {"<target>": {"<layer key>": "<algo>"}}) named by EDGEC_TUNING_DB is consulted
+first via `measured()`; the rest of the code never needs to know where a choice came from.
+
+Sparse vs dense uses the break-even sparsity measured by benchmarks/bench_sparse.py (docs/benchmarks.md):
+below it the dense kernel is faster, above it the sparse one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Choice:
+    algo: str
+    why: str
+    estimates: dict = field(default_factory=dict)
+
+
+# Measured break-even block sparsity (fraction of zero weights) of f32 sparse x dense vs the dense GEMM,
+# per ISA and block shape, 1x1 conv 128->128 at 28x28 and 56x56 (benchmarks/bench_sparse.py, 1 thread).
+SPARSE_BREAK_EVEN = {
+    ("avx512", "4x4"): 0.70, ("avx512", "1x1"): 0.85,
+    ("avx2", "4x4"): 0.65, ("avx2", "1x4"): 0.75, ("avx2", "4x1"): 0.70, ("avx2", "1x1"): 0.80,
+    ("neon", "4x4"): 0.60, ("neon", "1x4"): 0.70, ("neon", "4x1"): 0.65, ("neon", "1x1"): 0.75,
+    ("scalar", "1x1"): 0.50,
+}
+SPARSE_BLOCKS = ("4x4", "1x4", "4x1", "1x1")
+
+
+@functools.lru_cache(maxsize=4)
+def _tuning_db(path: str) -> dict:
+    try:
+        return json.loads(open(path).read())
+    except (OSError, ValueError):
+        return {}
+
+
+def measured(target, key: str) -> str | None:
+    """A measured choice for this layer on this target, if a tuning database provides one."""
+    path = os.environ.get("EDGEC_TUNING_DB")
+    if not path:
+        return None
+    return _tuning_db(path).get(target.name, {}).get(key)
+
+
+def layer_key(op: str, **shape) -> str:
+    """Stable description of a layer for the tuning database, e.g. conv:C=32,OC=64,g=1,k=3x3,px=784."""
+    return op + ":" + ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+
+
+def _isa_family(target) -> str:
+    if target.isa in ("neon", "neon-v82"):
+        return "neon"
+    return target.isa if target.isa in ("avx2", "avx512") else "scalar"
+
+
+def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int) -> Choice:
+    """Depthwise direct kernel when each group has one input and one output channel, else packed GEMM
+    per group (im2col into the GEMM's layout; 1x1 stride 1 packs without im2col)."""
+    key = layer_key("q8conv", C=c_in, OC=c_out, g=groups, k=f"{k[0]}x{k[1]}", px=pixels)
+    m = measured(target, key)
+    if m in ("q8-dwconv", "q8-gemm"):
+        return Choice(m, "tuning database")
+    macs = c_out * pixels * (c_in // groups) * k[0] * k[1]
+    if groups == c_in == c_out:
+        return Choice("q8-dwconv", "depthwise: 1 input channel per output, GEMM rows would be 1/4 used",
+                      {"macs": macs})
+    packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group
+    where = "L1" if packed <= target.l1d_bytes else "L2" if packed <= target.l2_bytes else "memory"
+    return Choice("q8-gemm", f"{groups} group(s) x GEMM {c_out // groups}x{pixels}x{(c_in // groups) * k[0] * k[1]}, "
+                  f"packed input in {where}", {"macs": macs, "packed_bytes": packed})
+
+
+def block_sparsity(w2d, br: int, bc: int) -> float:
+    """Fraction of all-zero br x bc blocks of a [M][K] matrix (rows padded to br)."""
+    import numpy as np
+
+    m, k = w2d.shape
+    if k % bc:
+        return 0.0
+    mp = -(-m // br) * br
+    z = np.zeros((mp, k), bool)
+    z[:m] = w2d != 0
+    nz = z.reshape(mp // br, br, k // bc, bc).any(axis=(1, 3))
+    return 1.0 - float(nz.mean())
+
+
+def choose_sparse(target, w2d, pixels: int, override: str | None = None) -> Choice:
+    """Dense or sparse (and which block) for Y[M][N] = W[M][K] X[K][N] from the measured break-even."""
+    key = layer_key("spmm", M=w2d.shape[0], K=w2d.shape[1], px=pixels)
+    m = override or measured(target, key)
+    if m in ("dense",) or (m or "").startswith("sparse-"):
+        return Choice(m, "override" if override else "tuning database")
+    fam = _isa_family(target)
+    best = None
+    for blk in SPARSE_BLOCKS:
+        be = SPARSE_BREAK_EVEN.get((fam, blk))
+        if be is None:
+            continue
+        br, bc = (int(v) for v in blk.split("x"))
+        s = block_sparsity(w2d, br, bc)
+        margin = s - be
+        if margin > 0 and (best is None or margin > best[0]):
+            best = (margin, blk, s, be)
+    if best is None:
+        s = block_sparsity(w2d, 1, 1)
+        return Choice("dense", f"sparsity {s:.2f} below the {fam} break-even", {"sparsity": s})
+    _, blk, s, be = best
+    return Choice(f"sparse-{blk}", f"{blk} block sparsity {s:.2f} > break-even {be:.2f} on {fam}",
+                  {"sparsity": s, "break_even": be})

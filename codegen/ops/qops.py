@@ -1,0 +1,64 @@
+"""Int8 Add, MaxPool and GlobalAveragePool (the edgec-internal ops made by codegen/ops/qdq.py),
+over runtime_c/q8-eltwise. Tensors in the u8 domain (see codegen/ops/quant.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node
+from edgec.codegen.ops.pool import window_pads
+from edgec.codegen.ops.qpack import act_clamp, add_multipliers, quantize_multiplier, to_u8_domain
+from edgec.codegen.ops.quant import _scalar
+from edgec.codegen.registry import register
+from edgec.errors import EdgecError
+
+FILES = ("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
+
+
+@register("EcQAdd")
+def emit_qadd(node: Node, ctx: EmitContext) -> str:
+    a, as_, az, b, bs, bz, ys, yz = node.inputs[:8]
+    y = node.outputs[0]
+    if a.shape != b.shape:
+        raise EdgecError(f"node {node.name} (Add): int8 Add needs same-shape operands")
+    ys_f = _scalar(node, ys, "y_scale")
+    ma, mb, shift = add_multipliers(_scalar(node, as_, "a_scale"), _scalar(node, bs, "b_scale"), ys_f)
+    za, zb, zy = to_u8_domain(az.const, a.dtype), to_u8_domain(bz.const, b.dtype), to_u8_domain(yz.const, y.dtype)
+    lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
+    ctx.require(*FILES)
+    ctx.note(algo="q8-add", macs=y.size)
+    return (f"const q8_add_params p = {{{za}, {zb}, {ma}, {mb}, {shift}, {zy}, {lo}, {hi}}};\n"
+            f"q8_add({y.size}u, (const uint8_t *){ctx.ptr(a)}, (const uint8_t *){ctx.ptr(b)}, &p, "
+            f"(uint8_t *){ctx.ptr(y)});\n")
+
+
+@register("EcQMaxPool")
+def emit_qmaxpool(node: Node, ctx: EmitContext) -> str:
+    x, y = node.inputs[0], node.outputs[0]
+    if len(x.shape) != 4:
+        raise EdgecError(f"node {node.name} (MaxPool): int8 MaxPool supports 2-D pooling only")
+    k = list(node.attr("kernel_shape"))
+    s, d = list(node.attr("strides", [1, 1])), list(node.attr("dilations", [1, 1]))
+    b, _ = window_pads(node, list(x.shape[2:]), list(y.shape[2:]), k, s, d)
+    ctx.require(*FILES)
+    ctx.note(algo="q8-maxpool", macs=y.size * k[0] * k[1])
+    shape = ", ".join(str(v) for v in (x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1],
+                                       d[0], d[1], b[0], b[1], y.shape[2], y.shape[3]))
+    return (f"const q8_pool_shape s = {{{shape}}};\n"
+            f"q8_maxpool(&s, (const uint8_t *){ctx.ptr(x)}, (uint8_t *){ctx.ptr(y)});\n")
+
+
+@register("EcQGlobalAveragePool")
+def emit_qgap(node: Node, ctx: EmitContext) -> str:
+    x, xs, xz, ys, yz = node.inputs[:5]
+    y = node.outputs[0]
+    hw = int(np.prod(x.shape[2:]))
+    # onnxruntime: x_scale / (y_scale * image_size) in float32
+    scale = np.float32(_scalar(node, xs, "x_scale")) / (np.float32(_scalar(node, ys, "y_scale")) * np.float32(hw))
+    mult, shift = quantize_multiplier(scale)
+    zx, zy = to_u8_domain(xz.const, x.dtype), to_u8_domain(yz.const, y.dtype)
+    ctx.require(*FILES)
+    ctx.note(algo="q8-gavgpool", macs=x.size)
+    return (f"q8_gavgpool({x.shape[0] * x.shape[1]}u, {hw}u, (const uint8_t *){ctx.ptr(x)}, {zx}, {mult}, {shift}, "
+            f"{zy}, (uint8_t *){ctx.ptr(y)});\n")

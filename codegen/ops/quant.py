@@ -1,0 +1,183 @@
+"""Int8 emitters: QuantizeLinear / DequantizeLinear at region edges, QLinearConv (GEMM or depthwise),
+QLinearMatMul and EcQGemm (from codegen/ops/qdq.py) over runtime_c/q8-*.
+
+Every int8/uint8 activation is kept in the u8 domain (int8 value + 128; see q8-requant.h), so one
+kernel family serves both; the ONNX dtype only changes the zero point the kernels see.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen import costmodel
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.ops.pool import window_pads
+from edgec.codegen.ops.qpack import (act_clamp, ceil4, gemm_variant, pack_w, requant_scales, row_params,
+                                     to_u8_domain)
+from edgec.codegen.registry import register
+from edgec.errors import EdgecError
+
+DW_FILES = {"avx2": "q8-dwconv/q8-dwconv-avx2.c", "neon": "q8-dwconv/q8-dwconv-neon.c"}
+
+
+def _scalar(node: Node, t: Tensor | None, what: str) -> float:
+    if t is None or not t.is_const or t.size != 1:
+        raise EdgecError(f"node {node.name} ({node.op}): {what} must be a per-tensor constant")
+    return t.const.reshape(-1)[0].item()
+
+
+def _dw_isa(target) -> str:
+    if target.arch == "x86_64" and target.isa in ("avx2", "avx512"):
+        return "avx2"
+    return "neon" if target.arch == "aarch64" else "scalar"
+
+
+def _weights_s8(node: Node, w: Tensor, wz: Tensor | None) -> np.ndarray:
+    """int8 weights with zero point 0 (uint8 weights with zero point 128 are shifted)."""
+    if w is None or not w.is_const:
+        raise EdgecError(f"node {node.name} ({node.op}): weights must be constant")
+    z = np.zeros(1) if wz is None else wz.const.reshape(-1)
+    if w.dtype == np.int8 and np.all(z == 0):
+        return w.const
+    if w.dtype == np.uint8 and np.all(z == 128):
+        return (w.const.astype(np.int16) - 128).astype(np.int8)
+    raise EdgecError(f"node {node.name} ({node.op}): int8 weights need zero point 0 (symmetric quantization)")
+
+
+def _rq_ptrs(ctx: EmitContext, key: str, rows) -> tuple[str, str, str]:
+    return (ctx.weight(f"{key}:bias", rows.bias), ctx.weight(f"{key}:mult", rows.mult),
+            ctx.weight(f"{key}:shift", rows.shift))
+
+
+@register("QuantizeLinear")
+def emit_quantize(node: Node, ctx: EmitContext) -> str:
+    x, s, z = node.inputs[0], node.input(1), node.input(2)
+    y = node.outputs[0]
+    if x.dtype != np.float32 or y.dtype not in (np.int8, np.uint8):
+        raise EdgecError(f"node {node.name} (QuantizeLinear): only float32 -> int8/uint8 is supported")
+    scale = _scalar(node, s, "y_scale")
+    zp = to_u8_domain(z.const if z is not None else 0, y.dtype)
+    ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
+    ctx.note(algo="q8-quantize", macs=y.size)
+    return f"q8_quantize({y.size}u, {ctx.ptr(x)}, {float(np.float32(scale))!r}f, {zp}, (uint8_t *){ctx.ptr(y)});\n"
+
+
+@register("DequantizeLinear")
+def emit_dequantize(node: Node, ctx: EmitContext) -> str:
+    x, s, z = node.inputs[0], node.input(1), node.input(2)
+    y = node.outputs[0]
+    if x.dtype not in (np.int8, np.uint8):
+        raise EdgecError(f"node {node.name} (DequantizeLinear): only int8/uint8 activations are supported")
+    scale = _scalar(node, s, "x_scale")
+    zp = to_u8_domain(z.const if z is not None else 0, x.dtype)
+    ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
+    ctx.note(algo="q8-dequantize", macs=y.size)
+    return f"q8_dequantize({y.size}u, (const uint8_t *){ctx.ptr(x)}, {float(np.float32(scale))!r}f, {zp}, {ctx.ptr(y)});\n"
+
+
+def _conv_geometry(node: Node, x: Tensor, y: Tensor, w: np.ndarray):
+    if len(x.shape) not in (3, 4):
+        raise EdgecError(f"node {node.name} (QLinearConv): only 1-D and 2-D convolutions are supported")
+    k = list(node.attr("kernel_shape", list(w.shape[2:])))
+    nsp = len(k)
+    s, d = list(node.attr("strides", [1] * nsp)), list(node.attr("dilations", [1] * nsp))
+    ins, outs = list(x.shape[2:]), list(y.shape[2:])
+    b, _ = window_pads(node, ins, outs, k, s, d)
+    if nsp == 1:
+        k, s, d, ins, outs, b = [1] + k, [1] + s, [1] + d, [1] + ins, [1] + outs, [0] + b
+    return k, s, d, ins, outs, b
+
+
+@register("QLinearConv")
+def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
+    x, xs, xz, w, ws, wz, ys, yz = node.inputs[:8]
+    bias, y = node.input(8), node.outputs[0]
+    wq = _weights_s8(node, w, wz)
+    k, s, d, (H, W), (Ho, Wo), (pt, pl) = _conv_geometry(node, x, y, wq)
+    N, C, OC, g = x.shape[0], x.shape[1], wq.shape[0], int(node.attr("group", 1))
+    zx, zy = to_u8_domain(xz.const, x.dtype), to_u8_domain(yz.const, y.dtype)
+    ys_f = _scalar(node, ys, "y_scale")
+    scales = requant_scales(_scalar(node, xs, "x_scale"), ws.const, ys_f, OC)
+    lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
+    b = None if bias is None else bias.const.astype(np.int32)
+    macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
+    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo)
+    X, Y = f"(const uint8_t *){ctx.ptr(x)}", f"(uint8_t *){ctx.ptr(y)}"
+    if choice.algo == "q8-dwconv":
+        isa = _dw_isa(ctx.target)
+        ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", *([DW_FILES[isa]] if isa in DW_FILES else []))
+        rows = row_params(wq.reshape(OC, -1), b, zx, scales, False)
+        wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(OC, -1)))
+        bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
+        shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
+        nbytes = s[1] * ((Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1) * \
+            ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32)
+        scr = ctx.scratch(nbytes)
+        ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
+        return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
+                f"q8_dwconv__{isa}(&p, {X}, {Y}, (uint8_t *){scr});\n")
+    fn, src, signed = gemm_variant(ctx.target)
+    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
+    ocg, cg = OC // g, C // g
+    packs, brs = [], []
+    for j in range(g):
+        wg = wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1)
+        packs.append(pack_w(wg))
+        brs.append(row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx,
+                              scales[j * ocg:(j + 1) * ocg], signed))
+    wp = ctx.weight(f"{node.name}:wp", np.concatenate(packs))
+    bp = ctx.weight(f"{node.name}:bias", np.concatenate([r.bias for r in brs]))
+    mp = ctx.weight(f"{node.name}:mult", np.concatenate([r.mult for r in brs]))
+    sp = ctx.weight(f"{node.name}:shift", np.concatenate([r.shift for r in brs]))
+    K = cg * k[0] * k[1]
+    scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16))
+    ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
+    shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
+    return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
+            f"{zx}, {0x80 if signed else 0}, {fn}}};\n"
+            f"q8_conv(&p, {X}, {Y}, (uint8_t *){scr});\n")
+
+
+def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs, ys, yz, bias) -> str:
+    """Y[rows][N] = A[rows][K] x B[K][N] with B constant int8 (per-column or per-tensor scales)."""
+    y = node.outputs[0]
+    K, Nn = bmat.shape
+    if a.shape[-1] != K:
+        raise EdgecError(f"node {node.name} ({node.op}): inner dimensions differ ({a.shape[-1]} vs {K})")
+    rows = a.size // K
+    zx, zy = to_u8_domain(az.const, a.dtype), to_u8_domain(yz.const, y.dtype)
+    ys_f = _scalar(node, ys, "y_scale")
+    scales = requant_scales(_scalar(node, as_, "a_scale"), bs.const, ys_f, Nn)
+    lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
+    fn, src, signed = gemm_variant(ctx.target)
+    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
+    wt = np.ascontiguousarray(bmat.T)
+    r = row_params(wt, bias, zx, scales, signed)
+    wp = ctx.weight(f"{node.name}:wp", pack_w(wt))
+    bp, mp, sp = _rq_ptrs(ctx, node.name, r)
+    scr = ctx.scratch(ceil4(K) * ((rows + 15) // 16 * 16) + rows * ceil4(Nn))
+    ctx.note(algo="q8-gemm", macs=rows * K * Nn, kernel=fn)
+    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}}};\n"
+            f"q8_matmul({rows}u, {Nn}u, {K}u, (const uint8_t *){ctx.ptr(a)}, {wp}, &rq, {0x80 if signed else 0}, "
+            f"{fn}, (uint8_t *){ctx.ptr(y)}, (uint8_t *){scr});\n")
+
+
+@register("QLinearMatMul")
+def emit_qlinearmatmul(node: Node, ctx: EmitContext) -> str:
+    a, as_, az, b, bs, bz, ys, yz = node.inputs[:8]
+    if b is None or not b.is_const or b.const.ndim != 2:
+        raise EdgecError(f"node {node.name} (QLinearMatMul): the second input must be a constant 2-D matrix")
+    return _emit_matmul(node, ctx, a, as_, az, _weights_s8(node, b, bz), bs, ys, yz, None)
+
+
+@register("EcQGemm")
+def emit_qgemm(node: Node, ctx: EmitContext) -> str:
+    a, as_, az, b, bs, bz, ys, yz = node.inputs[:8]
+    c = node.input(8)
+    w = _weights_s8(node, b, bz)
+    w = w.T if int(node.attr("transB", 0)) else w
+    if len(a.shape) != 2:
+        raise EdgecError(f"node {node.name} (Gemm): input must be 2-D")
+    bias = None if c is None else np.broadcast_to(c.const.astype(np.int32).reshape(-1), (w.shape[1],))
+    return _emit_matmul(node, ctx, a, as_, az, np.ascontiguousarray(w), bs, ys, yz, bias)

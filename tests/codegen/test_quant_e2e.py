@@ -1,0 +1,92 @@
+"""End to end int8: QDQ models from onnxruntime.quantization.quantize_static (per-channel int8
+weights; uint8 and int8 activations) compiled into integer kernels, run natively and under qemu,
+against onnxruntime's own int8 run of the same model."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+from edgec.codegen.project import compile_model
+from edgec.codegen.targets import get_target
+from edgec.codegen.verify import run_binary
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self, name, batches):
+        self.it = iter([{name: b} for b in batches])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def quantize(src, dst, name, batches, acts=QuantType.QUInt8, fmt=QuantFormat.QDQ):
+    quantize_static(str(src), str(dst), _Reader(name, batches), quant_format=fmt, per_channel=True,
+                    activation_type=acts, weight_type=QuantType.QInt8)
+    return dst
+
+
+def _ort(model, feeds):
+    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def _out_scale(model) -> float:
+    m = onnx.load(str(model))
+    dq = [n for n in m.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == m.graph.output[0].name][0]
+    return float(numpy_helper.to_array([i for i in m.graph.initializer if i.name == dq.input[1]][0]))
+
+
+@pytest.fixture(scope="module")
+def digits_int8(digits_cnn, tmp_path_factory):
+    x = np.load(digits_cnn.data)["input"]
+    d = tmp_path_factory.mktemp("q")
+    return {acts: quantize(digits_cnn.model, d / f"digits_{acts}.onnx", "input", [x[i:i + 1] for i in range(0, 64, 2)],
+                           QuantType.QUInt8 if acts == "u8" else QuantType.QInt8) for acts in ("u8", "s8")}
+
+
+def _compile_run(model, target, x, tmp_path, name="input"):
+    b = compile_model(model, tmp_path / "out", target=target, build=True, input_shapes={name: list(x.shape)})
+    y = run_binary(b.binaries["runner"], get_target(target), [x], tmp_path / "work")[0]
+    return b, y
+
+
+@pytest.mark.parametrize("acts,target", [("u8", "native"), ("s8", "native"), ("s8", "aarch64-neon"),
+                                         ("u8", "aarch64-v82")])
+def test_digits_int8_matches_onnxruntime_int8(digits_int8, digits_cnn, acts, target, tmp_path):
+    data = np.load(digits_cnn.data)
+    x, labels = data["input"], data["labels"]
+    if get_target(target).qemu:
+        x, labels = x[:64], labels[:64]  # emulation: a subset is enough for correctness
+    b, y = _compile_run(digits_int8[acts], target, x, tmp_path)
+    ref = _ort(digits_int8[acts], {"input": x})
+    algos = [l["algo"] for l in b.layers]
+    assert {"q8-gemm", "q8-dwconv", "q8-add", "q8-maxpool", "q8-gavgpool"} <= set(algos), algos
+    assert algos.count("q8-quantize") <= 2 and algos.count("q8-dequantize") <= 2  # only at region edges
+    assert np.abs(y - ref).max() <= _out_scale(digits_int8[acts]) * 1.001  # within 1 LSB of the int8 logits
+    acc, acc_ort = (y.argmax(1) == labels).mean(), (ref.argmax(1) == labels).mean()
+    assert abs(acc - acc_ort) <= 1 / len(labels) + 1e-9
+    if target == "native":
+        assert acc >= digits_cnn.accuracy - 0.02  # int8 keeps the fp32 model's accuracy
+
+
+def test_int8_mlp_matmul_and_residual_relu(tmp_path):
+    """MatMul (QLinearMatMul path, several rows) + Add + Relu quantized by onnxruntime."""
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.normal(0, 0.3, (24, 40)).astype(np.float32), rng.normal(0, 0.3, (40, 40)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["h2"]), helper.make_node("Add", ["h2", "r"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 24])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 40])],
+                          [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    src = tmp_path / "mlp.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    x = rng.normal(0, 1, (5, 24)).astype(np.float32)
+    q = quantize(src, tmp_path / "mlp_q.onnx", "x", [rng.normal(0, 1, (5, 24)).astype(np.float32) for _ in range(8)])
+    b, y = _compile_run(q, "native", x, tmp_path, name="x")
+    assert [l["op"] for l in b.layers].count("QLinearMatMul") == 2
+    assert np.abs(y - _ort(q, {"x": x})).max() <= _out_scale(q) * 1.001
