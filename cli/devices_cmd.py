@@ -52,7 +52,8 @@ def list_devices(json_out: bool = typer.Option(False, "--json", help="Machine-re
 @devices_app.command("add")
 def add(
     name: str = typer.Argument(..., help="Your name for the board."),
-    host: str = typer.Option(..., "--host", help="Host name, IP, or a Host alias from ~/.ssh/config."),
+    host: str = typer.Option(..., "--host", help="Host name, IP, a Host alias from ~/.ssh/config, or `local` "
+                                                 "(this machine, no SSH)."),
     profile: str = typer.Option(..., "--profile", "-p", help=f"Board kind: {', '.join(profile_names())}."),
     user: Optional[str] = typer.Option(None, "--user", "-u", help="SSH user (default: from ~/.ssh/config or yours)."),
     port: Optional[int] = typer.Option(None, "--port", help="SSH port (default 22)."),
@@ -69,8 +70,10 @@ def add(
     """
     if name == "local":
         raise EdgecError("`local` is built in (this machine); choose another name")
-    dev = device_from_profile(name, profile, host=host, user=user, port=port, identity_file=identity_file,
-                              workdir=workdir, exec_wrapper=exec_wrapper.split() if exec_wrapper else None)
+    local = host == "local"  # this machine without SSH, e.g. with an emulator as --exec-wrapper
+    dev = device_from_profile(name, profile, host=None if local else host, user=user, port=port,
+                              identity_file=identity_file, workdir=workdir, transport="local" if local else None,
+                              exec_wrapper=exec_wrapper.split() if exec_wrapper else None)
     Inventory().add(dev, replace=replace)
     out.print(f"added {escape(name)} ({escape(dev.address)}, profile {profile}) to {inventory_path()}; "
               f"next: edgec devices check {escape(name)}")
@@ -136,19 +139,21 @@ def check(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to 
 def _run_all(names, fn):
     """Run fn(device, progress) for every device concurrently; returns ({name: result}, {name: error})."""
     devices = Inventory().resolve(names or [])
-    results, errors = {}, {}
+    results, failures = {}, {}
     with DeviceProgress([d.name for d in devices], err) as prog:
         def one(dev):
             try:
                 results[dev.name] = fn(dev, prog.callback(dev.name))
                 prog.done(dev.name)
-            except EdgecError as e:
-                errors[dev.name] = str(e)
+            except Exception as e:  # one board failing must not stop the others
+                failures[dev.name] = e
                 prog.done(dev.name, failed=True)
         with ThreadPoolExecutor(max_workers=max(1, len(devices))) as pool:
             list(pool.map(one, devices))
-    if len(devices) == 1 and errors:
-        raise EdgecError(next(iter(errors.values())))
+    if len(devices) == 1 and failures:
+        raise next(iter(failures.values()))
+    errors = {n: str(e) if isinstance(e, EdgecError) else f"internal error: {type(e).__name__}: {e}"
+              for n, e in failures.items()}
     return [results[d.name] for d in devices if d.name in results], errors
 
 

@@ -17,6 +17,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import threading
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,6 +28,7 @@ from edgec.devices.inventory import Device
 from edgec.devices.transport import Transport, last_line
 from edgec.devices.upload import Manifest, upload
 from edgec.errors import EdgecError
+from edgec.files import write_text_atomic
 
 BINARIES = ("runner", "bench")
 SKIP_SUFFIXES = (".o", ".d", ".a", ".tmp")
@@ -50,6 +53,10 @@ class Deployment:
         """Shell command running one of the deployed programs (through the device's emulator if any)."""
         argv = [*self.device.exec_wrapper, f"./{binary}", *map(str, args)]
         return f"cd {shlex.quote(self.dir)} && {shlex.join(argv)}"
+
+
+# Concurrent deploys (several --device) of one model/target share a local build: one at a time.
+_LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def cache_dir() -> Path:
@@ -80,11 +87,13 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
     out = cache_dir() / "builds" / f"{source.stem}-{device.target}-{_key(sha, threads, input_shapes, __version__)}"
     stamp = out / ".edgec-source.json"
-    if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
-        out.mkdir(parents=True, exist_ok=True)
-        b = compile_model(source, out, target=device.target, threads=threads, input_shapes=input_shapes,
-                          build=False, profile=profile)
-        stamp.write_text(json.dumps({"model": str(source.resolve()), "sha256": sha, "layers": b.layers}))
+    with _LOCKS[str(out)]:
+        if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
+            out.mkdir(parents=True, exist_ok=True)
+            b = compile_model(source, out, target=device.target, threads=threads, input_shapes=input_shapes,
+                              build=False, profile=profile)
+            write_text_atomic(stamp, json.dumps({"model": str(source.resolve()), "sha256": sha,
+                                                 "layers": b.layers}))
     return out, source
 
 
@@ -116,8 +125,9 @@ def choose_mode(device: Device, requested: str = "auto") -> str:
         raise EdgecError(f"--build must be cross or on-device, got {requested!r}")
     cc = cross_compiler(device)
     if requested == "cross" and cc is None:
+        pkg = "gcc-" + (device.cross_cc or "?").removesuffix("-gcc")
         raise EdgecError(f"cross compiler {device.cross_cc} for {device.name} not found: install it "
-                         f"(apt-get install gcc-aarch64-linux-gnu) or use --build on-device")
+                         f"(apt-get install {pkg}) or use --build on-device")
     if requested == "auto":
         requested = "cross" if cc else "on-device"
     if requested == "cross" and device.transport == "local" and not device.exec_wrapper:
@@ -136,6 +146,11 @@ def build_local(project: Path, device: Device, profile: bool) -> dict[str, Path]
     cc = cross_compiler(device)
     ldflags = " ".join(device.ldflags)
     work = cache_dir() / "cross" / _key(project.resolve(), cc, ldflags, profile)
+    with _LOCKS[str(work)]:
+        return _make_copy(project, work, device, cc, ldflags, profile)
+
+
+def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str, profile: bool) -> dict[str, Path]:
     for src in _project_files(project):
         dst = work / src.relative_to(project)
         if not dst.exists() or dst.stat().st_mtime != src.stat().st_mtime or dst.stat().st_size != src.stat().st_size:

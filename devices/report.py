@@ -167,18 +167,29 @@ def _layers_table(layers: list[dict]) -> Table:
     return t
 
 
+TAGS = (("EMULATED", "emulated"), ("variation", "noisy"), ("throttling", "throttled"), ("load average", "busy"),
+        ("CPU governor is", "governor"), ("clock fell", "clock drop"), ("temperature", "hot"),
+        ("percentiles are rough", "few runs"))
+
+
+def warning_tags(warnings: list[str]) -> list[str]:
+    return [tag for key, tag in TAGS if any(key in w for w in warnings)]
+
+
 def compare_table(reports: list[dict], errors: dict[str, str]) -> Table:
-    """One row per device, fastest first; failed devices at the end with their error."""
-    t = Table(title="comparison", title_justify="left")
-    for col in ("device", "target", "median ms", "p90 ms", "CoV %", "inf/s", "vs fastest", "note"):
-        t.add_column(col, justify="left" if col in ("device", "target", "note") else "right")
+    """One row per device, fastest first; failed devices at the end (their errors are printed below)."""
+    t = Table(title="comparison (median of the timed runs)", title_justify="left")
+    for col in ("device", "target", "median ms", "p90 ms", "CoV %", "inf/s", "vs best", "notes"):
+        left = col in ("device", "target", "notes")
+        t.add_column(col, justify="left" if left else "right", no_wrap=not left,
+                     min_width=16 if col == "notes" else None)
     ok = sorted(reports, key=lambda r: r.get("median_ms") or float("inf"))
     best = ok[0].get("median_ms") if ok else None
     for r in ok:
-        note = "emulated" if r["emulated"] else ("; ".join(w.split(":")[0] for w in r["warnings"])[:60] or "ok")
         rel = f"{r['median_ms'] / best:.2f}x" if best else "-"
         t.add_row(r["device"], r["target"] or "-", _ms(r.get("median_ms")), _ms(r.get("p90_ms")),
-                  f"{r.get('cov_pct', 0):.1f}", f"{r.get('throughput_ips', 0):.1f}", rel, note)
-    for name, e in errors.items():
-        t.add_row(name, "-", "-", "-", "-", "-", "-", Text(f"failed: {e}"[:120], style="red"))
+                  f"{r.get('cov_pct', 0):.1f}", f"{r.get('throughput_ips', 0):.0f}", rel,
+                  ", ".join(warning_tags(r["warnings"])) or "ok")
+    for name in errors:
+        t.add_row(name, "-", "-", "-", "-", "-", "-", Text("failed", style="red"))
     return t

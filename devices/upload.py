@@ -99,14 +99,18 @@ def _assemble(t: Transport, manifest: Manifest, objects: str, final: str) -> Non
     builds = final.rsplit("/", 1)[0]
     name = final.rsplit("/", 1)[1]
     stage = f"{builds}/.{name}.partial-{uuid.uuid4().hex[:8]}"
-    steps = [f"rm -rf {q(builds)}/.{q(name)}.partial-*", f"mkdir -p {q(stage)}"]
+    # Leftovers of interrupted uploads are removed once stale (a fresh one may be another upload's).
+    steps = [f"(find {q(builds)} -maxdepth 1 -name '.*.partial-*' -mmin +60 -exec rm -rf {{}} + 2>/dev/null; true)",
+             f"mkdir -p {q(stage)}"]
     dirs = sorted({str(Path(rel).parent) for rel in manifest.files} - {"."})
     steps += [f"mkdir -p {q(stage + '/' + d)}" for d in dirs]
     for rel, (_, sha, mode) in sorted(manifest.files.items()):
         dst = q(f"{stage}/{rel}")
         steps.append(f"cp {q(objects + '/' + sha)} {dst} && chmod {mode:o} {dst}")
     steps += [f"printf '%s\\n' {q(manifest.digest())} > {q(stage + '/' + MARKER)}",
-              f"rm -rf {q(final)}", f"mv {q(stage)} {q(final)}"]
+              # Another upload of the same build may have finished first: keep its copy.
+              f"if [ -f {q(final + '/' + MARKER)} ]; then rm -rf {q(stage)}; "
+              f"else rm -rf {q(final)} && mv {q(stage)} {q(final)}; fi"]
     t.check(" && ".join(steps), "installing the uploaded build", timeout=300)
 
 
