@@ -125,3 +125,25 @@ def test_pi4_board_entered_as_pi5_is_flagged():
     assert "CPU is Cortex-A72" in w and "tuned for Cortex-A76" in w and "lacks asimddp, asimdhp" in w
     assert "governor is ondemand" in w
     assert [x for x in compare(device_from_profile("b", "pi4", host="x"), rec) if "governor" not in x] == []
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_progress_display(terminal):
+    import io
+    from rich.console import Console
+    from edgec.devices.progress import DeviceProgress
+
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=terminal, width=100)
+    with DeviceProgress(["pi a", "pi b"], con) as prog:
+        a, b = prog.callback("pi a"), prog.callback("pi b")
+        a("compile", "m.onnx", 0)
+        a("upload", "2 files, 3000 bytes", 0)
+        a("upload", "bench", 1000)
+        b("upload", "1 files, 10 bytes", 0)
+        prog.done("pi a")
+        prog.done("pi b", failed=True)
+    text = buf.getvalue()
+    assert "pi a: done" in text and "pi b: failed" in text
+    if not terminal:  # piped: one plain line per stage change
+        assert "pi a: upload 2 files, 3000 bytes" in text and "pi a: upload bench" not in text
