@@ -107,7 +107,7 @@ def _build(model: onnx.ModelProto, name: str) -> Graph:
             continue
         ins = [b.get(x) for x in pn.input]
         if pn.op_type in ALIAS_OPS and ins and ins[0] is not None:
-            b.tensors[pn.output[0]] = ins[0]
+            _alias(b, pn, ins, nname)
             continue
         attrs = decode_attrs(pn)
         if _foldable(pn, ins):
@@ -124,6 +124,17 @@ def _build(model: onnx.ModelProto, name: str) -> Graph:
     g.source.update(opset=b.opset, output_names=[o.name for o in model.graph.output],
                     input_names=[i.name for i in inputs])
     return _drop_unused_outputs(g)
+
+
+def _alias(b: _Builder, pn: onnx.NodeProto, ins: list, nname: str) -> None:
+    """Identity/Dropout at inference: output 0 is the input; Dropout's mask is all true."""
+    if pn.op_type == "Dropout":
+        train = ins[2] if len(ins) > 2 else None
+        if train is not None and (not train.is_const or bool(train.const.reshape(-1)[0])):
+            raise EdgecError(f"node {nname} (Dropout) runs in training mode; edgec compiles inference graphs only")
+        if len(pn.output) > 1 and pn.output[1]:
+            b.tensors[pn.output[1]] = Tensor(pn.output[1], ins[0].shape, np.bool_, np.ones(ins[0].shape, bool))
+    b.tensors[pn.output[0]] = ins[0]
 
 
 def _foldable(pn: onnx.NodeProto, ins: list[Tensor | None]) -> bool:

@@ -28,7 +28,8 @@ def act_expr(act: str | None, p: dict, v: str) -> str:
         return f"({v} > 0.0f ? {v} : 0.0f)"
     if act == "clip":
         lo, hi = flt(p.get("min", -3.4e38)), flt(p.get("max", 3.4e38))
-        return f"({v} < {lo} ? {lo} : ({v} > {hi} ? {hi} : {v}))"
+        # min(max(v, lo), hi): when lo > hi every value becomes hi, as ONNX says
+        return f"(({v} < {lo} ? {lo} : {v}) > {hi} ? {hi} : ({v} < {lo} ? {lo} : {v}))"
     if act == "leaky_relu":
         return f"({v} >= 0.0f ? {v} : {flt(p.get('alpha', 0.01))} * {v})"
     if act == "sigmoid":
@@ -97,6 +98,8 @@ def collapse(out_shape, in_strides: list[list[int]]) -> tuple[list[int], list[li
 
 def loop_nest(out_shape, operands: list[Tensor | None], body, indent: str = "") -> list[str]:
     """Nested loops over out_shape; body(idx_exprs, out_idx) -> lines, idx per operand (broadcast)."""
+    if 0 in tuple(out_shape):
+        return ["/* empty tensor: nothing to compute */"]
     out_st = strides(out_shape)
     ins = [bcast_strides(t.shape, out_shape) if t is not None else [0] * len(out_shape) for t in operands]
     dims, sts = collapse(out_shape, [out_st] + ins)
@@ -144,6 +147,8 @@ def block(lines: list[str]) -> str:
 
 def full_loops(shape, body_lines: list[str]) -> list[str]:
     """Plain nested loops i0..iN over shape (no collapsing) around body_lines."""
+    if 0 in tuple(shape):
+        return ["/* empty tensor: nothing to compute */"]
     lines = [f"{'    ' * k}for (long i{k} = 0; i{k} < {d}; i{k}++)" for k, d in enumerate(shape)]
     pad = "    " * len(shape)
     return lines + [pad + "{"] + [pad + "    " + b for b in body_lines] + [pad + "}"]
@@ -151,6 +156,8 @@ def full_loops(shape, body_lines: list[str]) -> list[str]:
 
 def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int] | None = None) -> list[str]:
     """Like loop_nest but with explicit per-operand element strides (may be negative) and base offsets."""
+    if 0 in tuple(out_shape):
+        return ["/* empty tensor: nothing to compute */"]
     out_st = strides(out_shape)
     dims, sts = collapse_signed(out_shape, [out_st] + [list(s) for s in in_strides])
     bases = bases or [0] * len(in_strides)

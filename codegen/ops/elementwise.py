@@ -55,9 +55,14 @@ def _binary_expr(op: str, node: Node):
     if op == "PRelu":
         return lambda v: f"({v[0]} < 0 ? {v[1]} * {v[0]} : {v[0]})"
     if op == "Mod":
-        if is_float(a_t) or node.attr("fmod", 0):
-            f = math_fn("fmod", a_t) if is_float(a_t) else ""
-            return lambda v: f"{f}({v[0]}, {v[1]})" if f else f"({v[0]} % {v[1]})"
+        if is_float(a_t):
+            f = math_fn("fmod", a_t)
+            if node.attr("fmod", 0):
+                return lambda v: f"{f}({v[0]}, {v[1]})"
+            # numpy-style: the result takes the divisor's sign
+            return lambda v: f"({f}({v[0]}, {v[1]}) != 0 && (({f}({v[0]}, {v[1]}) < 0) != ({v[1]} < 0)) ? {f}({v[0]}, {v[1]}) + {v[1]} : {f}({v[0]}, {v[1]}))"
+        if node.attr("fmod", 0) or a_t.dtype.kind == "u":
+            return lambda v: f"({v[0]} % {v[1]})"
         return lambda v: f"(({v[0]} % {v[1]}) + ((({v[0]} % {v[1]}) != 0 && (({v[0]} < 0) != ({v[1]} < 0))) ? {v[1]} : 0))"
     if op == "BitShift":
         sh = "<<" if node.attr("direction") == "LEFT" else ">>"
@@ -89,7 +94,8 @@ def emit_variadic(node: Node, ctx: EmitContext) -> str:
             acc = v[0]
             for x in v[1:]:
                 # NaN propagates like numpy's maximum/minimum
-                acc = f"(({x} {cmp} {acc}) || ({x} != {x}) ? {x} : {acc})"
+                nan = f" || ({x} != {x})" if is_float(t) else ""
+                acc = f"(({x} {cmp} {acc}){nan} ? {x} : {acc})"
             return acc
         return _emit(node, ctx, pick)
     scale = f" / ({cty(t)}){n}" if node.op == "Mean" else ""
@@ -106,18 +112,19 @@ def _unary_expr(node: Node):
     f = lambda name: math_fn(name, t)  # noqa: E731
     one = "1.0f" if np.dtype(t.dtype) == np.float32 else "1.0"
     a = lambda k, d: flt(node.attr(k, d)) if np.dtype(t.dtype) == np.float32 else repr(float(node.attr(k, d)))  # noqa
+    unsigned = np.dtype(t.dtype).kind in "ub"
     table = {
-        "Abs": lambda v: f"({v} < 0 ? -{v} : {v})", "Neg": lambda v: f"(-{v})",
+        "Abs": lambda v: v if unsigned else f"({v} < 0 ? -{v} : {v})", "Neg": lambda v: f"(-{v})",
         "Sqrt": lambda v: f"{f('sqrt')}({v})", "Exp": lambda v: f"{f('exp')}({v})", "Log": lambda v: f"{f('log')}({v})",
         "Reciprocal": lambda v: f"({one} / {v})", "Floor": lambda v: f"{f('floor')}({v})",
         "Ceil": lambda v: f"{f('ceil')}({v})", "Round": lambda v: f"{f('nearbyint')}({v})",
-        "Sign": lambda v: f"(({v} > 0) - ({v} < 0))", "Erf": lambda v: f"{f('erf')}({v})",
+        "Sign": lambda v: f"({v} > 0)" if unsigned else f"(({v} > 0) - ({v} < 0))", "Erf": lambda v: f"{f('erf')}({v})",
         "Sin": lambda v: f"{f('sin')}({v})", "Cos": lambda v: f"{f('cos')}({v})", "Tan": lambda v: f"{f('tan')}({v})",
         "Asin": lambda v: f"{f('asin')}({v})", "Acos": lambda v: f"{f('acos')}({v})", "Atan": lambda v: f"{f('atan')}({v})",
         "Sinh": lambda v: f"{f('sinh')}({v})", "Cosh": lambda v: f"{f('cosh')}({v})",
         "Asinh": lambda v: f"{f('asinh')}({v})", "Acosh": lambda v: f"{f('acosh')}({v})",
         "Atanh": lambda v: f"{f('atanh')}({v})", "Not": lambda v: f"(!{v})",
-        "IsNaN": lambda v: f"({v} != {v})", "Softsign": lambda v: f"({v} / ({one} + {f('fabs')}({v})))",
+        "IsNaN": lambda v: f"isnan({v})", "Softsign": lambda v: f"({v} / ({one} + {f('fabs')}({v})))",
         "Softplus": lambda v: f"{f('log1p')}({f('exp')}({v}))",
         "Elu": lambda v: f"({v} >= 0 ? {v} : {a('alpha', 1.0)} * ({f('exp')}({v}) - {one}))",
         "Celu": lambda v: f"({f('fmax')}(0, {v}) + {f('fmin')}(0, {a('alpha', 1.0)} * ({f('exp')}({v} / {a('alpha', 1.0)}) - {one})))",

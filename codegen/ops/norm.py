@@ -22,8 +22,6 @@ def _f32(node: Node):
 @register("LayerNormalization", inplace=True)
 def emit_layernorm(node: Node, ctx: EmitContext) -> str:
     _f32(node)
-    if any(o is not None for o in node.outputs[1:]):
-        raise EdgecError(f"node {node.name} (LayerNormalization): Mean/InvStdDev outputs are not supported")
     x, y = node.inputs[0], node.outputs[0]
     axis = node.attr("axis", -1) % len(x.shape)
     n = int(np.prod(x.shape[axis:], dtype=np.int64))
@@ -35,7 +33,12 @@ def emit_layernorm(node: Node, ctx: EmitContext) -> str:
     ctx.require(HEADER)
     ctx.note(algo="layernorm")
     return (f"ec_f32_layernorm_scalar({rows}u, {n}u, {float(node.attr('epsilon', 1e-5))!r}f, {ctx.ptr(x)}, "
-            f"{scale}, {bias}, {ctx.ptr(y)});\n")
+            f"{scale}, {bias}, {ctx.ptr(y)}, {_opt(ctx, node, 1)}, {_opt(ctx, node, 2)});\n")
+
+
+def _opt(ctx: EmitContext, node: Node, i: int) -> str:
+    t = node.outputs[i] if i < len(node.outputs) else None
+    return "NULL" if t is None else ctx.ptr(t)
 
 
 def _val(node: Node, i: int, default: float) -> np.ndarray:

@@ -68,9 +68,9 @@ def emit_reduce(node: Node, ctx: EmitContext) -> str:
         return f"memcpy({yp}, {xp}, {x.nbytes}u);\n"
     init, acc, fin = REDUCE[node.op]
     n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    if x.size == 0:
-        return "/* empty reduction input */\n"
     acc_t = "double"
+    if x.dtype.kind not in "fc":
+        acc = acc.replace(" || {v} != {v}", "")
     body = acc.format(a="acc", v=f"{xp}[@XI]") + ";"
     ctx.note(algo="reduce", macs=x.size)
     return block(_loops(x.shape, axes, body, [f"{acc_t} acc = {init};"],

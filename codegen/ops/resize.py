@@ -22,12 +22,14 @@ COORD = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_
 
 
 def source_coord(mode: str, x: np.ndarray, scale: float, in_len: int, out_len: int) -> np.ndarray:
+    """Output coordinate -> input coordinate (ONNX Resize spec; the output length is scale * in_len)."""
+    out_f = scale * in_len
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
-        return (x + 0.5) / scale - 0.5 if out_len > 1 else np.zeros_like(x)
+        return (x + 0.5) / scale - 0.5 if out_f != 1 else np.full_like(x, -0.5)
     if mode == "align_corners":
-        return np.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
+        return np.zeros_like(x) if out_f == 1 else x * (in_len - 1) / (out_f - 1)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_half_pixel_for_nearest":

@@ -1,6 +1,6 @@
 /* Normalisations over float32, scalar reference (header-only, specialised per call).
  * layernorm: rows of n elements, y = (x - mean) / sqrt(var + eps) * scale[i] + bias[i]
- *            (scale/bias have n elements; bias may be NULL).
+ *            (scale/bias have n elements; bias, mean_out, invstd_out may be NULL).
  * instnorm:  NCHW planes of hw elements, scale/bias per channel c = plane % C. */
 #ifndef EC_F32_NORM_SCALAR_H
 #define EC_F32_NORM_SCALAR_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 static inline void ec_f32_layernorm_scalar(size_t rows, size_t n, float eps, const float *x, const float *scale,
-                                           const float *bias, float *y)
+                                           const float *bias, float *y, float *mean_out, float *invstd_out)
 {
     for (size_t r = 0; r < rows; r++) {
         const float *xp = x + r * n;
@@ -20,6 +20,8 @@ static inline void ec_f32_layernorm_scalar(size_t rows, size_t n, float eps, con
         double v = 0.0;
         for (size_t i = 0; i < n; i++) v += (double)(xp[i] - mean) * (xp[i] - mean);
         float inv = 1.0f / sqrtf((float)(v / (double)n) + eps);
+        if (mean_out) mean_out[r] = mean;
+        if (invstd_out) invstd_out[r] = inv;
         for (size_t i = 0; i < n; i++) {
             float t = (xp[i] - mean) * inv * scale[i];
             yp[i] = bias ? t + bias[i] : t;

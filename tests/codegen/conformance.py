@@ -106,6 +106,8 @@ def prepare(batch: Batch, index: int, case) -> None:
         batch.results[name] = CaseResult(name, False, "no data set")
         return
     ins, outs = case.data_sets[0]
+    ins = [numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else a for a in ins]
+    outs = [numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else a for a in outs]
     try:
         model, data = freeze_params(case.model, list(ins))
         d = batch.work / f"c{index}"
@@ -121,7 +123,20 @@ def prepare(batch: Batch, index: int, case) -> None:
     except Exception as e:  # a bug in edgec: counted as a failure, shown with its type
         batch.results[name] = CaseResult(name, False, f"internal: {type(e).__name__}: {str(e)[:150]}")
         return
-    batch.cases.append((index, case, d, data, [np.asarray(o) for o in outs]))
+    data = [_as_declared(a, vi) for a, vi in zip(data, [i for i in model.graph.input if i.name in real])]
+    outs = [_as_declared(o, vi) for o, vi in zip(outs, model.graph.output)]
+    batch.cases.append((index, case, d, data, outs))
+
+
+def _as_declared(a, vi: onnx.ValueInfoProto) -> np.ndarray:
+    """Some generators store object arrays: give them the dtype the graph declares."""
+    a = np.asarray(a)
+    if a.dtype == object:
+        try:
+            a = a.astype(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type))
+        except (TypeError, ValueError):
+            pass
+    return a
 
 
 def build(batch: Batch, cflags: str, cc: str = "gcc") -> Path:
