@@ -1,0 +1,99 @@
+/* Depthwise convolution (groups == C == K), NCHW fp32.
+ * Each (n, c) plane is first packed, padded, into SW column phases: phase p holds padded
+ * columns p, p+SW, p+2*SW, ... so every tap of every stride reads unit-stride vectors:
+ *   out[oh][ow] += w[kh][kw] * P[(kw*DW) % SW][oh*SH + kh*DH][ow + (kw*DW) / SW]
+ * Packed plane: [SW][Hp][Wq], Hp = (Ho-1)*SH + (KH-1)*DH + 1, Wq = Wo + ((KW-1)*DW)/SW.
+ * Row kernels (f32-dwconv-<KHxKW|kxk>-<isa>.c) then run one plane with the fused epilogue. */
+#ifndef F32_DWCONV_H
+#define F32_DWCONV_H
+
+#include "../ec_common.h"
+
+typedef struct f32_dwconv_shape f32_dwconv_shape;
+
+typedef struct {
+  const float *xp;  /* packed phases of the plane */
+  const float *w;   /* KH*KW taps */
+  float bias;
+  float *y;         /* output plane */
+  const float *res; /* residual plane or NULL */
+  int res_before_act;
+  ec_act act;
+} f32_dwconv_plane_args;
+
+typedef void (*f32_dwconv_plane_fn)(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a);
+
+struct f32_dwconv_shape {
+  size_t N, C, H, W, Ho, Wo;
+  size_t KH, KW, SH, SW, DH, DW, PT, PL;
+  size_t Hp, Wq;
+  f32_dwconv_plane_fn plane;
+};
+
+#define F32_DWCONV_DECL(name) void name(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a)
+F32_DWCONV_DECL(f32_dwconv_kxk__scalar);
+F32_DWCONV_DECL(f32_dwconv_3x3__avx2);
+F32_DWCONV_DECL(f32_dwconv_5x5__avx2);
+F32_DWCONV_DECL(f32_dwconv_kxk__avx2);
+F32_DWCONV_DECL(f32_dwconv_3x3__avx512);
+F32_DWCONV_DECL(f32_dwconv_5x5__avx512);
+F32_DWCONV_DECL(f32_dwconv_kxk__avx512);
+F32_DWCONV_DECL(f32_dwconv_3x3__neon);
+F32_DWCONV_DECL(f32_dwconv_5x5__neon);
+F32_DWCONV_DECL(f32_dwconv_kxk__neon);
+
+typedef struct {
+  const float *x;
+  float *y;
+  const float *w; /* [C][KH][KW], the ONNX layout */
+  const float *bias;
+  const float *res;
+  int res_before_act;
+  ec_act act;
+  float *xp; /* scratch: f32_dwconv_scratch_bytes */
+} f32_dwconv_args;
+
+static inline size_t f32_dwconv_scratch_bytes(const f32_dwconv_shape *s) {
+  return s->N * s->C * s->SW * s->Hp * s->Wq * sizeof(float);
+}
+
+EC_INLINE size_t f32_dwconv_items(const f32_dwconv_shape *s) { return s->N * s->C; }
+
+/* Packs plane `item` (= n*C + c). */
+EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_args *a,
+                                    size_t item) {
+  const size_t SW = s->SW, Hp = s->Hp, Wq = s->Wq, H = s->H, W = s->W;
+  const float *src = a->x + item * H * W;
+  float *dst = a->xp + item * SW * Hp * Wq;
+  for (size_t p = 0; p < SW; p++) {
+    for (size_t ih = 0; ih < Hp; ih++) {
+      float *d = dst + (p * Hp + ih) * Wq;
+      const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
+      if (r < 0 || r >= (ptrdiff_t)H) {
+        for (size_t q = 0; q < Wq; q++) d[q] = 0.0f;
+        continue;
+      }
+      const float *sr = src + (size_t)r * W;
+      for (size_t q = 0; q < Wq; q++) {
+        const ptrdiff_t iw = (ptrdiff_t)(q * SW + p) - (ptrdiff_t)s->PL;
+        d[q] = (iw >= 0 && iw < (ptrdiff_t)W) ? sr[iw] : 0.0f;
+      }
+    }
+  }
+}
+
+/* Computes plane `item` from its packed phases. */
+EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args *a, size_t item) {
+  const size_t c = item % s->C, HoWo = s->Ho * s->Wo;
+  f32_dwconv_plane_args pa;
+  pa.xp = a->xp + item * s->SW * s->Hp * s->Wq;
+  pa.w = a->w + c * s->KH * s->KW;
+  pa.bias = a->bias ? a->bias[c] : 0.0f;
+  pa.y = a->y + item * HoWo;
+  pa.res = a->res ? a->res + item * HoWo : NULL;
+  pa.res_before_act = a->res_before_act;
+  pa.act = a->act;
+  s->plane(s, &pa);
+}
+
+#endif

@@ -1,0 +1,52 @@
+/* Depthwise conv (f32-dwconv.h + one plane kernel) vs the naive reference.
+ * -DT_PLANE=<kernel> -DT_K=<3|5|0 for any>. Exit status != 0 on mismatch. */
+#include "f32-dwconv/f32-dwconv.h"
+#include "ref.h"
+
+static int run(const conv_p *p, ec_act act, int use_res, int before) {
+  const size_t Ho = conv_ho(p), Wo = conv_wo(p);
+  const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->C * Ho * Wo;
+  float *x = falloc(nx), *w = falloc(p->C * p->KH * p->KW), *b = falloc(p->C);
+  float *r = falloc(ny), *y = falloc(ny), *yr = falloc(ny);
+  f32_dwconv_shape s = {p->N, p->C, p->H, p->W, Ho, Wo, p->KH, p->KW, p->SH, p->SW, p->DH, p->DW,
+                        p->PT, p->PL, (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1,
+                        Wo + (p->KW - 1) * p->DW / p->SW, T_PLANE};
+  float *xp = falloc(f32_dwconv_scratch_bytes(&s) / sizeof(float));
+  f32_dwconv_args a = {x, y, w, b, use_res ? r : NULL, before, act, xp};
+  for (size_t i = 0; i < f32_dwconv_items(&s); i++) f32_dwconv_pack_item(&s, &a, i);
+  for (size_t i = 0; i < f32_dwconv_items(&s); i++) f32_dwconv_item(&s, &a, i);
+  ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
+  double e = max_err(y, yr, ny);
+  int bad = !(e < 1e-4);
+  if (bad)
+    printf("FAIL C%zu H%zu W%zu k%zux%zu s%zux%zu d%zu p%zu,%zu act%d res%d: %g\n", p->C, p->H,
+           p->W, p->KH, p->KW, p->SH, p->SW, p->DH, p->PT, p->PL, (int)act.kind, use_res, e);
+  free(x), free(w), free(b), free(r), free(y), free(yr), free(xp);
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  static const size_t odd[] = {1, 3, 7, 15, 17, 31, 33};
+  int fails = 0, cases = 0, quick = argc > 1 && !strcmp(argv[1], "quick");
+  const size_t k = T_K ? T_K : 3;
+  for (size_t i = 0; i < 7; i++) {
+    for (size_t j = 0; j < 7; j += quick ? 3 : 1) {
+      const size_t s = 1 + (i + j) % 2, d = (T_K == 0 && j % 3 == 2) ? 2 : 1;
+      const size_t pad = (k - 1) * d / 2;
+      /* widths 1..33 around the vector length; asymmetric pads on odd i */
+      conv_p p = {1 + j % 2, 1 + j % 3, odd[(i + j) % 7] + 2, odd[i], 0, 0, k, k, s, s, d, d,
+                  pad, pad, pad + i % 2, pad + (i + 1) % 2};
+      p.K = p.G = p.C;
+      if (p.W + p.PL + p.PR < (k - 1) * d + 1) p.PR += (k - 1) * d + 1 - p.W - p.PL - p.PR;
+      fails += run(&p, k_acts[(i * 7 + j) % N_ACTS], (i + j) % 2, (int)i % 2), cases++;
+    }
+  }
+  if (T_K == 0) { /* generic: non-square windows, Conv1D as H=1 */
+    conv_p r = {1, 4, 9, 20, 4, 4, 2, 7, 2, 3, 1, 2, 0, 3, 1, 4};
+    fails += run(&r, k_acts[2], 1, 1), cases++;
+    conv_p c1d = {1, 6, 1, 37, 6, 6, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2};
+    fails += run(&c1d, k_acts[6], 0, 1), cases++;
+  }
+  printf("%d/%d cases ok\n", cases - fails, cases);
+  return fails != 0;
+}
