@@ -16,6 +16,12 @@ void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_
     }
     const size_t rows = q8_dw_rows(p), wq = q8_dw_wq(p);
     const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    size_t off[Q8_DW_MAX_TAPS]; /* tap start inside the padded, phase-split channel */
+    for (int i = 0; i < p->kh; i++)
+        for (int j = 0; j < p->kw; j++) {
+            const int col = j * p->dw;
+            off[i * p->kw + j] = ((size_t)(col % p->sw) * rows + (size_t)i * p->dh) * wq + (size_t)(col / p->sw);
+        }
     for (int b = 0; b < p->batch; b++)
         for (int c = 0; c < p->C; c++) {
             const size_t plane = (size_t)b * p->C + c;
@@ -23,12 +29,8 @@ void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_
             const int8_t *wc = p->w + (size_t)c * T;
             for (int oh = 0; oh < p->Ho; oh++) {
                 const uint8_t *tap[Q8_DW_MAX_TAPS];
-                for (int i = 0; i < p->kh; i++)
-                    for (int j = 0; j < p->kw; j++) {
-                        int col = j * p->dw;
-                        tap[i * p->kw + j] = scratch + ((size_t)(col % p->sw) * rows +
-                                             (size_t)(oh * p->sh + i * p->dh)) * wq + (size_t)(col / p->sw);
-                    }
+                for (int t = 0; t < T; t++)
+                    tap[t] = scratch + off[t] + (size_t)oh * p->sh * wq;
                 uint8_t *yr = y + plane * p->Ho * p->Wo + (size_t)oh * p->Wo;
                 for (int ow0 = 0; ow0 < p->Wo; ow0 += 8) {
                     int32x4_t lo = vdupq_n_s32(p->bias[c]), hi = lo;

@@ -6,20 +6,34 @@
 
 void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf)
 {
+    /* row by row, phase by phase: no per-element division, memcpy for the common stride 1 */
     const size_t rows = q8_dw_rows(p), wq = q8_dw_wq(p);
-    const int wp = (p->Wo - 1) * p->sw + (p->kw - 1) * p->dw + 1;
-    memset(buf, p->zx, (size_t)p->sw * rows * wq);
-    for (size_t r = 0; r < rows; r++) {
-        const int ih = (int)r - p->pt;
-        if (ih < 0 || ih >= p->H)
-            continue;
-        const uint8_t *src = xc + (size_t)ih * p->W;
-        for (int c = 0; c < wp; c++) {
-            const int iw = c - p->pl;
-            if (iw >= 0 && iw < p->W)
-                buf[((size_t)(c % p->sw) * rows + r) * wq + (size_t)(c / p->sw)] = src[iw];
+    for (int ph = 0; ph < p->sw; ph++)
+        for (size_t r = 0; r < rows; r++) {
+            uint8_t *dst = buf + ((size_t)ph * rows + r) * wq;
+            const int ih = (int)r - p->pt;
+            if (ih < 0 || ih >= p->H) {
+                memset(dst, p->zx, wq);
+                continue;
+            }
+            const uint8_t *src = xc + (size_t)ih * p->W;
+            /* dst[i] holds padded column c = i * sw + ph, i.e. input column c - pl */
+            int i = 0, iw = ph - p->pl;
+            for (; i < (int)wq && iw < 0; i++, iw += p->sw)
+                dst[i] = p->zx;
+            if (p->sw == 1) {
+                int n = p->W - iw < (int)wq - i ? p->W - iw : (int)wq - i;
+                if (n > 0) {
+                    memcpy(dst + i, src + iw, (size_t)n);
+                    i += n;
+                }
+            } else {
+                for (; i < (int)wq && iw < p->W; i++, iw += p->sw)
+                    dst[i] = src[iw];
+            }
+            if (i < (int)wq)
+                memset(dst + i, p->zx, wq - (size_t)i);
         }
-    }
 }
 
 void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
