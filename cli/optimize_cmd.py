@@ -36,6 +36,7 @@ def optimize(
     eval_data: Optional[Path] = typer.Option(None, "--eval", help="Held-out data for accuracy/fidelity before and after."),
     max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop", help="Guard: allowed top-1 drop in points."),
     min_cosine: Optional[float] = typer.Option(None, "--min-cosine", help="Guard: minimum mean cosine vs the fp32 model."),
+    max_float_layers: Optional[int] = typer.Option(None, "--max-float-layers", help="Guard: keep at most N layers float."),
     sensitivity: bool = typer.Option(False, "--sensitivity", help="Scan each layer's pruning sensitivity first."),
     no_fuse: bool = typer.Option(False, "--no-fuse", help="Skip the graph passes."),
     disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Skip a pass by name (repeatable)."),
@@ -52,7 +53,7 @@ def optimize(
     from edgec.optimizer.pipeline import optimize as run
 
     flags = dict(prune=prune, quantize=quantize, calib=_s(calib), calib_method=calib_method, calib_samples=calib_samples,
-                 eval=_s(eval_data), max_accuracy_drop=max_accuracy_drop, min_cosine=min_cosine,
+                 eval=_s(eval_data), max_accuracy_drop=max_accuracy_drop, min_cosine=min_cosine, max_float_layers=max_float_layers,
                  sensitivity=sensitivity or None, fuse=False if no_fuse else None, disable_passes=disable_pass,
                  keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape)
     cfg = load_config(config, flags)

@@ -17,6 +17,7 @@
       reduce_range: false
       keep_float: []             # nodes never quantized
       max_accuracy_drop: 1.0     # or min_cosine: 0.99
+      max_float_layers: 3        # the guard may keep at most this many layers float
     data:
       calib: calib.npz
       eval: eval.npz
@@ -53,6 +54,7 @@ class OptimizeConfig:
     per_channel: bool = True
     reduce_range: bool = False
     keep_float: list = field(default_factory=list)
+    max_float_layers: int | None = None
     max_accuracy_drop: float | None = None
     min_cosine: float | None = None
     calib: str | None = None
@@ -68,6 +70,8 @@ class OptimizeConfig:
             raise EdgecError(f"prune_scope must be layer or global, got {self.prune_scope!r}")
         if self.quantize == "int8" and not self.calib:
             raise EdgecError("--quantize int8 needs calibration data: --calib DATA (.npz, .npy folder or image folder)")
+        if self.max_float_layers is not None and self.max_float_layers < 0:
+            raise EdgecError("max_float_layers must be >= 0")
         if self.calib_samples < 1:
             raise EdgecError("calib_samples must be at least 1")
         for name, value in self.prune_layers.items():

@@ -2,7 +2,8 @@
 
 Accuracy: top-1/top-5 of the first output, read as class scores (argmax over everything after the batch dim).
 Fidelity: per-sample cosine similarity of all outputs (flattened) against the reference model, the mean of
-those cosines, max/mean absolute error and how often the argmax agrees.
+those cosines, the mean relative L2 error (cosine alone ignores scale), max/mean absolute error and how often
+the argmax agrees.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def accuracy(outs, labels: np.ndarray) -> dict:
 
 
 def fidelity(ref_outs, outs) -> dict:
-    cos, max_abs, sum_abs, count, agree = [], 0.0, 0.0, 0, 0
+    cos, rel, max_abs, sum_abs, count, agree = [], [], 0.0, 0.0, 0, 0
     for r, o in zip(ref_outs, outs):
         a = np.concatenate([x.reshape(-1) for x in r]).astype(np.float64)
         b = np.concatenate([x.reshape(-1) for x in o]).astype(np.float64)
@@ -66,11 +67,13 @@ def fidelity(ref_outs, outs) -> dict:
             cos.append(-1.0)
         else:
             na, nb = np.linalg.norm(a), np.linalg.norm(b)
-            cos.append(1.0 if na == nb == 0 else float(a @ b / (na * nb)) if na and nb else 0.0)
+            cos.append(1.0 if na == nb == 0 else min(1.0, float(a @ b / (na * nb))) if na and nb else 0.0)
         d = np.abs(a - b)
+        rel.append(float(np.linalg.norm(np.nan_to_num(d, nan=np.inf)) / (np.linalg.norm(a) + 1e-12)))
         max_abs, sum_abs, count = max(max_abs, float(np.nan_to_num(d, nan=np.inf).max(initial=0))), sum_abs + float(d.sum()), count + d.size
         agree += int(np.argmax(r[0].reshape(-1)) == np.argmax(o[0].reshape(-1)))
     return {"samples": len(outs), "cosine": float(np.mean(cos)), "min_cosine": float(np.min(cos)),
+            "rel_l2_err": float(np.mean(rel)),
             "max_abs_err": max_abs, "mean_abs_err": sum_abs / max(count, 1), "argmax_agreement": agree / max(len(outs), 1)}
 
 

@@ -3,8 +3,8 @@
 Budget: `max_accuracy_drop` (top-1 points vs the fp32 model, needs labels) or `min_cosine` (mean per-sample
 cosine vs the fp32 outputs). A layer's own error is 1 - cosine of the model outputs vs fp32 when only that
 layer runs int8 (on up to 32 held-out samples; calibration ranges are reused, so this costs one QDQ
-insertion per layer). Layers are kept in float one by one, worst first. A mix must keep at least one layer int8; if even the mix with every other
-layer float breaks the budget, no mix meets it and the guard fails without a model.
+insertion per layer). Layers are kept in float one by one, worst first. A mix keeps at least one layer int8 and at most `max_float_layers` float; if even the
+most-float mix allowed breaks the budget, no mix meets it and the guard fails without writing a model.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def own_errors(quantizer: Quantizer, names: list[str], judge: "Judge", progress=
     return errs
 
 
-def guarded_int8(quantizer: Quantizer, fp32: onnx.ModelProto, judge: Judge, log) -> tuple[onnx.ModelProto, dict]:
+def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None = None) -> tuple[onnx.ModelProto, dict]:
     """Quantize, then keep the worst layers float one by one until the budget holds."""
     q = quantizer()
     first = judge.score(q, "evaluating int8")
@@ -91,12 +91,13 @@ def guarded_int8(quantizer: Quantizer, fp32: onnx.ModelProto, judge: Judge, log)
         return q, report
     names = quantized_nodes(q)
     ranked = sorted(own_errors(quantizer, names, judge, judge.progress).items(), key=lambda kv: -kv[1])
+    limit = min(len(ranked) - 1, len(ranked) if max_float is None else max_float)
     log(f"budget {judge.budget} broken by all-int8 ({_fmt(first)}); ranking {len(ranked)} layers by own error")
-    if len(ranked) < 2 or not judge.ok(judge.score(quantizer([n for n, _ in ranked[:-1]]), "checking the budget")):
+    if limit < 1 or not judge.ok(judge.score(quantizer([n for n, _ in ranked[:limit]]), "checking the budget")):
         raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} (all int8: {_fmt(first)}; even with "
-                         f"{max(len(ranked) - 1, 0)} of {len(ranked)} layers float it fails); nothing written")
+                         f"{max(limit, 0)} of {len(ranked)} layers float it fails); nothing written")
     prev = first
-    for k, (name, err) in enumerate(ranked[:-1]):
+    for k, (name, err) in enumerate(ranked[:limit]):
         q = quantizer([n for n, _ in ranked[: k + 1]])
         s = judge.score(q, f"guard: {k + 1} float layer(s)")
         report["float_layers"].append({"name": name, "own_error": err, "after": s,
@@ -106,7 +107,7 @@ def guarded_int8(quantizer: Quantizer, fp32: onnx.ModelProto, judge: Judge, log)
         if judge.ok(s):
             report["final"] = s
             return q, report
-    raise EdgecError(f"no mix of int8 and float layers meets {judge.budget}; nothing written")  # unreachable in practice
+    raise EdgecError(f"no mix of int8 and float layers meets {judge.budget}; nothing written")  # checked above
 
 
 def _fmt(s: dict) -> str:

@@ -91,7 +91,7 @@ class Optimizer:
                 out = q()
             else:
                 judge = guard.Judge(model, held, budget, self.progress)
-                out, self.report["guard"] = guard.guarded_int8(q, model, judge, self.log)
+                out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, cfg.max_float_layers)
                 for f in self.report["guard"]["float_layers"]:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
         finally:
