@@ -16,7 +16,7 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper
 
 from edgec.model import convert_opset, infer_shapes, opset_version
-from edgec.optimizer.graph import (DEFAULT_DOMAINS, attr, consumers, get_init, initializers, output_names,
+from edgec.optimizer.graph import (DEFAULT_DOMAINS, attr, consumers, get_init, output_names,
                                    producers, remove_unused_initializers, set_init, topo_sort, unique_name)
 
 
