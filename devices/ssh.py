@@ -23,6 +23,9 @@ from edgec.errors import EdgecError
 TRANSIENT = (socket.timeout, TimeoutError, ConnectionResetError, EOFError, paramiko.ssh_exception.ProxyCommandFailure)
 
 
+PID_TAG = "@edgec-pid="
+
+
 def known_hosts_path() -> Path:
     return config_dir() / "known_hosts"
 
@@ -173,8 +176,9 @@ class SSHTransport(Transport):
             chan = self._alive().get_transport().open_session(timeout=self.device.timeout)
             # Run under an inner sh followed by another command, so the login shell
             # cannot exec it: a signal death shows up as exit code 128+N (paramiko
-            # ignores the exit-signal message).
-            chan.exec_command(f"sh -c {shlex.quote(text)}; exit $?")
+            # ignores the exit-signal message). sshd makes the login shell a session
+            # leader, so its PID names the process group to kill on timeout.
+            chan.exec_command(f"echo {PID_TAG}$$ >&2; sh -c {shlex.quote(text)}; exit $?")
             return self._collect(chan, text, timeout)
         except EdgecError:
             raise
@@ -198,13 +202,26 @@ class SSHTransport(Transport):
                 raise EOFError("channel closed before the command finished")
             if time.monotonic() > deadline:
                 chan.close()
+                self._kill_group(err)
                 raise EdgecError(f"command timed out after {timeout:g} s on {self.device.name}: {_short(text)}")
             if not busy:
                 time.sleep(0.005)
         rc = chan.recv_exit_status()
         chan.close()
         e = err.decode(errors="replace")
+        if e.startswith(PID_TAG):
+            e = e.split("\n", 1)[1] if "\n" in e else ""
         return RunResult(rc, out.decode(errors="replace"), e, _shell_signal(rc, e))
+
+    def _kill_group(self, err: bytes) -> None:
+        """Stop what a timed-out command left running on the board (it would skew later runs)."""
+        head = err.decode(errors="replace").split("\n", 1)[0]
+        if head.startswith(PID_TAG) and head[len(PID_TAG):].isdigit():
+            pgid = head[len(PID_TAG):]
+            try:
+                self.run(f"kill -9 -{pgid} 2>/dev/null; true", timeout=10)
+            except EdgecError:
+                pass
 
     def put(self, local, remote, mode=0o644):
         try:

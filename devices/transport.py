@@ -128,12 +128,16 @@ class LocalTransport(Transport):
 
     def run(self, cmd, timeout=120.0):
         text = quote_cmd(cmd)
+        # A session of its own, so a timeout stops the command's children too.
+        p = subprocess.Popen(["/bin/sh", "-c", text], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            p = subprocess.run(["/bin/sh", "-c", text], capture_output=True, timeout=timeout,
-                               stdin=subprocess.DEVNULL)
+            out_b, err_b = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal_mod.SIGKILL)
+            p.communicate()
             raise EdgecError(f"command timed out after {timeout:g} s on {self.device.name}: {_short(text)}") from None
-        out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+        out, err = out_b.decode(errors="replace"), err_b.decode(errors="replace")
         if p.returncode < 0:
             return RunResult(p.returncode, out, err, -p.returncode)
         return RunResult(p.returncode, out, err, _shell_signal(p.returncode, err))

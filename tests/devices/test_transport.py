@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -58,8 +59,17 @@ def test_signal_and_timeout(transport):
     assert res.signal == 11
     with pytest.raises(EdgecError, match="crashed on .* SIGSEGV"):
         transport.check("sh -c 'kill -SEGV $$'", "bench")
+    pidfile = transport.workdir() + "/sleeper.pid"
+    transport.mkdir(transport.workdir())
     with pytest.raises(EdgecError, match="timed out after 0.5 s"):
-        transport.run("sleep 5", timeout=0.5)
+        transport.run(f"sh -c 'echo $$ > {pidfile}; exec sleep 30'; echo after", timeout=0.5)
+    pid = int(transport.read(pidfile))  # the board is this machine: its processes are visible here
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{pid}") or "Z" in open(f"/proc/{pid}/stat").read().split()[2]:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the timed-out command is still running")
     with pytest.raises(EdgecError, match="make failed on .*exit code 2.*no rule"):
         transport.check("echo 'no rule to make x' >&2; exit 2", "make")
 
