@@ -130,6 +130,9 @@ def choose_mode(device: Device, requested: str = "auto") -> str:
                          f"(apt-get install {pkg}) or use --build on-device")
     if requested == "auto":
         requested = "cross" if cc else "on-device"
+    if requested == "on-device" and device.emulated and device.cc == "cc":
+        raise EdgecError(f"{device.name} is emulated: its `cc` builds host binaries; use --build cross "
+                         f"(install {device.cross_cc}) or set the device's cc to a cross compiler")
     if requested == "cross" and device.transport == "local" and not device.exec_wrapper:
         return "native"  # same machine: an ordinary build, binaries copied into the workdir
     return requested
