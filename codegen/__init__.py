@@ -46,10 +46,11 @@ def __getattr__(name: str):
     if name == "SUPPORTED_OPS":
         from edgec.codegen.lower import supported_ops
         return supported_ops()
+    if name == "verify":
+        # the submodule is callable (see verify.py), so edgec.codegen.verify(...) works either way
+        import importlib
+        return importlib.import_module("edgec.codegen.verify")
     if name in ("compile_model", "build_project", "Build"):
         from edgec.codegen import project
         return getattr(project, name)
-    if name == "verify":
-        from edgec.codegen.verify import verify
-        return verify
     raise AttributeError(name)

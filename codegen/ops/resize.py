@@ -106,6 +106,9 @@ def emit_resize(node: Node, ctx: EmitContext) -> str:
     terms: list[list[tuple[str, str | None]]] = []  # per dim: [(index expr, weight expr or None)]
     for k in range(r):
         n_in, n_out = x.shape[k], y.shape[k]
+        if n_in == 1:
+            terms.append([("0", None)])
+            continue
         oc = np.arange(n_out, dtype=np.float64)
         c = source_coord(ctm, oc, scales[k], n_in, n_out)
         if mode == "nearest":

@@ -1,0 +1,96 @@
+"""`edgec compile` and `edgec verify`: thin commands over edgec.codegen."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from edgec.cli.console import out, print_json
+from edgec.model import parse_input_shapes
+
+SHAPE_HELP = "Pin an input's shape, NAME:D1,D2,... (repeatable). Default: batch 1."
+
+
+def compile(  # noqa: A001 - the command is called compile
+    model: Path = typer.Argument(..., help="ONNX model file.", show_default=False),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for the generated C project.", show_default=False),
+    target: str = typer.Option("native", "--target", "-t", help="native, generic, x86_64-avx2, x86_64-avx512, "
+                               "aarch64-neon, aarch64-v82 or armv7-neon."),
+    threads: int = typer.Option(1, "--threads", help="Default thread count of the generated code (overridable at run time)."),
+    input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help=SHAPE_HELP),
+    build: bool = typer.Option(False, "--build", help="Also build runner and bench (cross compiler for foreign targets)."),
+    profile: bool = typer.Option(False, "--profile", help="With --build: per-layer timing in bench (PROFILE=1)."),
+    cc: Optional[str] = typer.Option(None, "--cc", help="C compiler for --build (default: the target's)."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+) -> None:
+    """Compile an ONNX model into a standalone C project (model.c/h, weights, Makefile, runner, bench).
+
+    Example: edgec compile model.onnx -o build/model --target aarch64-neon --build
+    """
+    from edgec.codegen import compile_model
+
+    cmd = "edgec compile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [str(model), "-o", str(output)])
+    b = compile_model(model, output, target=target, threads=threads, input_shapes=parse_input_shapes(input_shape),
+                      build=build, profile=profile, cc=cc, command=cmd)
+    doc = {"dir": str(b.dir), "target": b.target.name, "arena_bytes": b.arena_bytes, "naive_bytes": b.naive_bytes,
+           "weights_bytes": b.weights_bytes, "layers": b.layers,
+           "binaries": {k: str(v) for k, v in b.binaries.items()}}
+    if json_out:
+        print_json(doc)
+        return
+    saved = 1 - b.arena_bytes / b.naive_bytes if b.naive_bytes else 0.0
+    out.print(f"wrote {b.dir} for target {b.target.name}: {len(b.layers)} layers, weights {b.weights_bytes} bytes, "
+              f"arena {b.arena_bytes} bytes (naive {b.naive_bytes}, {saved:.0%} saved)")
+    for name, path in b.binaries.items():
+        out.print(f"built {name}: {path}")
+
+
+def verify(
+    model: Path = typer.Argument(..., help="ONNX model file.", show_default=False),
+    target: str = typer.Option("native", "--target", "-t", help="Target to compile for; Arm targets run under qemu."),
+    input_file: Optional[Path] = typer.Option(None, "--input", help=".npz with one array per model input "
+                                              "(default: random inputs of the right shape and dtype)."),
+    input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help=SHAPE_HELP),
+    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance per element."),
+    atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance per element."),
+    threads: int = typer.Option(1, "--threads", help="Threads used by the compiled model."),
+    keep: Optional[Path] = typer.Option(None, "--keep", help="Keep the generated project in this folder."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON report."),
+) -> None:
+    """Compile, build and run a model, then compare every output with onnxruntime.
+
+    Exits non-zero when any output is out of tolerance.
+    Example: edgec verify model.onnx --target aarch64-neon --json
+    """
+    from edgec.codegen import verify as run_verify
+
+    r = run_verify(model, target=target, input_file=input_file, input_shapes=parse_input_shapes(input_shape) or None,
+                   rtol=rtol, atol=atol, out_dir=keep, threads=threads)
+    if json_out:
+        print_json(r.to_json())
+    else:
+        t = Table(title=f"{model.name} on {r.target} vs onnxruntime", title_justify="left")
+        for col in ("output", "shape", "max abs err", "max rel err", "cosine", "argmax agree", "ok"):
+            t.add_column(col)
+        for o in r.outputs:
+            t.add_row(*map(Text, (o["name"], str(o["shape"]), _f(o["max_abs_err"]), _f(o["max_rel_err"]),
+                                  _f(o["cosine"], 6), _f(o.get("argmax_agreement"), 3), "yes" if o["ok"] else "NO")))
+        out.print(t)
+        out.print("[green]match[/green]" if r.ok else "[bold red]mismatch[/bold red]")
+    if not r.ok:
+        raise typer.Exit(1)
+
+
+def _f(v, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compile")(compile)
+    app.command("verify")(verify)
