@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #ifndef EC_MAX_THREADS
-#define EC_MAX_THREADS 16
+#define EC_MAX_THREADS 8 /* also the per-thread scratch slices kernels reserve */
 #endif
 
 typedef void (*ec_task_fn)(void *ctx, size_t begin, size_t end);

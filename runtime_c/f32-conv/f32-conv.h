@@ -12,6 +12,7 @@
 #define F32_CONV_H
 
 #include "../ec_common.h"
+#include "../ec_threadpool.h"
 #include "../f32-gemm/f32-gemm.h"
 
 typedef struct {
@@ -121,6 +122,27 @@ EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *
   e.act = a->act;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, s->MR) * Kg;
   f32_gemm_block(s->uk, s->MR, s->NR, s->KC, Kg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
+}
+
+typedef struct {
+  const f32_conv_shape *s;
+  const f32_conv_args *a;
+} f32_conv_job;
+
+static inline void f32_conv_task(void *ctx, size_t tid, size_t begin, size_t end) {
+  const f32_conv_job *j = (const f32_conv_job *)ctx;
+  for (size_t i = begin; i < end; i++) f32_conv_gemm_item(j->s, j->a, tid, i);
+}
+
+/* Serial runs inline with the caller's constant shape; threads share the generic task. */
+EC_INLINE void f32_conv_run(const f32_conv_shape *s, const f32_conv_args *a, ec_pool *pool) {
+  const size_t n = f32_conv_items(s);
+  if (ec_pool_threads(pool) <= 1 || n == 1) {
+    for (size_t i = 0; i < n; i++) f32_conv_gemm_item(s, a, 0, i);
+    return;
+  }
+  f32_conv_job j = {s, a};
+  ec_parallel_for_tid(pool, n, 1, f32_conv_task, &j);
 }
 
 #endif

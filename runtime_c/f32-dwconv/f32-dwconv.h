@@ -8,6 +8,7 @@
 #define F32_DWCONV_H
 
 #include "../ec_common.h"
+#include "../ec_threadpool.h"
 
 typedef struct f32_dwconv_shape f32_dwconv_shape;
 
@@ -94,6 +95,34 @@ EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args 
   pa.res_before_act = a->res_before_act;
   pa.act = a->act;
   s->plane(s, &pa);
+}
+
+typedef struct {
+  const f32_dwconv_shape *s;
+  const f32_dwconv_args *a;
+} f32_dwconv_job;
+
+static inline void f32_dwconv_task(void *ctx, size_t begin, size_t end) {
+  const f32_dwconv_job *j = (const f32_dwconv_job *)ctx;
+  for (size_t i = begin; i < end; i++) {
+    f32_dwconv_pack_item(j->s, j->a, i);
+    f32_dwconv_item(j->s, j->a, i);
+  }
+}
+
+/* Each plane is packed right before it is used (still in L1/L2); serial runs inline with the
+ * caller's constant shape. */
+EC_INLINE void f32_dwconv_run(const f32_dwconv_shape *s, const f32_dwconv_args *a, ec_pool *pool) {
+  const size_t n = f32_dwconv_items(s);
+  if (ec_pool_threads(pool) <= 1) {
+    for (size_t i = 0; i < n; i++) {
+      f32_dwconv_pack_item(s, a, i);
+      f32_dwconv_item(s, a, i);
+    }
+    return;
+  }
+  f32_dwconv_job j = {s, a};
+  ec_parallel_for(pool, n, 1, f32_dwconv_task, &j);
 }
 
 #endif

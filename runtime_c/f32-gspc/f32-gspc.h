@@ -9,6 +9,7 @@
 #define F32_GSPC_H
 
 #include "../ec_common.h"
+#include "../ec_threadpool.h"
 
 typedef struct f32_gspc_shape f32_gspc_shape;
 
@@ -124,6 +125,37 @@ EC_INLINE void f32_gspc_store_block(const f32_gspc_shape *s, const f32_gspc_row_
     for (size_t b = 0; b < nb; b++)
       y[b] = ec_epi_value(tile[b * T_O + o] + bias, res ? res + b : NULL, a->res_before_act, a->act);
   }
+}
+
+typedef struct {
+  const f32_gspc_shape *s;
+  const f32_gspc_args *a;
+} f32_gspc_job;
+
+static inline void f32_gspc_pack_task(void *ctx, size_t begin, size_t end) {
+  const f32_gspc_job *j = (const f32_gspc_job *)ctx;
+  for (size_t i = begin; i < end; i++) f32_gspc_pack_item(j->s, j->a, i);
+}
+
+static inline void f32_gspc_task(void *ctx, size_t begin, size_t end) {
+  const f32_gspc_job *j = (const f32_gspc_job *)ctx;
+  for (size_t i = begin; i < end; i++) f32_gspc_item(j->s, j->a, i);
+}
+
+/* Pack then compute; serial runs inline with the caller's constant shape. */
+EC_INLINE void f32_gspc_run(const f32_gspc_shape *s, const f32_gspc_args *a, ec_pool *pool) {
+  const size_t np = f32_gspc_pack_items(s), n = f32_gspc_items(s);
+  if (ec_pool_threads(pool) <= 1) { /* group by group, each packed just before use */
+    const size_t groups = s->N * s->G, pg = np / groups, cg = n / groups;
+    for (size_t q = 0; q < groups; q++) {
+      for (size_t i = q * pg; i < (q + 1) * pg; i++) f32_gspc_pack_item(s, a, i);
+      for (size_t i = q * cg; i < (q + 1) * cg; i++) f32_gspc_item(s, a, i);
+    }
+    return;
+  }
+  f32_gspc_job j = {s, a};
+  ec_parallel_for(pool, np, 1, f32_gspc_pack_task, &j);
+  ec_parallel_for(pool, n, 1, f32_gspc_task, &j);
 }
 
 #endif

@@ -1,0 +1,126 @@
+"""The fp32 convolution / GEMM kernel table.
+
+One row per C kernel (XNNPACK-style name, file runtime_c/<dtype>-<op>/<dtype>-<op>-<tile>-<isa>.c).
+The table is the single source for: which kernels a target may use (kernel isa within the
+target's isa family), the tile parameters the emitters pack weights for, the compiler flags a
+kernel needs in tests, and the test parametrisation (tests/kernels). Adding an ISA = new
+files + rows here + an entry in ISA_USES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgec.codegen.targets import Target, get_target
+
+# kernel isas a target isa can run, best first
+ISA_USES = {
+    "scalar": ("scalar",),
+    "avx2": ("avx2", "scalar"),
+    "avx512": ("avx512", "avx2", "scalar"),
+    "neon": ("neon", "scalar"),
+    "neon-v82": ("neon", "scalar"),
+}
+
+SCRATCH_THREADS = 8  # per-thread scratch slices reserved; = EC_MAX_THREADS in ec_threadpool.h
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    name: str          # C function
+    dtype: str         # f32
+    op: str            # gemm | gspc | dwconv
+    isa: str           # scalar | avx2 | avx512 | neon
+    tile: str
+    file: str          # relative to runtime_c/
+    params: dict = field(default_factory=dict)
+    arch: str | None = None   # only for this target arch (register file size)
+    scratch: str = ""         # what the kernel's driver needs, in bytes (see the emitter)
+
+    @property
+    def header(self) -> str:
+        return f"{self.dtype}-{_FAMILY[self.op]}/{self.dtype}-{_FAMILY[self.op]}.h"
+
+
+_FAMILY = {"gemm": "gemm", "gspc": "gspc", "dwconv": "dwconv"}
+_G = "f32-gemm/f32-gemm-"
+_GS = "f32-gspc/f32-gspc-"
+_DW = "f32-dwconv/f32-dwconv-"
+_GEMM_SCRATCH = "conv: threads x Cpg*KH*KW x NC x 4; Gemm/MatMul: packed runtime operands"
+
+KERNELS: tuple[Kernel, ...] = (
+    Kernel("f32_gemm_ukernel_4x4__scalar", "f32", "gemm", "scalar", "4x4", _G + "4x4-scalar.c",
+           {"mr": 4, "nr": 4}, scratch=_GEMM_SCRATCH),
+    Kernel("f32_gemm_ukernel_6x16__avx2", "f32", "gemm", "avx2", "6x16", _G + "6x16-avx2.c",
+           {"mr": 6, "nr": 16}, scratch=_GEMM_SCRATCH),
+    Kernel("f32_gemm_ukernel_12x32__avx512", "f32", "gemm", "avx512", "12x32", _G + "12x32-avx512.c",
+           {"mr": 12, "nr": 32}, scratch=_GEMM_SCRATCH),
+    Kernel("f32_gemm_ukernel_8x12__neon", "f32", "gemm", "neon", "8x12", _G + "8x12-neon.c",
+           {"mr": 8, "nr": 12}, arch="aarch64", scratch=_GEMM_SCRATCH),
+    Kernel("f32_gemm_ukernel_4x8__neon", "f32", "gemm", "neon", "4x8", _G + "4x8-neon.c",
+           {"mr": 4, "nr": 8}, arch="armv7", scratch=_GEMM_SCRATCH),
+    # GSPC row kernels: t_o output-channel lanes, bmax = largest ow register block,
+    # lpc = lanes per cycle (FMA throughput) used to trade padding against width
+    Kernel("f32_gspc_row__scalar", "f32", "gspc", "scalar", "any", _GS + "scalar.c",
+           {"t_o": 0, "bmax": 1, "lpc": 1}, scratch="N x C x Hp x Wp x 4 (packed input)"),
+    Kernel("f32_gspc_row_o4__avx2", "f32", "gspc", "avx2", "o4", _GS + "o4-avx2.c",
+           {"t_o": 4, "bmax": 14, "lpc": 8}, scratch="N x C x Hp x Wp x 4"),
+    Kernel("f32_gspc_row_o8__avx2", "f32", "gspc", "avx2", "o8", _GS + "o8-avx2.c",
+           {"t_o": 8, "bmax": 14, "lpc": 16}, scratch="N x C x Hp x Wp x 4"),
+    Kernel("f32_gspc_row_o8__avx512", "f32", "gspc", "avx512", "o8", _GS + "o8-avx512.c",
+           {"t_o": 8, "bmax": 28, "lpc": 16}, scratch="N x C x Hp x Wp x 4"),
+    Kernel("f32_gspc_row_o16__avx512", "f32", "gspc", "avx512", "o16", _GS + "o16-avx512.c",
+           {"t_o": 16, "bmax": 28, "lpc": 16}, scratch="N x C x Hp x Wp x 4"),
+    Kernel("f32_gspc_row_o4__neon", "f32", "gspc", "neon", "o4", _GS + "o4-neon.c",
+           {"t_o": 4, "bmax": 24, "lpc": 8}, arch="aarch64", scratch="N x C x Hp x Wp x 4"),
+    Kernel("f32_gspc_row_o4__neon", "f32", "gspc", "neon", "o4", _GS + "o4-neon.c",
+           {"t_o": 4, "bmax": 12, "lpc": 8}, arch="armv7", scratch="N x C x Hp x Wp x 4"),
+    Kernel("f32_dwconv_kxk__scalar", "f32", "dwconv", "scalar", "kxk", _DW + "kxk-scalar.c",
+           {"k": None}, scratch="N x C x SW x Hp x Wq x 4 (column phases)"),
+    *(Kernel(f"f32_dwconv_{t}__{isa}", "f32", "dwconv", isa, t, f"{_DW}{t}-{isa}.c",
+             {"k": (int(t[0]), int(t[0])) if t != "kxk" else None}, scratch="N x C x SW x Hp x Wq x 4")
+      for isa in ("avx2", "avx512", "neon") for t in ("3x3", "5x5", "kxk")),
+)
+
+
+def usable(target: Target, op: str) -> list[Kernel]:
+    """Kernels of op the target can run, best ISA first."""
+    order = ISA_USES[target.isa]
+    ks = [k for k in KERNELS if k.op == op and k.isa in order and (k.arch is None or k.arch == target.arch)]
+    return sorted(ks, key=lambda k: order.index(k.isa))
+
+
+def gemm_kernel(target: Target) -> Kernel:
+    return usable(target, "gemm")[0]
+
+
+def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:
+    """(row kernel, T_O) for Kpg output channels per group: least padded work per FMA lane."""
+    best = None
+    for k in usable(target, "gspc"):
+        t = k.params["t_o"] or _largest_divisor(kpg, 16)
+        padded = -(-kpg // t) * t
+        key = (padded / k.params["lpc"], padded - kpg, -t)
+        if best is None or key < best[0]:
+            best = (key, k, t)
+    return best[1], best[2]
+
+
+def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:
+    ks = usable(target, "dwconv")
+    exact = [k for k in ks if k.params["k"] == (kh, kw)]
+    return exact[0] if exact else ks[0]
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+# -- tests / builds: how to compile and run one kernel isa -------------------------------------
+_ISA_TARGET = {("scalar", None): "generic", ("avx2", None): "x86_64-avx2", ("avx512", None): "x86_64-avx512",
+               ("neon", "aarch64"): "aarch64-neon", ("neon", "armv7"): "armv7-neon", ("neon", None): "aarch64-neon"}
+
+
+def build_target(k: Kernel) -> Target:
+    """The target whose compiler/flags/emulator a test of kernel k uses."""
+    return get_target(_ISA_TARGET.get((k.isa, k.arch)) or _ISA_TARGET[(k.isa, None)])

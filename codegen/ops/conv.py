@@ -1,0 +1,178 @@
+"""Conv (1-D and 2-D, NCHW float32): per layer, depthwise / GSPC / dense packed GEMM.
+
+Choice: groups == C == K -> depthwise kernel; other grouped convs -> GSPC (gspc.md);
+groups == 1 -> spatial-pack GEMM. Weights are packed here in the layout the chosen kernel
+reads, the epilogue (bias, activation, residual) runs in the kernel's output loop, and the
+shape goes into a static const struct so the inlined C driver folds every bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen import kernels
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node
+from edgec.codegen.ops._util import flt
+from edgec.codegen.ops.pool import window_pads
+from edgec.codegen.registry import register
+from edgec.errors import EdgecError
+
+_ACT = {None: "EC_ACT_NONE", "relu": "EC_ACT_RELU", "clip": "EC_ACT_CLIP", "leaky_relu": "EC_ACT_LEAKY_RELU",
+        "sigmoid": "EC_ACT_SIGMOID", "hard_sigmoid": "EC_ACT_HARD_SIGMOID", "hard_swish": "EC_ACT_HARD_SWISH",
+        "silu": "EC_ACT_SILU", "tanh": "EC_ACT_TANH", "gelu": "EC_ACT_GELU"}
+
+
+def act_literal(act: str | None, p: dict) -> str:
+    """C initializer of an ec_act."""
+    a, b = 0.0, 0.0
+    if act == "clip":
+        a, b = p.get("min", -3.4e38), p.get("max", 3.4e38)
+    elif act == "leaky_relu":
+        a = p.get("alpha", 0.01)
+    elif act == "hard_sigmoid":
+        a, b = p.get("alpha", 0.2), p.get("beta", 0.5)
+    return f"{{{_ACT[act]}, {flt(a)}, {flt(b)}}}"
+
+
+def epilogue_fields(node: Node, ctx: EmitContext, bias) -> str:
+    """bias, res, res_before_act, act initializers shared by the conv/gemm args structs."""
+    ep = node.epilogue
+    res = ctx.ptr(ep.residual) if ep.residual is not None else "NULL"
+    return f"{bias}, {res}, {int(ep.residual_before_act)}, {act_literal(ep.act, ep.act_params)}"
+
+
+def geometry(node: Node) -> dict:
+    """Resolved 2-D geometry (Conv1D as H = 1), pads from pads/auto_pad."""
+    x, w, y = node.inputs[0], node.inputs[1], node.outputs[0]
+    for t in (x, w, y):
+        if t.dtype != np.float32:
+            raise EdgecError(f"node {node.name} (Conv): only float32 is supported here, got {t.dtype.name}")
+    nsp = len(x.shape) - 2
+    if nsp not in (1, 2):
+        raise EdgecError(f"node {node.name} (Conv): {nsp}-D convolution is not supported (1-D and 2-D are)")
+    if not w.is_const:
+        raise EdgecError(f"node {node.name} (Conv): weights must be constant")
+    k = list(w.shape[2:])
+    s = list(node.attr("strides", [1] * nsp))
+    d = list(node.attr("dilations", [1] * nsp))
+    ins, outs = list(x.shape[2:]), list(y.shape[2:])
+    pb, _ = window_pads(node, ins, outs, k, s, d)
+    if nsp == 1:
+        k, s, d, ins, outs, pb = [1] + k, [1] + s, [1] + d, [1] + ins, [1] + outs, [0] + list(pb)
+    g = int(node.attr("group", 1))
+    N, C = x.shape[:2]
+    K = y.shape[1]
+    if C % g or K % g or w.shape[1] != C // g:
+        raise EdgecError(f"node {node.name} (Conv): channels {C}->{K} do not match group={g} and weights {w.shape}")
+    return dict(N=N, C=C, H=ins[0], W=ins[1], K=K, Ho=outs[0], Wo=outs[1], G=g, KH=k[0], KW=k[1],
+                SH=s[0], SW=s[1], DH=d[0], DW=d[1], PT=int(pb[0]), PL=int(pb[1]))
+
+
+def _bias(node: Node, ctx: EmitContext) -> str:
+    b = node.input(2)
+    if b is None:
+        return "NULL"
+    return ctx.ptr(b)
+
+
+@register("Conv", epilogue=True)
+def emit(node: Node, ctx: EmitContext) -> str:
+    g = geometry(node)
+    w = node.inputs[1].const.reshape(g["K"], g["C"] // g["G"], g["KH"], g["KW"]).astype(np.float32)
+    macs = g["N"] * g["K"] * (g["C"] // g["G"]) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
+    if g["G"] == g["C"] == g["K"]:
+        return _emit_dw(node, ctx, g, w, macs)
+    if g["G"] > 1:
+        return _emit_gspc(node, ctx, g, w, macs)
+    return _emit_gemm(node, ctx, g, w, macs)
+
+
+def _shape_init(g: dict, keys: str) -> str:
+    return ", ".join(f"{g[k]}u" for k in keys.split())
+
+
+def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
+    t = ctx.target
+    k = kernels.gemm_kernel(t)
+    mr, nr = k.params["mr"], k.params["nr"]
+    G, kpg, kg, howo = g["G"], g["K"] // g["G"], g["C"] // g["G"] * g["KH"] * g["KW"], g["Ho"] * g["Wo"]
+    kc = max(16, (t.l1d_bytes // 2) // (nr * 4) // 16 * 16)
+    if kg <= kc * 5 // 4:
+        kc = kg
+    nc = max(nr, min((t.l2_bytes // 4) // (kg * 4) // nr * nr, -(-howo // nr) * nr))
+    threads = max(1, int(getattr(ctx, "threads", 1)))
+    msplit = 1
+    items = g["N"] * G * -(-howo // nc)
+    if threads > 1 and items < 4 * threads:
+        nc = max(nr, min(nc, -(-howo // (4 * threads)) // nr * nr or nr))
+        items = g["N"] * G * -(-howo // nc)
+        msplit = max(1, min(-(-kpg // mr), -(-4 * threads // items)))
+    mp = -(-kpg // mr) * mr
+    packed = np.zeros((G, mp, kg), np.float32)
+    packed[:, :kpg] = w.reshape(G, kpg, kg)
+    packed = packed.reshape(G, mp // mr, mr, kg).transpose(0, 1, 3, 2)
+    wp = ctx.weight(f"conv-gemm-{mr}:{node.name}", np.ascontiguousarray(packed))
+    per = kg * nc
+    scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
+    ctx.require(k.file, "f32-conv/f32-conv.h")
+    ctx.note(algo=f"gemm-{k.tile}-{k.isa}" if G == 1 else f"gemm-grouped-{k.tile}-{k.isa}", macs=macs,
+             kernel=k.name, kc=kc, nc=nc, msplit=msplit)
+    shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
+    return (f"static const f32_conv_shape S = {{{shape}, {mr}u, {nr}u, {kc}u, {nc}u, {msplit}u, {k.name}}};\n"
+            f"const f32_conv_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
+            f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}, {per}u}};\n"
+            f"f32_conv_run(&S, &A, {ctx.pool});\n")
+
+
+def pack_gspc_weights(w: np.ndarray, G: int, t_o: int, t_i: int) -> np.ndarray:
+    """[K][Cpg][KH][KW] -> [G][ceil(Kpg/T_O)][Cpg/T_I][KH][KW][T_I][T_O], T_O tail zero-padded."""
+    K, cpg, kh, kw = w.shape
+    kpg = K // G
+    tiles = -(-kpg // t_o)
+    wg = np.zeros((G, tiles * t_o, cpg, kh, kw), np.float32)
+    wg[:, :kpg] = w.reshape(G, kpg, cpg, kh, kw)
+    wg = wg.reshape(G, tiles, t_o, cpg // t_i, t_i, kh, kw)
+    return np.ascontiguousarray(wg.transpose(0, 1, 3, 5, 6, 4, 2))
+
+
+def gspc_tiles(target, g: dict):
+    """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel."""
+    kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
+    k, t_o = kernels.gspc_kernel(target, kpg)
+    t_i = kernels._largest_divisor(cpg, t_o)
+    bmax = k.params["bmax"] if k.params["t_o"] else 1
+    owb = kernels._largest_divisor(g["Wo"], bmax)
+    if owb < bmax // 2 and g["Wo"] > bmax:
+        owb = bmax  # a tail block beats many tiny ones
+    return k, t_o, t_i, owb
+
+
+def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
+    k, t_o, t_i, owb = gspc_tiles(ctx.target, g)
+    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
+    wp_ = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    wp = ctx.weight(f"conv-gspc-{t_o}x{t_i}:{node.name}", pack_gspc_weights(w, g["G"], t_o, t_i))
+    scratch = ctx.scratch(g["N"] * g["C"] * hp * wp_ * 4)
+    ctx.require(k.file, "f32-gspc/f32-gspc.h")
+    ctx.note(algo=f"gspc-{k.tile}-{k.isa}", macs=macs, kernel=k.name, t_o=t_o, t_i=t_i, owb=owb)
+    shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
+    return (f"static const f32_gspc_shape S = {{{shape}, {t_o}u, {t_i}u, {owb}u, {hp}u, {wp_}u, {k.name}}};\n"
+            f"const f32_gspc_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
+            f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
+            f"f32_gspc_run(&S, &A, {ctx.pool});\n")
+
+
+def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
+    k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])
+    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
+    wq = g["Wo"] + (g["KW"] - 1) * g["DW"] // g["SW"]
+    wp = ctx.weight(f"conv-dw:{node.name}", np.ascontiguousarray(w.reshape(g["C"], g["KH"] * g["KW"])))
+    scratch = ctx.scratch(g["N"] * g["C"] * g["SW"] * hp * wq * 4)
+    ctx.require(k.file, "f32-dwconv/f32-dwconv-kxk-scalar.c", "f32-dwconv/f32-dwconv.h")
+    ctx.note(algo=f"dwconv-{k.tile}-{k.isa}", macs=macs, kernel=k.name)
+    shape = _shape_init(g, "N C H W Ho Wo KH KW SH SW DH DW PT PL")
+    return (f"static const f32_dwconv_shape S = {{{shape}, {hp}u, {wq}u, {k.name}}};\n"
+            f"const f32_dwconv_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
+            f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
+            f"f32_dwconv_run(&S, &A, {ctx.pool});\n")
