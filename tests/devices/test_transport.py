@@ -154,3 +154,22 @@ def test_disk_full(board, edgec_env, tmp_path):
                     t.check(["cp", str(big), str(mnt / "big2.bin")], "copy")
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+def test_agent_authentication(sshd, board, edgec_env, monkeypatch):
+    import shutil
+    import signal
+    if not shutil.which("ssh-agent"):
+        pytest.skip("ssh-agent not installed (openssh-client)")
+    sock = edgec_env / "agent.sock"
+    out = subprocess.run(["ssh-agent", "-a", str(sock)], capture_output=True, text=True, check=True).stdout
+    pid = int(out.split("SSH_AGENT_PID=")[1].split(";")[0])
+    try:
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        subprocess.run(["ssh-add", "-q", str(sshd.client_key)], env=env, check=True, capture_output=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        dev = dataclasses.replace(board, identity_file=None)  # no key file: only the agent can help
+        with open_transport(dev) as t:
+            assert t.run(["echo", "via agent"]).out == "via agent\n"
+    finally:
+        os.kill(pid, signal.SIGTERM)
