@@ -8,9 +8,12 @@ the op's only consumer a QuantizeLinear with per-tensor parameters):
     MatMul [-> Relu]       -> QLinearMatMul            (standard op)
     Gemm [-> Relu]         -> EcQGemm                  (edgec-internal: QLinearMatMul + bias, transB)
     Add [-> Relu]          -> EcQAdd                   (same-shape operands)
+    Mul                    -> EcQMul                   (same shape, or [N,C,H,W] x [N,C,1,1] as in SE blocks)
     GlobalAveragePool      -> EcQGlobalAveragePool
     MaxPool                -> EcQMaxPool               (input and output share scale / zero point)
     Flatten/Reshape/Squeeze/Unsqueeze/Transpose        (same parameters) run on the int8 tensor
+Before that, float islands that are elementwise functions of one int8 tensor (HardSwish, Sigmoid,
+requantization) become 256-entry tables (codegen/ops/qlut.py).
 Anything else keeps its DequantizeLinear / QuantizeLinear pair and runs in float.
 """
 
@@ -22,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from edgec.codegen.ops.qlut import fuse_luts
 from edgec.model import constant_tensors, tensor_shapes
 
 VIEW_OPS = ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose")
@@ -32,9 +36,11 @@ class _Graph:
         self.model = model
         self.consts = constant_tensors(model)
         self.shapes = tensor_shapes(model)
-        self.prod = {o: n for n in model.graph.node for o in n.output}
+        # one list of node objects: protobuf wrappers are not stable across iterations, ids must be
+        self.nodes = list(model.graph.node)
+        self.prod = {o: n for n in self.nodes for o in n.output}
         self.users = defaultdict(list)
-        for n in model.graph.node:
+        for n in self.nodes:
             for i in n.input:
                 self.users[i].append(n)
         self.outputs = {o.name for o in model.graph.output}
@@ -150,6 +156,8 @@ def _fuse_other(g: _Graph, n: onnx.NodeProto):
         attrs = {"ec_act": "relu"} if relu is not None else {}
         node = helper.make_node("EcQAdd", a + b + list(q.input[1:3]), [q.output[0]], name=n.name or n.output[0], **attrs)
         return node, [n, q] + ([relu] if relu is not None else [])
+    if n.op_type == "Mul":
+        return _fuse_mul(g, n)
     x = g.dq_act(n.input[0]) if n.input else None
     q = g.sole_q(n.output[0]) if x is not None else None
     if q is None:
@@ -165,6 +173,22 @@ def _fuse_other(g: _Graph, n: onnx.NodeProto):
     if n.op_type in VIEW_OPS and all(g.const(i) is not None for i in n.input[1:] if i):
         return helper.make_node(n.op_type, [x[0], *n.input[1:]], [q.output[0]], name=name, **attrs), [n, q]
     return None
+
+
+def _fuse_mul(g: _Graph, n: onnx.NodeProto):
+    a, b = g.dq_act(n.input[0]), g.dq_act(n.input[1])
+    q = g.sole_q(n.output[0])
+    sa, sb = g.shapes.get(n.input[0]), g.shapes.get(n.input[1])
+    if a is None or b is None or q is None or sa is None or sb is None:
+        return None
+    if len(sb.shape) > len(sa.shape) or (sa.shape != sb.shape and len(sa.shape) == len(sb.shape)
+                                         and int(np.prod(sa.shape)) < int(np.prod(sb.shape))):
+        a, b, sa, sb = b, a, sb, sa
+    per_outer = len(sa.shape) == len(sb.shape) == 4 and sb.shape[:2] == sa.shape[:2] and sb.shape[2:] == (1, 1)
+    if sa.shape != sb.shape and not per_outer:
+        return None
+    node = helper.make_node("EcQMul", a + b + list(q.input[1:3]), [q.output[0]], name=n.name or n.output[0])
+    return node, [n, q]
 
 
 def _prune(model: onnx.ModelProto) -> None:
@@ -185,9 +209,13 @@ def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
     model = onnx.ModelProto.FromString(model.SerializeToString())
     g = _Graph(model)
+    if fuse_luts(model, g.consts, g.shapes, g.new_inits):
+        model.graph.initializer.extend(g.new_inits)
+        _prune(model)
+        g = _Graph(model)
     replaced: dict[int, onnx.NodeProto] = {}
     dropped: set[int] = set()
-    for n in model.graph.node:
+    for n in g.nodes:
         if id(n) in dropped:
             continue
         fused = _fuse_linear(g, n) if n.op_type in ("Conv", "MatMul", "Gemm") else _fuse_other(g, n)
@@ -196,7 +224,7 @@ def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
         node, gone = fused
         replaced[id(n)] = node
         dropped.update(id(x) for x in gone if x is not n)
-    nodes = [replaced.get(id(n), n) for n in model.graph.node if id(n) not in dropped]
+    nodes = [replaced.get(id(n), n) for n in g.nodes if id(n) not in dropped]
     del model.graph.node[:]
     model.graph.node.extend(nodes)
     model.graph.initializer.extend(g.new_inits)

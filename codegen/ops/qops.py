@@ -62,3 +62,27 @@ def emit_qgap(node: Node, ctx: EmitContext) -> str:
     ctx.note(algo="q8-gavgpool", macs=x.size)
     return (f"q8_gavgpool({x.shape[0] * x.shape[1]}u, {hw}u, (const uint8_t *){ctx.ptr(x)}, {zx}, {mult}, {shift}, "
             f"{zy}, (uint8_t *){ctx.ptr(y)});\n")
+
+
+@register("EcQLut")
+def emit_qlut(node: Node, ctx: EmitContext) -> str:
+    x, lut = node.inputs[0], node.inputs[1]
+    y = node.outputs[0]
+    ctx.require(*FILES)
+    ctx.note(algo="q8-lut", macs=y.size)
+    return (f"q8_lut({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n")
+
+
+@register("EcQMul")
+def emit_qmul(node: Node, ctx: EmitContext) -> str:
+    a, as_, az, b, bs, bz, ys, yz = node.inputs[:8]
+    y = node.outputs[0]
+    scale = np.float32(_scalar(node, as_, "a_scale")) * np.float32(_scalar(node, bs, "b_scale")) / \
+        np.float32(_scalar(node, ys, "y_scale"))
+    za, zb, zy = to_u8_domain(az.const, a.dtype), to_u8_domain(bz.const, b.dtype), to_u8_domain(yz.const, y.dtype)
+    outer = b.size
+    inner = a.size // outer
+    ctx.require(*FILES)
+    ctx.note(algo="q8-mul", macs=y.size)
+    return (f"q8_mul_outer({outer}u, {inner}u, (const uint8_t *){ctx.ptr(a)}, (const uint8_t *){ctx.ptr(b)}, "
+            f"{za}, {zb}, {float(scale)!r}f, {zy}, 0, 255, (uint8_t *){ctx.ptr(y)});\n")

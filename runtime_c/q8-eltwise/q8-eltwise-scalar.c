@@ -35,6 +35,27 @@ void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p
     }
 }
 
+void q8_lut(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = lut[x[i]];
+}
+
+void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b, int32_t za, int32_t zb,
+                  float scale, int32_t zy, int32_t qmin, int32_t qmax, uint8_t *y)
+{
+    /* float requantization like onnxruntime's QLinearMul; vectorises (no 64-bit products) */
+    const float lo = (float)qmin, hi = (float)qmax;
+    for (size_t o = 0; o < outer; o++) {
+        const float s = (float)((int32_t)b[o] - zb) * scale;
+        for (size_t i = 0; i < inner; i++) {
+            float v = nearbyintf((float)((int32_t)a[o * inner + i] - za) * s) + (float)zy;
+            v = v < lo ? lo : v > hi ? hi : v;
+            y[o * inner + i] = (uint8_t)v;
+        }
+    }
+}
+
 void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32_t mult, int32_t shift,
                  int32_t zy, uint8_t *y)
 {

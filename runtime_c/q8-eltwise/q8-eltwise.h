@@ -18,6 +18,16 @@ typedef struct {
 } q8_add_params;
 void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y);
 
+/* Any elementwise function of one int8 tensor (HardSwish, Sigmoid, requantization...) as a
+ * 256-entry table computed at compile time. */
+void q8_lut(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
+
+/* QLinearMul with b broadcast per outer index (SE blocks: [N,C,H,W] x [N,C,1,1]; inner = 1 for
+ * same shape): y = clamp(nearbyint((a - za) * (b - zb) * scale) + zy), scale = a_s * b_s / y_s,
+ * in float as onnxruntime does (ties to even). */
+void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b, int32_t za, int32_t zb,
+                  float scale, int32_t zy, int32_t qmin, int32_t qmax, uint8_t *y);
+
 /* GlobalAveragePool: y[c] = requant(sum(x[c]) - hw * zx) with scale x_s / (y_s * hw). */
 void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32_t mult, int32_t shift,
                  int32_t zy, uint8_t *y);

@@ -4,6 +4,8 @@ against onnxruntime's own int8 run of the same model."""
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -13,7 +15,6 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 
 from edgec.codegen.project import compile_model
 from edgec.codegen.targets import get_target
-from edgec.codegen.verify import run_binary
 
 
 class _Reader(CalibrationDataReader):
@@ -46,6 +47,19 @@ def digits_int8(digits_cnn, tmp_path_factory):
     d = tmp_path_factory.mktemp("q")
     return {acts: quantize(digits_cnn.model, d / f"digits_{acts}.onnx", "input", [x[i:i + 1] for i in range(0, 64, 2)],
                            QuantType.QUInt8 if acts == "u8" else QuantType.QInt8) for acts in ("u8", "s8")}
+
+
+def run_binary(runner, target, inputs, work):
+    """Run a generated runner (through the target's qemu when foreign) and read its outputs."""
+    work.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, a in enumerate(inputs):
+        paths.append(str(work / f"input_{i}.npy"))
+        np.save(paths[-1], a)
+    cmd = [*(target.qemu or [] if not target.runs_natively() else []), str(runner), *paths, "--out", str(work)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return [np.load(work / "output_0.npy")]
 
 
 def _compile_run(model, target, x, tmp_path, name="input"):
@@ -90,3 +104,26 @@ def test_int8_mlp_matmul_and_residual_relu(tmp_path):
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     assert [l["op"] for l in b.layers].count("QLinearMatMul") == 2
     assert np.abs(y - _ort(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
+def _ppocr_int8(ppocr_cls, d):
+    """ppocr cls: BN folded (onnxruntime pre-processing), opset 13 (per-axis Q/DQ), then QDQ int8."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    quant_pre_process(str(ppocr_cls), str(d / "pre.onnx"), skip_symbolic_shape=True)
+    onnx.save(onnx.version_converter.convert_version(onnx.load(str(d / "pre.onnx")), 13), str(d / "pre13.onnx"))
+    rng = np.random.default_rng(0)
+    return quantize(d / "pre13.onnx", d / "ppocr_q.onnx", "x",
+                    [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(4)])
+
+
+@pytest.mark.parametrize("target", ["native", "aarch64-neon"])
+def test_ppocr_int8_agrees_with_onnxruntime_int8(ppocr_cls, target, tmp_path):
+    q = _ppocr_int8(ppocr_cls, tmp_path)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+    b, y = _compile_run(q, target, x, tmp_path, name="x")
+    ref = _ort(q, {"x": x})
+    algos = [l["algo"] for l in b.layers]
+    assert algos.count("q8-lut") >= 9 and algos.count("q8-dwconv") == 11  # HardSwish/SE islands as tables
+    assert algos.count("q8-quantize") + algos.count("q8-dequantize") <= 6
+    assert np.abs(y - ref).max() <= 1.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()

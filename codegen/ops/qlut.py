@@ -1,0 +1,91 @@
+"""Float islands that are elementwise functions of one int8 tensor become a 256-entry table.
+
+In a QDQ model, HardSwish / Sigmoid / Clip / requantization chains run as
+DequantizeLinear -> float ops (with their own Q/DQ pairs) -> QuantizeLinear. When every float value
+in the chain depends on the same int8 tensor elementwise (other operands scalar constants), the
+int8 output is a function of one byte: onnxruntime evaluates the chain on all 256 inputs at compile
+time and the node becomes EcQLut (one table lookup per element, exactly onnxruntime's float result).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Relu", "Clip", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh",
+               "LeakyRelu", "Max", "Min", "Abs", "Neg", "Exp", "Log", "Sqrt", "Pow", "Erf", "Softplus", "Elu",
+               "Selu", "Identity"}
+
+
+def _per_tensor(consts, n) -> bool:
+    return all(i in consts and consts[i].size == 1 for i in n.input[1:3] if i)
+
+
+def _cones(model, nodes, consts, shapes):
+    """int8 tensor -> (source int8 tensor, nodes computing it from the source) for LUT-able values."""
+    fsrc: dict[str, tuple[str, list]] = {}
+    isrc: dict[str, tuple[str, list]] = {}
+    out = []
+    for n in nodes:
+        if n.op_type == "DequantizeLinear" and n.input[0] in consts and _per_tensor(consts, n) \
+                and consts[n.input[0]].size == 1:  # a dequantized scalar constant is a float constant
+            z = consts[n.input[2]] if len(n.input) > 2 and n.input[2] else 0
+            v = (consts[n.input[0]].astype(np.float32) - np.float32(z)) * consts[n.input[1]].astype(np.float32)
+            consts[n.output[0]] = v.astype(np.float32)
+        elif n.op_type == "DequantizeLinear" and n.input[0] not in consts and _per_tensor(consts, n):
+            s, cone = isrc.get(n.input[0], (n.input[0], []))
+            fsrc[n.output[0]] = (s, cone + [n])
+        elif n.op_type in ELEMENTWISE and len(n.output) == 1:
+            vs = [fsrc.get(i) for i in n.input if i and i not in consts]
+            ok = vs and all(v is not None and v[0] == vs[0][0] for v in vs) and \
+                all(consts[i].size == 1 for i in n.input if i in consts)
+            src_shape = shapes.get(vs[0][0]).shape if ok and shapes.get(vs[0][0]) else None
+            out_info = shapes.get(n.output[0])
+            if ok and out_info is not None and out_info.shape == src_shape:
+                cone = {id(x): x for v in vs for x in v[1]}
+                fsrc[n.output[0]] = (vs[0][0], list(cone.values()) + [n])
+        elif n.op_type == "QuantizeLinear" and n.input[0] in fsrc and _per_tensor(consts, n):
+            s, cone = fsrc[n.input[0]]
+            isrc[n.output[0]] = (s, cone + [n])
+            if any(x.op_type not in ("QuantizeLinear", "DequantizeLinear") for x in cone):
+                out.append((n, s, cone + [n]))
+    return out
+
+
+def _table(model, all_nodes, consts, shapes, src: str, cone: list, q) -> np.ndarray:
+    """Run the chain in onnxruntime on all 256 source values; the result in the u8 domain."""
+    order = {id(n): i for i, n in enumerate(all_nodes)}
+    nodes = sorted({id(n): n for n in cone}.values(), key=lambda n: order[id(n)])
+    sdt = np.dtype(shapes[src].dtype)
+    used = {i for n in nodes for i in n.input if i in consts}
+    inits = [numpy_helper.from_array(np.asarray(consts[k]), k) for k in sorted(used)]
+    tt = helper.np_dtype_to_tensor_dtype(sdt)
+    odt = helper.np_dtype_to_tensor_dtype(np.dtype(consts[q.input[2]].dtype)) if len(q.input) > 2 else 2
+    g = helper.make_graph(nodes, "lut", [helper.make_tensor_value_info(src, tt, [256])],
+                          [helper.make_tensor_value_info(q.output[0], odt, [256])], inits)
+    m = helper.make_model(g, opset_imports=list(model.opset_import), ir_version=min(model.ir_version, 8))
+    u = np.arange(256)
+    x = (u - 128).astype(np.int8) if sdt == np.int8 else u.astype(np.uint8)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the float ops as written
+    y = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {src: x})[0]
+    return (y.astype(np.int16) + (128 if y.dtype == np.int8 else 0)).astype(np.uint8)
+
+
+def fuse_luts(model: onnx.ModelProto, consts: dict, shapes: dict, new_inits: list) -> int:
+    """Replace each LUT-able QuantizeLinear by EcQLut(source, table) in place; returns how many."""
+    all_nodes = list(model.graph.node)  # wrappers kept alive: ids stay unique
+    found = _cones(model, all_nodes, consts, shapes)
+    repl = {}
+    for q, src, cone in found:
+        lut = _table(model, all_nodes, consts, shapes, src, cone, q)
+        name = f"{q.output[0]}__lut"
+        new_inits.append(numpy_helper.from_array(lut, name))
+        consts[name] = lut
+        repl[id(q)] = helper.make_node("EcQLut", [src, name], [q.output[0]], name=q.name or q.output[0])
+    nodes = [repl.get(id(n), n) for n in all_nodes]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return len(repl)
