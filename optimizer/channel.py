@@ -312,8 +312,9 @@ def _elementwise_consts(m, a, node, kout, slice_init) -> None:
 
 
 def prune_channels(model: onnx.ModelProto, ratio: float, *, skip=(), overrides=None, first_last=False,
-                   notes: list | None = None) -> onnx.ModelProto:
-    """Remove about `ratio` of the filters of every prunable channel group."""
+                   notes: list | None = None, feeds=None) -> onnx.ModelProto:
+    """Remove about `ratio` of the filters of every prunable channel group; with `feeds` (calibration
+    samples) the removed channels' mean contributions are folded into the next layers' biases."""
     model = topo_sort(model)
     a = Analysis(model)
     keep, group_notes = choose(model, a, ratio, skip, overrides, first_last)
@@ -321,4 +322,13 @@ def prune_channels(model: onnx.ModelProto, ratio: float, *, skip=(), overrides=N
         notes.extend(group_notes)
     if not keep:
         return model
-    return apply(model, a, keep)
+    pruned = apply(model, a, keep)
+    if feeds:
+        from edgec.optimizer.compensate import compensate
+
+        n = compensate(model, pruned, a, keep, feeds)
+        if notes is not None:
+            notes.append(f"bias compensation in {n} layers from {len(feeds)} samples")
+        from edgec.optimizer.graph import remove_unused_initializers
+        pruned = remove_unused_initializers(pruned)
+    return pruned

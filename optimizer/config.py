@@ -8,6 +8,7 @@
       prune_layers: {conv3: 0.5} # per-layer sparsity / ratio
       prune_skip: [conv1]
       prune_first_last: false
+      prune_compensate: true     # channel pruning: fold removed channels' means into biases (needs calib)
       sensitivity: false
       quantize: int8             # or fp16
       calib_method: minmax       # percentile, entropy
@@ -46,6 +47,7 @@ class OptimizeConfig:
     prune_layers: dict = field(default_factory=dict)
     prune_skip: list = field(default_factory=list)
     prune_first_last: bool = False
+    prune_compensate: bool = True
     sensitivity: bool = False
     quantize: str | None = None
     calib_method: str = "minmax"

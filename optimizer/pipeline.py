@@ -24,17 +24,6 @@ def config_path_for(out: Path) -> Path:
     return out.with_name(out.stem + ".edgec.yaml")
 
 
-def _prune_pass(spec_text: str, cfg: OptimizeConfig) -> Pass:
-    spec = prune.parse_spec(spec_text)
-    p = Pass(f"prune-{spec.kind}", lambda m: m, kind="prune", details={"spec": str(spec)})
-    kw = dict(skip=cfg.prune_skip, overrides=cfg.prune_layers, first_last=cfg.prune_first_last, notes=p.notes)
-    if spec.kind == "channel":
-        p.fn = lambda m: channel.prune_channels(m, spec.amount, **kw)
-    else:
-        p.fn = lambda m: prune.prune_weights(m, spec, scope=cfg.prune_scope, **kw)
-    return p
-
-
 class Optimizer:
     """Holds the data and the running report while the passes run."""
 
@@ -72,12 +61,34 @@ class Optimizer:
         if bad:
             raise EdgecError(f"--disable-pass {bad[0]!r}: unknown pass; passes are {', '.join(pass_names())}")
         out = graph_passes(cfg.quantize == "int8") if cfg.fuse else []
-        out += [_prune_pass(s, cfg) for s in cfg.prune]
+        out += [self._prune_pass(s) for s in cfg.prune]
         if cfg.quantize == "int8":
             out.append(Pass("quantize-int8", self._int8, kind="quantize"))
         elif cfg.quantize == "fp16":
             out.append(Pass("quantize-fp16", self._fp16, kind="quantize"))
         return out
+
+    def _prune_pass(self, spec_text: str) -> Pass:
+        cfg, spec = self.cfg, prune.parse_spec(spec_text)
+        p = Pass(f"prune-{spec.kind}", lambda m: m, kind="prune", details={"spec": str(spec)})
+        kw = dict(skip=cfg.prune_skip, overrides=cfg.prune_layers, first_last=cfg.prune_first_last, notes=p.notes)
+        if spec.kind == "channel":
+            p.fn = lambda m: channel.prune_channels(m, spec.amount, feeds=self._compensation_feeds(p.notes), **kw)
+        else:
+            p.fn = lambda m: prune.prune_weights(m, spec, scope=cfg.prune_scope, **kw)
+        return p
+
+    def _compensation_feeds(self, notes: list):
+        """Samples for channel-pruning bias compensation: calibration data, else evaluation data (said so)."""
+        if not self.cfg.prune_compensate:
+            return None
+        if self.calib is not None:
+            return self.calib.feeds[:128]
+        if self.eval is not None:
+            notes.append("bias compensation used the evaluation data (pass --calib to keep them apart)")
+            return self.eval.feeds[:128]
+        notes.append("no --calib data: pruned without bias compensation (accuracy drops more)")
+        return None
 
     def _int8(self, model: onnx.ModelProto) -> onnx.ModelProto:
         cfg = self.cfg

@@ -29,3 +29,13 @@ def text_images(tmp_path_factory):
                    "  preprocess: {resize: [48, 192], mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5]}\n")
     del pil
     return folder, cfg
+
+
+@pytest.fixture(scope="session")
+def digits_split(digits_cnn, tmp_path_factory):
+    """Calibrate on 120 held-out digits, evaluate on the other 240."""
+    d = np.load(digits_cnn.data)
+    folder = tmp_path_factory.mktemp("digits")
+    np.savez(folder / "calib.npz", input=d["input"][:120])
+    np.savez(folder / "eval.npz", input=d["input"][120:], labels=d["labels"][120:])
+    return folder / "calib.npz", folder / "eval.npz"

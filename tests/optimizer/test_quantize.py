@@ -17,16 +17,6 @@ from edgec.optimizer.runner import session
 from opt_helpers import cli, ops
 
 
-@pytest.fixture(scope="module")
-def digits_split(digits_cnn, tmp_path_factory):
-    """Calibrate on 120 held-out digits, evaluate on the other 240."""
-    d = np.load(digits_cnn.data)
-    folder = tmp_path_factory.mktemp("digits")
-    np.savez(folder / "calib.npz", input=d["input"][:120])
-    np.savez(folder / "eval.npz", input=d["input"][120:], labels=d["labels"][120:])
-    return folder / "calib.npz", folder / "eval.npz"
-
-
 def _optimize(capsys, tmp_path, model, *args):
     out, rep = tmp_path / "out.onnx", tmp_path / "report.json"
     rc, stdout, stderr = cli(capsys, "optimize", model, "-o", out, "--report", rep, *args)
