@@ -183,7 +183,7 @@ def _try_silu(g: Graph, p: Node, users: dict, prod: dict) -> bool:
 
 
 def _try_residual(g: Graph, p: Node, c: Node | None, prod: dict, order: dict) -> bool:
-    if c is None or c.op != "Add" or p.epilogue.residual is not None or len(c.inputs) != 2:
+    if c is None or c.op not in ("Add", "Sum") or p.epilogue.residual is not None or len(c.inputs) != 2:
         return False
     y = p.outputs[0]
     other = c.inputs[1] if c.inputs[0] is y else c.inputs[0]

@@ -1,0 +1,116 @@
+"""Lowering passes checked by structure (ops left after folding/fusion) and targets as data."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.codegen import SUPPORTED_OPS, unsupported_nodes
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.lower import lower_file
+from edgec.codegen.registry import get
+from edgec.codegen.targets import detect_native, get_target, target_names
+from edgec.errors import EdgecError
+
+
+def _save(path, nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "m", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def _vi(name, shape, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def test_shape_subgraph_is_folded(tmp_path):
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "ax"),
+             numpy_helper.from_array(np.array([-1], np.int64), "minus1")]
+    p = _save(tmp_path / "m.onnx", nodes, [_vi("x", [2, 3, 4])], [_vi("y", [2, 12])], inits)
+    g = lower_file(p)
+    assert [n.op for n in g.nodes] == ["Reshape"]
+    assert g.nodes[0].inputs[1].is_const and list(g.nodes[0].inputs[1].const) == [2, -1]
+
+
+def test_activation_and_residual_fuse_into_epilogue_producers(tmp_path):
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Mul", ["r", "x"], ["m"]), helper.make_node("Sigmoid", ["m"], ["s"]),
+             helper.make_node("Mul", ["m", "s"], ["y"])]
+    inits = [numpy_helper.from_array(np.ones(4, np.float32), "b")]
+    p = _save(tmp_path / "m.onnx", nodes, [_vi("x", [1, 4])], [_vi("y", [1, 4])], inits)
+    g = lower_file(p)
+    assert [(n.op, n.epilogue.act) for n in g.nodes] == [("Add", "relu"), ("Mul", "silu")]
+    assert g.nodes[0].onnx_names == ["Add_0", "Relu_1"]
+
+
+def test_batchnorm_folds_into_convtranspose(tmp_path):
+    c = 3
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((2, c, 3, 3)).astype(np.float32), "w")]
+    for name, v in (("g", 1.5), ("beta", 0.1), ("mean", 0.2), ("var", 2.0)):
+        inits.append(numpy_helper.from_array(np.full(c, v, np.float32), name))
+    nodes = [helper.make_node("ConvTranspose", ["x", "w"], ["t"]),
+             helper.make_node("BatchNormalization", ["t", "g", "beta", "mean", "var"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["y"])]
+    p = _save(tmp_path / "m.onnx", nodes, [_vi("x", [1, 2, 5, 5])], [_vi("y", [1, c, 7, 7])], inits)
+    g = lower_file(p)
+    assert [n.op for n in g.nodes] == ["ConvTranspose"]
+    assert g.nodes[0].epilogue.act == "relu" and g.nodes[0].inputs[2].shape == (c,)
+    from edgec.codegen import verify
+    assert verify(p).ok
+
+
+def test_unsupported_nodes_listed_all_at_once(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
+             helper.make_node("Det", ["a"], ["d"], name="det1"),
+             helper.make_node("NonMaxSuppression", ["a", "a"], ["y"], name="nms")]
+    m = helper.make_model(helper.make_graph(nodes, "m", [_vi("x", [2, 2])], [_vi("y", [1, 3], TensorProto.INT64)]))
+    assert unsupported_nodes(m) == [("det1", "Det"), ("nms", "NonMaxSuppression")]
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    with pytest.raises(EdgecError, match="2 node.*det1 \\(Det\\), nms"):
+        lower_file(p)
+
+
+def test_supported_ops_cover_the_issue_list():
+    wanted = {"ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample",
+              "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "InstanceNormalization", "Add",
+              "Sub", "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Abs", "Neg", "Max", "Min", "Where", "Relu", "Clip",
+              "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Erf", "ReduceMean", "ReduceSum",
+              "ReduceMax", "ArgMax", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split",
+              "Slice", "Gather", "Pad", "Expand", "Identity", "Dropout", "Cast"}
+    assert wanted <= SUPPORTED_OPS
+
+
+def test_emitter_text_without_compiling():
+    from edgec.codegen.ir import Node, Tensor
+    x, y = Tensor("x", (2, 3), np.float32), Tensor("y", (2, 3), np.float32)
+    node = Node("r", "Relu", [x], [y])
+    ctx = EmitContext(get_target("generic"))
+    ctx.begin(node)
+    body = get("Relu").emit(node, ctx)
+    assert "for (size_t i = 0; i < 6u; i++)" in body and "> 0.0f" in body
+
+
+def test_targets_are_data():
+    assert detect_native("x86_64", frozenset({"avx512f", "avx512bw", "avx512vl", "avx2", "fma"})) == "x86_64-avx512"
+    assert detect_native("x86_64", frozenset({"avx2", "fma"})) == "x86_64-avx2"
+    assert detect_native("x86_64", frozenset({"sse2"})) == "generic"
+    assert detect_native("aarch64", frozenset({"asimd"})) == "aarch64-neon"
+    assert detect_native("aarch64", frozenset({"asimd", "asimddp", "asimdhp"})) == "aarch64-v82"
+    t = get_target("aarch64-neon")
+    assert t.qemu == ("qemu-aarch64", "-cpu", "cortex-a72") and "-mcpu=cortex-a72" in t.cflags and t.f32_lanes == 4
+    assert set(target_names()) >= {"native", "generic", "x86_64-avx2", "x86_64-avx512", "aarch64-neon",
+                                   "aarch64-v82", "armv7-neon"}
+    with pytest.raises(EdgecError, match="unknown target"):
+        get_target("riscv")
