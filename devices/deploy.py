@@ -87,7 +87,8 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
     out = cache_dir() / "builds" / f"{source.stem}-{device.target}-{_key(sha, threads, input_shapes, __version__)}"
     stamp = out / ".edgec-source.json"
-    with _LOCKS[str(out)]:
+    # One compile at a time: the code generator is not thread-safe (and is CPU-bound Python anyway).
+    with _LOCKS["compile"]:
         if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
             out.mkdir(parents=True, exist_ok=True)
             b = compile_model(source, out, target=device.target, threads=threads, input_shapes=input_shapes,

@@ -191,3 +191,31 @@ def emu_board(sshd, board):
                               exec_wrapper=["qemu-aarch64", "-cpu", "cortex-a72"])
     Inventory().add(dev)
     return dev
+
+
+@pytest.fixture(scope="session")
+def conv_model(tmp_path_factory) -> "Path":
+    """A small CNN: 3x3 conv + ReLU, strided depthwise 3x3 + ReLU, pointwise conv, global average pool."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(2)
+
+    def w(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+    inits = [w("W1", (8, 3, 3, 3)), w("B1", (8,)), w("W2", (8, 1, 3, 3)), w("B2", (8,)), w("W3", (16, 8, 1, 1)),
+             w("B3", (16,))]
+    nodes = [helper.make_node("Conv", ["x", "W1", "B1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "W2", "B2"], ["c2"], pads=[1, 1, 1, 1], group=8, strides=[2, 2],
+                              name="dw2"),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("Conv", ["r2", "W3", "B3"], ["c3"], name="pw3"),
+             helper.make_node("GlobalAveragePool", ["c3"], ["y"], name="gap")]
+    g = helper.make_graph(nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 15])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 1, 1])], inits)
+    path = tmp_path_factory.mktemp("models") / "convnet.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path

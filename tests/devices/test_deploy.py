@@ -153,3 +153,14 @@ def test_hostile_device_and_paths(sshd, edgec_env, tiny_model, tmp_path):
     assert rc == 0, err
     assert "outputs match onnxruntime" in out
     assert not canary.exists()
+
+
+def test_cnn_on_three_boards_at_once(board, emu_board, conv_model):
+    """Concurrent deploys (x86 over SSH, emulated Pi 4, local) of a CNN; each checked against onnxruntime."""
+    rc, out, err = run_cli("deploy", str(conv_model), "-d", "board", "-d", "emu-pi4", "-d", "local")
+    assert rc == 0, err
+    assert out.count("outputs match onnxruntime") == 3
+    rc, out, err = run_cli("bench", str(conv_model), "-d", "emu-pi4", "--runs", "3", "--json")
+    rep = json.loads(out)
+    assert {l["op"] for l in rep["layers"]} == {"Conv", "GlobalAveragePool"}
+    assert sum(l["mac_pct"] for l in rep["layers"]) == pytest.approx(100, abs=0.5)
