@@ -10,6 +10,7 @@
 
 #include <string.h>
 #include "../ec_common.h"
+#include "../ec_threadpool.h"
 
 /* c: tile origin (row stride ldc); mr <= MR rows and nr <= NR columns are stored.
  * accumulate: add to what c holds. ep: NULL except on the last K block. */
@@ -93,6 +94,80 @@ EC_INLINE void f32_gemm_block(f32_gemm_ukernel_fn uk, size_t MR, size_t NR, size
       }
     }
   }
+}
+
+/* Gemm/MatMul driver: C[b] = A[a_idx[b]] x B[b_idx[b]] (+ epilogue) for b < BATCH.
+ * An operand is either packed offline (weights: packed batches back to back) or raw with
+ * element strides (rs, cs), in which case every distinct batch is packed into scratch first. */
+typedef struct {
+  size_t M, N, K, MR, NR, KC;
+  size_t BATCH, A_BATCHES, B_BATCHES;
+  int a_packed, b_packed;
+  size_t a_rs, a_cs, b_rs, b_cs; /* raw operands: element (m,k) at m*a_rs + k*a_cs, (k,n) at k*b_rs + n*b_cs */
+  size_t NCH;                    /* columns per work item, a multiple of NR */
+  f32_gemm_ukernel_fn uk;
+} f32_gemm_shape;
+
+typedef struct {
+  const float *a, *b;
+  float *c;
+  const uint32_t *a_idx, *b_idx; /* batch maps, NULL = identity */
+  f32_gemm_epi e;                /* res: like C including the batch dimension */
+  float *scratch;                /* f32_gemm_scratch_bytes */
+} f32_gemm_args;
+
+static inline size_t f32_gemm_scratch_bytes(const f32_gemm_shape *s) {
+  size_t n = 0;
+  if (!s->a_packed) n += s->A_BATCHES * EC_ROUND_UP(s->M, s->MR) * s->K;
+  if (!s->b_packed) n += s->B_BATCHES * EC_ROUND_UP(s->N, s->NR) * s->K;
+  return n * sizeof(float);
+}
+
+typedef struct {
+  const f32_gemm_shape *s;
+  const f32_gemm_args *a;
+  const float *ap, *bp;
+} f32_gemm_job;
+
+EC_INLINE void f32_gemm_item(const f32_gemm_job *j, size_t item) {
+  const f32_gemm_shape *s = j->s;
+  const size_t blocks = EC_DIV_UP(s->N, s->NCH), b = item / blocks, n0 = (item % blocks) * s->NCH;
+  const size_t ai = j->a->a_idx ? j->a->a_idx[b] : (s->A_BATCHES > 1 ? b : 0);
+  const size_t bi = j->a->b_idx ? j->a->b_idx[b] : (s->B_BATCHES > 1 ? b : 0);
+  const float *ap = j->ap + ai * EC_ROUND_UP(s->M, s->MR) * s->K;
+  const float *bp = j->bp + bi * EC_ROUND_UP(s->N, s->NR) * s->K + n0 * s->K;
+  f32_gemm_epi e = j->a->e;
+  if (e.res) e.res += b * s->M * s->N;
+  f32_gemm_block(s->uk, s->MR, s->NR, s->KC, s->K, 0, s->M, ap, bp, n0, EC_MIN(s->NCH, s->N - n0),
+                 j->a->c + b * s->M * s->N, s->N, &e);
+}
+
+static inline void f32_gemm_task(void *ctx, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; i++) f32_gemm_item((const f32_gemm_job *)ctx, i);
+}
+
+EC_INLINE void f32_gemm_run(const f32_gemm_shape *s, const f32_gemm_args *a, ec_pool *pool) {
+  f32_gemm_job j = {s, a, a->a, a->b};
+  float *sp = a->scratch;
+  if (!s->a_packed) {
+    for (size_t q = 0; q < s->A_BATCHES; q++)
+      f32_gemm_pack_a(s->M, s->K, a->a + q * s->M * s->K, s->a_rs, s->a_cs, s->MR,
+                      sp + q * EC_ROUND_UP(s->M, s->MR) * s->K);
+    j.ap = sp;
+    sp += s->A_BATCHES * EC_ROUND_UP(s->M, s->MR) * s->K;
+  }
+  if (!s->b_packed) {
+    for (size_t q = 0; q < s->B_BATCHES; q++)
+      f32_gemm_pack_b(s->K, s->N, a->b + q * s->K * s->N, s->b_rs, s->b_cs, 0, s->N, s->NR,
+                      sp + q * EC_ROUND_UP(s->N, s->NR) * s->K);
+    j.bp = sp;
+  }
+  const size_t n = s->BATCH * EC_DIV_UP(s->N, s->NCH);
+  if (ec_pool_threads(pool) <= 1) {
+    for (size_t i = 0; i < n; i++) f32_gemm_item(&j, i);
+    return;
+  }
+  ec_parallel_for(pool, n, 1, f32_gemm_task, &j);
 }
 
 #endif
