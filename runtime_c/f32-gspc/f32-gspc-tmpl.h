@@ -3,6 +3,18 @@
  * Blocks have compile-time widths (switch below) so accumulators stay in registers. */
 #include <string.h>
 
+/* Epilogue + NCHW transpose of one block, shared by every block width (kept out of line). */
+static __attribute__((noinline)) void gspc_finish(const f32_gspc_shape *s, const f32_gspc_row_args *a,
+                                                  float *tile, size_t ow0, size_t nb) {
+  const int fused = a->res == NULL;
+  if (fused) {
+    const ec_v bias = a->bias ? ec_vld_n(a->bias, a->nvalid) : ec_vzero();
+    for (size_t b = 0; b < nb; b++)
+      ec_vst(tile + b * EC_VL, ec_vact(a->act, ec_vadd(ec_vld(tile + b * EC_VL), bias)));
+  }
+  f32_gspc_store_block(s, a, tile, EC_VL, ow0, nb, fused);
+}
+
 EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, size_t ow0,
                           const int B) {
   ec_v acc[BMAX];
@@ -26,16 +38,9 @@ EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, s
     }
   }
   float tile[BMAX * EC_VL];
-  const int fused = a->res == NULL;
-  if (fused) {
-    const ec_v bias = a->bias ? ec_vld_n(a->bias, a->nvalid) : ec_vzero();
 #pragma GCC unroll 32
-    for (int b = 0; b < B; b++) ec_vst(tile + b * EC_VL, ec_vact(a->act, ec_vadd(acc[b], bias)));
-  } else {
-#pragma GCC unroll 32
-    for (int b = 0; b < B; b++) ec_vst(tile + b * EC_VL, acc[b]);
-  }
-  f32_gspc_store_block(s, a, tile, EC_VL, ow0, (size_t)B, fused);
+  for (int b = 0; b < B; b++) ec_vst(tile + b * EC_VL, acc[b]);
+  gspc_finish(s, a, tile, ow0, (size_t)B);
 }
 
 #define GSPC_CAT2(a, b) a##b
