@@ -29,7 +29,7 @@ def gemm_variant(target) -> tuple[str, str, bool]:
     """Pick the q8 GEMM for a target (data from its isa/features; armv7 uses the portable one)."""
     if target.arch == "armv7":
         return Q8_GEMM["scalar"]
-    if target.isa == "avx512" and "avx512vnni" in target.features:
+    if target.isa == "avx512" and "avx512_vnni" in target.features:
         return Q8_GEMM["avx512vnni"]
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
 
