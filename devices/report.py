@@ -114,14 +114,14 @@ def _bytes(n) -> str:
 
 
 def _state(s: dict) -> str:
-    parts = [describe_governor(s)]
+    parts = [describe_governor(s)] if s.get("governor") or s.get("freq_mhz") else []
     if s.get("temp_c") is not None:
         parts.append(f"{s['temp_c']} C")
     if s.get("throttled"):
         parts.append(f"throttled={s['throttled']}")
     if s.get("loadavg_1m") is not None:
         parts.append(f"load {s['loadavg_1m']:.2f}")
-    return ", ".join(parts)
+    return ", ".join(parts) or "unknown"
 
 
 def render(rep: dict, console: Console) -> None:

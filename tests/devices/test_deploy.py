@@ -164,3 +164,17 @@ def test_cnn_on_three_boards_at_once(board, emu_board, conv_model):
     rep = json.loads(out)
     assert {l["op"] for l in rep["layers"]} == {"Conv", "GlobalAveragePool"}
     assert sum(l["mac_pct"] for l in rep["layers"]) == pytest.approx(100, abs=0.5)
+
+
+def test_armv7_board_emulated_locally(edgec_env, conv_model):
+    """`--host local` + an exec wrapper: a 32-bit Pi without SSH, binaries through qemu-arm."""
+    if not (shutil.which("qemu-arm") and shutil.which("arm-linux-gnueabihf-gcc")):
+        pytest.skip("needs qemu-user and gcc-arm-linux-gnueabihf")
+    rc, out, err = run_cli("devices", "add", "pi32", "--host", "local", "--profile", "pi-armv7",
+                           "--exec-wrapper", "qemu-arm -cpu max")
+    assert rc == 0, err
+    rc, out, err = run_cli("deploy", str(conv_model), "-d", "pi32")
+    assert rc == 0, err
+    assert "(cross build" in out and "outputs match onnxruntime" in out
+    dep_dir = out.split("deployed to pi32:")[1].split(" ")[0]
+    assert open(f"{dep_dir}/bench", "rb").read(20)[18] == 40  # EM_ARM
