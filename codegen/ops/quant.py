@@ -18,7 +18,8 @@ from edgec.codegen.ops.qpack import (act_clamp, ceil4, gemm_variant, pack_w, req
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
-DW_FILES = {"avx2": "q8-dwconv/q8-dwconv-avx2.c", "neon": "q8-dwconv/q8-dwconv-neon.c"}
+DW_FILES = {"avx2": "q8-dwconv/q8-dwconv-avx2.c", "avx512": "q8-dwconv/q8-dwconv-avx512.c",
+            "neon": "q8-dwconv/q8-dwconv-neon.c"}
 
 
 def _scalar(node: Node, t: Tensor | None, what: str) -> float:
@@ -28,6 +29,8 @@ def _scalar(node: Node, t: Tensor | None, what: str) -> float:
 
 
 def _dw_isa(target) -> str:
+    if target.arch == "x86_64" and target.isa == "avx512" and "avx512bw" in target.features:
+        return "avx512"
     if target.arch == "x86_64" and target.isa in ("avx2", "avx512"):
         return "avx2"
     return "neon" if target.arch == "aarch64" else "scalar"

@@ -35,5 +35,6 @@ void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf);
 void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__avx2(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
+void q8_dwconv__avx512(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 
 #endif

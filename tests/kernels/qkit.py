@@ -48,6 +48,8 @@ ISAS = {
     "avx2": Isa("avx2", "gcc", ("-mavx2", "-mfma", "-mf16c"), (), ("avx2", "fma", "f16c")),
     "avx512vnni": Isa("avx512vnni", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl",
                                             "-mavx512vnni"), (), ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")),
+    "avx512": Isa("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl"), (),
+                  ("avx512f", "avx512bw", "avx512vl")),
     "neon": Isa("neon", "aarch64-linux-gnu-gcc", ("-mcpu=cortex-a72", "-static"), A72),
     "neon-v82": Isa("neon-v82", "aarch64-linux-gnu-gcc", ("-march=armv8.2-a+dotprod+fp16", "-static"),
                     ("qemu-aarch64", "-cpu", "max")),

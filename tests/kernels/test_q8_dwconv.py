@@ -11,7 +11,8 @@ from edgec.codegen.ops.qpack import requant_scales, row_params, to_u8_domain
 from qkit import ISAS, build, require, run
 from test_q8_conv import _model_and_data
 
-VARIANTS = {"scalar": "q8_dwconv__scalar", "avx2": "q8_dwconv__avx2", "neon": "q8_dwconv__neon"}
+VARIANTS = {"scalar": "q8_dwconv__scalar", "avx2": "q8_dwconv__avx2", "avx512": "q8_dwconv__avx512",
+            "neon": "q8_dwconv__neon"}
 # (C, H, W, k, stride, pad, dilation, xdtype)
 ORT_CASES = [(8, 12, 17, 3, 1, 1, 1, np.uint8), (5, 9, 33, 3, 2, 1, 1, np.int8),
              (4, 10, 10, 5, 2, 2, 1, np.int8), (3, 11, 9, 3, 1, 2, 2, np.uint8)]
@@ -22,7 +23,7 @@ def _srcs(name, main):
     return files + ([f"q8-dwconv/q8-dwconv-{name}.c"] if name != "scalar" else [])
 
 
-@pytest.mark.parametrize("name", ["avx2", "neon"])
+@pytest.mark.parametrize("name", ["avx2", "avx512", "neon"])
 def test_q8_dwconv_matches_reference(name, tmp_path):
     isa = ISAS[name]
     require(isa)
