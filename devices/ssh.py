@@ -71,12 +71,18 @@ def resolve(device: Device) -> dict:
                          f"--host HOST --profile {device.profile} --replace`")
     cfg_path = Path.home() / ".ssh" / "config"
     conf = paramiko.SSHConfig.from_path(str(cfg_path)).lookup(device.host) if cfg_path.is_file() else {}
-    key_files = [device.identity_file] if device.identity_file else list(conf.get("identityfile", []))
+    if device.identity_file:
+        key = Path(device.identity_file).expanduser()
+        if not key.is_file():
+            raise EdgecError(f"identity file {key} of device {device.name} does not exist")
+        keys = [str(key)]
+    else:  # ssh's defaults list keys that may not exist: keep the ones that do
+        keys = [str(Path(k).expanduser()) for k in conf.get("identityfile", []) if Path(k).expanduser().is_file()]
     return {
         "hostname": conf.get("hostname", device.host),
         "port": int(device.port or conf.get("port", 22)),
         "username": device.user or conf.get("user"),
-        "key_filename": [str(Path(k).expanduser()) for k in key_files] or None,
+        "key_filename": keys or None,
     }
 
 

@@ -117,6 +117,7 @@ def test_connection_failures(board, edgec_env):
     wrong = edgec_env / "wrongkey"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
     _expect(dataclasses.replace(board, identity_file=str(wrong)), r"authentication failed for board \(root@")
+    _expect(dataclasses.replace(board, identity_file=str(edgec_env / "nokey")), r"identity file .*nokey of device board does not exist")
 
 
 def test_connect_timeout(board):
