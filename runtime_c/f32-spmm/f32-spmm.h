@@ -22,6 +22,9 @@ typedef struct {
 typedef void (*f32_spmm_fn)(size_t M, size_t N, const f32_bsr *w, const float *x, size_t x_stride,
                             float *y, size_t y_stride, const ec_epilogue *ep);
 
+/* geo = C H W kh kw sh sw dh dw pt pl Ho Wo; col holds C*kh*kw rows of Ho*Wo floats */
+void f32_spmm_im2col(const int geo[13], const float *x, float *col);
+
 void f32_spmm__scalar(size_t M, size_t N, const f32_bsr *w, const float *x, size_t x_stride,
                       float *y, size_t y_stride, const ec_epilogue *ep);
 

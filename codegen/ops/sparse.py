@@ -1,0 +1,116 @@
+"""Sparse Conv (groups = 1): CSR / BSR weights x dense activations over runtime_c/f32-spmm.
+
+Registered above the dense Conv emitter; per layer the cost model (codegen/costmodel.py, measured
+break-even sparsity per ISA and block) decides. 1x1 stride-1 convs read the NCHW input directly;
+other kernel sizes go through an im2col buffer (the GEMM form). Everything else is handed to the
+dense emitter unchanged. Override for every layer with EDGEC_SPARSE=dense|auto|sparse-<block>
+(block 1x1, 1x4, 4x1, 4x4), or per layer through the tuning database.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from edgec.codegen import costmodel
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node
+from edgec.codegen.ops import conv as dense
+from edgec.codegen.registry import register
+from edgec.errors import EdgecError
+
+MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "sparse-4x4")
+SIMD = {  # isa family -> blocks with a SIMD kernel (others use the portable one)
+    "avx512": {"1x1", "4x4"}, "avx2": {"1x1", "1x4", "4x1", "4x4"}, "neon": {"1x1", "1x4", "4x1", "4x4"}}
+
+
+def to_bsr(w2d: np.ndarray, br: int, bc: int):
+    """[M][K] -> (row_ptr, col, val) keeping blocks with any nonzero; rows padded to br."""
+    m, k = w2d.shape
+    mp = -(-m // br) * br
+    wp = np.zeros((mp, k), np.float32)
+    wp[:m] = w2d
+    blocks = wp.reshape(mp // br, br, k // bc, bc).transpose(0, 2, 1, 3)  # [rb][cb][br][bc]
+    keep = np.any(blocks != 0, axis=(2, 3))
+    row_ptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+    rb, cb = np.nonzero(keep)
+    col = (cb * bc).astype(np.int32)
+    val = np.ascontiguousarray(blocks[rb, cb]).astype(np.float32).reshape(-1)
+    return row_ptr, col, (val if val.size else np.zeros(1, np.float32))
+
+
+def _mode() -> str:
+    mode = os.environ.get("EDGEC_SPARSE", "auto")
+    if mode not in MODES:
+        raise EdgecError(f"EDGEC_SPARSE={mode!r} is not one of {', '.join(MODES)}")
+    return mode
+
+
+def kernel_for(target, block: str) -> tuple[str, str]:
+    """(C function, runtime file) of the sparse kernel for a target and block."""
+    fam = costmodel._isa_family(target)
+    if target.arch == "armv7" and fam == "neon" or target.arch == "aarch64":
+        fam = "neon"
+    if block in SIMD.get(fam, ()):
+        return f"f32_spmm_{block}__{fam}", f"f32-spmm/f32-spmm-{block}-{fam}.c"
+    return "f32_spmm__scalar", "f32-spmm/f32-spmm-scalar.c"
+
+
+@register("Conv", epilogue=True, priority=1)
+def emit_conv(node: Node, ctx: EmitContext) -> str:
+    w = node.input(1)
+    if w is None or not w.is_const or int(node.attr("group", 1)) != 1 or w.dtype != np.float32:
+        return dense.emit(node, ctx)
+    mode = _mode()
+    if mode == "dense":
+        return dense.emit(node, ctx)
+    g = dense.geometry(node)
+    w2d = w.const.reshape(g["K"], -1).astype(np.float32)
+    px = g["Ho"] * g["Wo"]
+    choice = costmodel.choose_sparse(ctx.target, w2d, px, None if mode == "auto" else mode)
+    if choice.algo == "dense":
+        out = dense.emit(node, ctx)
+        ctx.note(sparse_choice=choice.why)
+        return out
+    block = choice.algo.split("-", 1)[1]
+    br, bc = (int(v) for v in block.split("x"))
+    if w2d.shape[1] % bc:
+        br, bc, block = 1, 1, "1x1"  # K not a multiple of the block width: CSR
+    return _emit_sparse(node, ctx, g, w2d, br, bc, block, choice)
+
+
+def _emit_sparse(node: Node, ctx: EmitContext, g: dict, w2d: np.ndarray, br: int, bc: int, block: str,
+                 choice) -> str:
+    row_ptr, col, val = to_bsr(w2d, br, bc)
+    fn, src = kernel_for(ctx.target, block)
+    ctx.require("f32-spmm/f32-spmm.h", "f32-spmm/f32-spmm-scalar.c", "f32-spmm/f32-spmm-im2col.c", src)
+    key = f"{node.name}:bsr{block}"
+    rp, cp, vp = (ctx.weight(f"{key}:{n}", a) for n, a in (("rp", row_ptr), ("col", col), ("val", val)))
+    M, K, px = g["K"], w2d.shape[1], g["Ho"] * g["Wo"]
+    nnz = int(np.count_nonzero(w2d))
+    ctx.note(algo=f"spmm-{block}", macs=g["N"] * nnz * px, kernel=fn, why=choice.why,
+             density=round(nnz / w2d.size, 3))
+    x, y = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0])
+    bias = node.input(2)
+    fields = dense.epilogue_fields(node, ctx, ctx.ptr(bias) if bias is not None else "NULL")
+    pointwise = g["KH"] == g["KW"] == g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 and \
+        (g["Ho"], g["Wo"]) == (g["H"], g["W"])
+    lines = [f"const f32_bsr w = {{{br}, {bc}, {rp}, {cp}, {vp}}};",
+             f"ec_epilogue ep = {{{fields}}};",
+             "const float *res0 = ep.residual;"]
+    if pointwise:
+        src_x = f"{x} + (size_t)b * {g['C'] * px}"
+    else:
+        buf = ctx.scratch(K * px * 4)
+        lines.append(f"float *col = (float *){buf};")
+        src_x = "col"
+    lines.append(f"for (int b = 0; b < {g['N']}; b++) {{")
+    if not pointwise:
+        shape = ", ".join(str(g[k]) for k in "C H W KH KW SH SW DH DW PT PL Ho Wo".split())
+        lines.append(f"    static const int geo[13] = {{{shape}}};")
+        lines.append(f"    f32_spmm_im2col(geo, {x} + (size_t)b * {g['C'] * g['H'] * g['W']}, col);")
+    lines.append(f"    ep.residual = res0 ? res0 + (size_t)b * {M * px} : NULL;")
+    lines.append(f"    {fn}({M}u, {px}u, &w, {src_x}, {px}u, {y} + (size_t)b * {M * px}, {px}u, &ep);")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
