@@ -129,3 +129,16 @@ def topo_sort(model: onnx.ModelProto) -> onnx.ModelProto:
     del model.graph.node[:]
     model.graph.node.extend(copies)
     return model
+
+
+def weights_not_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """IR < 4 lists every weight as a graph input too; edgec treats weights as constants, so drop those inputs
+    (and move to IR 4, where that is valid). Passes can then add or remove weights freely."""
+    inits = {t.name for t in model.graph.initializer}
+    if not any(v.name in inits for v in model.graph.input) and model.ir_version >= 4:
+        return model
+    keep = [v for v in model.graph.input if v.name not in inits]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+    model.ir_version = max(model.ir_version, 4)
+    return model

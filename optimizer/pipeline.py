@@ -14,7 +14,7 @@ from edgec.optimizer import channel, fp16, guard, prune, quantize
 from edgec.optimizer.config import OptimizeConfig
 from edgec.optimizer.data import Dataset, load_dataset
 from edgec.optimizer.evaluate import evaluate
-from edgec.optimizer.graph import name_nodes
+from edgec.optimizer.graph import name_nodes, weights_not_inputs
 from edgec.optimizer.passes import Pass, graph_passes, pass_names, run_pass
 from edgec.optimizer.runner import latency_ms, random_feeds, session
 from edgec.optimizer.stats import stats
@@ -33,7 +33,7 @@ class Optimizer:
 
     def load(self, path: Path) -> onnx.ModelProto:
         shapes = parse_input_shapes(self.cfg.input_shapes)
-        model = name_nodes(load_model(path, shapes))
+        model = name_nodes(weights_not_inputs(load_model(path, shapes)))
         self.calib = self.eval = None
         if self.cfg.calib:
             self.calib = load_dataset(self.cfg.calib, model, self.cfg.preprocess, what="calibration",

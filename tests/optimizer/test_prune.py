@@ -161,3 +161,19 @@ def test_sensitivity_scan_cli(digits_cnn, tmp_path, capsys):
     # pruning a layer harder never helps much more than noise: the 90% column is the worst on average
     worst = np.mean([r["drops"]["0.9"] for r in rows])
     assert worst >= np.mean([r["drops"]["0.25"] for r in rows])
+
+
+def test_channel_prune_through_concat_on_old_ir(onnx_light, tmp_path, capsys):
+    """SqueezeNet (IR 3, weights listed as inputs): fire modules Concat two branches; pruned end to end."""
+    rep = tmp_path / "r.json"
+    rc, _, err = cli(capsys, "optimize", onnx_light("squeezenet"), "-o", tmp_path / "s.onnx", "--prune", "channel:0.3",
+                     "--report", rep)
+    assert rc == 0, err
+    doc = json.loads(rep.read_text())
+    assert doc["after"]["macs"] < 0.8 * doc["before"]["macs"]
+    assert not any("reverted" in n for p in doc["passes"] for n in p["notes"])
+    out = onnx.load(str(tmp_path / "s.onnx"))
+    onnx.checker.check_model(out)
+    assert [i.name for i in out.graph.input] == ["data_0"]
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    assert session(out).run(None, {"data_0": x})[0].shape == (1, 1000, 1, 1)
