@@ -29,7 +29,7 @@ static void run_chunks(ec_pool *p, size_t tid) {
 static void *worker(void *arg) {
   ec_worker_arg *wa = (ec_worker_arg *)arg;
   ec_pool *p = wa->p;
-  unsigned seen = atomic_load(&p->gen);
+  unsigned seen = 0; /* gen is 0 until the first job, which may be published before we get here */
   for (;;) {
     unsigned g;
     int spins = 0;

@@ -8,13 +8,13 @@
 #include "ec_common.h"
 
 static unsigned long long g_rng = 88172645463325252ULL;
-static float frand(void) {
+static inline float frand(void) {
   g_rng ^= g_rng << 13;
   g_rng ^= g_rng >> 7;
   g_rng ^= g_rng << 17;
   return (float)((g_rng >> 40) & 0xFFFFFF) / 16777216.0f * 2.0f - 1.0f;
 }
-static float *falloc(size_t n) {
+static inline float *falloc(size_t n) {
   float *p = (float *)malloc((n ? n : 1) * sizeof(float));
   for (size_t i = 0; i < n; i++) p[i] = frand();
   return p;
@@ -24,11 +24,11 @@ typedef struct {
   size_t N, C, H, W, K, G, KH, KW, SH, SW, DH, DW, PT, PL, PB, PR;
 } conv_p;
 
-static size_t conv_ho(const conv_p *p) { return (p->H + p->PT + p->PB - p->DH * (p->KH - 1) - 1) / p->SH + 1; }
-static size_t conv_wo(const conv_p *p) { return (p->W + p->PL + p->PR - p->DW * (p->KW - 1) - 1) / p->SW + 1; }
+static inline size_t conv_ho(const conv_p *p) { return (p->H + p->PT + p->PB - p->DH * (p->KH - 1) - 1) / p->SH + 1; }
+static inline size_t conv_wo(const conv_p *p) { return (p->W + p->PL + p->PR - p->DW * (p->KW - 1) - 1) / p->SW + 1; }
 
 /* w: [K][C/G][KH][KW] (ONNX layout) */
-static void ref_conv(const conv_p *p, const float *x, const float *w, const float *bias,
+static inline void ref_conv(const conv_p *p, const float *x, const float *w, const float *bias,
                      const float *res, int before, ec_act act, float *y) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), Cpg = p->C / p->G, Kpg = p->K / p->G;
   for (size_t n = 0; n < p->N; n++)
@@ -53,7 +53,7 @@ static void ref_conv(const conv_p *p, const float *x, const float *w, const floa
 }
 
 /* max |a-b| / (1 + |b|) */
-static double max_err(const float *a, const float *b, size_t n) {
+static inline double max_err(const float *a, const float *b, size_t n) {
   double m = 0.0;
   for (size_t i = 0; i < n; i++) {
     double e = fabs((double)a[i] - b[i]) / (1.0 + fabs((double)b[i]));
