@@ -21,8 +21,8 @@ from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
 MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "sparse-4x4")
-SIMD = {  # isa family -> blocks with a SIMD kernel (others use the portable one)
-    "avx512": {"1x1", "4x4"}, "avx2": {"1x1", "1x4", "4x1", "4x4"}, "neon": {"1x1", "1x4", "4x1", "4x4"}}
+SIMD = {  # isa family -> blocks whose SIMD kernel is used (AVX-512 4x4 measured slower than AVX2's)
+    "avx512": {"1x1"}, "avx2": {"1x1", "1x4", "4x1", "4x4"}, "neon": {"1x1", "1x4", "4x1", "4x4"}}
 
 
 def to_bsr(w2d: np.ndarray, br: int, bc: int):
@@ -48,12 +48,13 @@ def _mode() -> str:
 
 
 def kernel_for(target, block: str) -> tuple[str, str]:
-    """(C function, runtime file) of the sparse kernel for a target and block."""
-    fam = costmodel._isa_family(target)
-    if target.arch == "armv7" and fam == "neon" or target.arch == "aarch64":
-        fam = "neon"
-    if block in SIMD.get(fam, ()):
-        return f"f32_spmm_{block}__{fam}", f"f32-spmm/f32-spmm-{block}-{fam}.c"
+    """(C function, runtime file) of the sparse kernel for a target and block: the widest SIMD
+    family that has this block (AVX-512 targets also run the AVX2 ones), else the portable one."""
+    fam = "neon" if target.arch in ("aarch64", "armv7") and "neon" in target.features else \
+        costmodel._isa_family(target)
+    for f in {"avx512": ("avx512", "avx2")}.get(fam, (fam,)):
+        if block in SIMD.get(f, ()):
+            return f"f32_spmm_{block}__{f}", f"f32-spmm/f32-spmm-{block}-{f}.c"
     return "f32_spmm__scalar", "f32-spmm/f32-spmm-scalar.c"
 
 
