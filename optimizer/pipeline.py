@@ -107,8 +107,12 @@ class Optimizer:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
         finally:
             q.close()
-        self._current.notes.append(f"{len(quantize.quantized_nodes(out))} nodes run int8 ({cfg.calib_method} "
-                                   f"calibration on {len(self.calib)} samples, activations {cfg.activations})")
+        names = quantize.quantized_nodes(out)
+        self._current.notes.append(f"{len(names)} nodes run int8 ({cfg.calib_method} calibration on "
+                                   f"{len(self.calib)} samples, activations {cfg.activations}"
+                                   f"{', reduce_range' if cfg.reduce_range else ''})")
+        self._current.notes.extend(f"{n}: kept float (--keep-float)" for n in cfg.keep_float)
+        self._current.details["int8_nodes"] = names
         return infer_shapes(out)
 
     def _fp16(self, model: onnx.ModelProto) -> onnx.ModelProto:
@@ -142,7 +146,23 @@ class Optimizer:
             self.report["passes"].append({"name": p.name, "kind": p.kind, "seconds": round(seconds, 3),
                                           "notes": p.notes, **p.details, **stats(model)})
         self.report["after"] = self.measure(model, original)
+        self._check_budget()
         return model
+
+    def _check_budget(self) -> None:
+        """Whatever the passes were, never write a model that breaks the user's budget."""
+        budget = guard.Budget(self.cfg.max_accuracy_drop, self.cfg.min_cosine)
+        before, after = self.report["before"]["eval"], self.report["after"]["eval"]
+        if budget.max_accuracy_drop is not None:
+            if "top1" not in after:
+                raise EdgecError("--max-accuracy-drop needs evaluation data with labels: pass --eval DATA")
+            drop = (before["top1"] - after["top1"]) * 100
+            if drop > budget.max_accuracy_drop + 1e-9:
+                raise EdgecError(f"the optimized model loses {drop:.2f} top-1 points (budget {budget.max_accuracy_drop:g}); "
+                                 "nothing written; prune less (see --sensitivity) or relax the budget")
+        if budget.min_cosine is not None and after["fidelity"]["cosine"] < budget.min_cosine:
+            raise EdgecError(f"the optimized model's cosine vs the original is {after['fidelity']['cosine']:.5f} "
+                             f"(budget {budget.min_cosine:g}, on {after['data']}); nothing written")
 
     def _sensitivity(self, model):
         from edgec.optimizer.sensitivity import scan

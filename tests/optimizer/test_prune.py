@@ -177,3 +177,12 @@ def test_channel_prune_through_concat_on_old_ir(onnx_light, tmp_path, capsys):
     assert [i.name for i in out.graph.input] == ["data_0"]
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     assert session(out).run(None, {"data_0": x})[0].shape == (1, 1000, 1, 1)
+
+
+def test_budget_applies_to_pruning_too(digits_cnn, digits_split, tmp_path, capsys):
+    """unstructured:0.8 wrecks the untrained-for-it digits CNN: with a budget nothing may be written."""
+    calib, ev = digits_split
+    rc, _, err = cli(capsys, "optimize", digits_cnn.model, "-o", tmp_path / "o.onnx", "--prune", "unstructured:0.8",
+                     "--eval", ev, "--max-accuracy-drop", "2")
+    assert rc != 0 and "top-1 points" in err and "nothing written" in err
+    assert list(tmp_path.iterdir()) == []

@@ -155,3 +155,23 @@ def test_fp16_blocklist_grows_on_overflow():
     assert not any(n.op_type == "Cast" for n in h.graph.node if n.input[0] == "c_cast_to_fp16")  # no fp16 hop between
     assert fid["cosine"] >= 0.999 and np.isfinite(fid["max_abs_err"])
     assert fidelity(predict(m, data), predict(h, data))["cosine"] >= 0.999
+
+
+def test_keep_float_and_activation_int8(digits_cnn, digits_split, tmp_path, capsys):
+    calib, _ = digits_split
+    rc, out, doc, _, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--quantize", "int8", "--calib", calib,
+                                        "--keep-float", "/15/Gemm", "-c", _int8_acts(tmp_path))
+    assert rc == 0, stderr
+    q = onnx.load(str(out))
+    gemm = next(n for n in q.graph.node if n.name == "/15/Gemm")
+    producers = {o: n.op_type for n in q.graph.node for o in n.output}
+    assert producers.get(gemm.input[1]) != "DequantizeLinear"  # float weights (its input may still be Q/DQ)
+    assert "/15/Gemm" not in next(p for p in doc["passes"] if p["name"] == "quantize-int8")["int8_nodes"]
+    zps = [numpy_helper.to_array(t) for t in q.graph.initializer if t.name.endswith("zero_point")]
+    assert zps and all(z.dtype == np.int8 for z in zps)  # activations int8 (symmetric) as configured
+
+
+def _int8_acts(tmp_path):
+    cfg = tmp_path.parent / f"{tmp_path.name}-acts.yaml"
+    cfg.write_text("optimize:\n  activations: int8\n")
+    return cfg
