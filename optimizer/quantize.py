@@ -26,6 +26,7 @@ from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_d
 from edgec.errors import EdgecError
 from edgec.optimizer.data import Dataset
 
+WEIGHTED = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 METHODS = {"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
            "entropy": CalibrationMethod.Entropy}
 # Each calibrator's settings in one place (onnxruntime's create_calibrator options). quantize_static does not
@@ -122,7 +123,14 @@ class Quantizer:
 
 
 def quantized_nodes(q: onnx.ModelProto) -> list[str]:
-    """Names of the compute nodes that read a DequantizeLinear output (i.e. run on int8 data)."""
+    """Compute nodes that run on int8 data: their activation input (and weight, for Conv/Gemm/MatMul) come
+    from DequantizeLinear."""
     dq = {n.output[0] for n in q.graph.node if n.op_type == "DequantizeLinear"}
-    return [n.name for n in q.graph.node if n.op_type not in ("QuantizeLinear", "DequantizeLinear")
-            and n.input and n.input[0] in dq]
+    names = []
+    for n in q.graph.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear") or not n.input or n.input[0] not in dq:
+            continue
+        if n.op_type in WEIGHTED and (len(n.input) < 2 or n.input[1] not in dq):
+            continue
+        names.append(n.name)
+    return names
