@@ -7,6 +7,7 @@ itself when python3 + onnxruntime are there.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import shlex
@@ -22,7 +23,7 @@ from edgec.devices.report import make_report
 from edgec.devices.transport import last_line
 from edgec.devices.upload import Manifest, upload
 from edgec.errors import EdgecError
-from edgec.files import write_text_atomic
+from edgec.files import write_bytes_atomic, write_text_atomic
 
 ORT_SCRIPT = r"""
 import json, sys, time
@@ -42,7 +43,8 @@ times = []
 for r in range(warmup + runs):
     t = time.perf_counter(); s.run(None, feed); dt = (time.perf_counter() - t) * 1e3
     if r >= warmup: times.append(dt)
-print(json.dumps({"version": ort.__version__, "init_ms": init, "runs_ms": times}))
+print(json.dumps({"version": ort.__version__, "init_ms": init, "runs_ms": times,
+                  "inputs": {k: list(v.shape) for k, v in feed.items()}}))
 """
 
 
@@ -144,7 +146,7 @@ def ort_on_board(dep: Deployment, runs: int, warmup: int, threads: int, timeout:
     if not t.run([py, "-c", "import onnxruntime, numpy"], timeout=60).ok:
         return {"skipped": f"python3 with onnxruntime not found on {d.name} (pip install onnxruntime)"}
     m = Manifest()
-    m.add("model.onnx", dep.model, 0o644)
+    m.add("model.onnx", _static_model(dep), 0o644)
     m.add("ort_bench.py", _script_file(), 0o644)
     up = upload(t, m)
     cmd = f"cd {shlex.quote(up.dir)} && " + shlex.join([py, "ort_bench.py", "model.onnx", str(runs), str(warmup),
@@ -154,6 +156,19 @@ def ort_on_board(dep: Deployment, runs: int, warmup: int, threads: int, timeout:
         return json.loads(res.out.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
         return {"skipped": f"onnxruntime benchmark printed no result: {last_line(res.err)}"}
+
+
+def _static_model(dep: Deployment) -> Path:
+    """The model with the same pinned input shapes the compiled code uses (onnxruntime would see -1/?)."""
+    from edgec.devices.deploy import cache_dir
+    from edgec.model import load_model
+
+    data = load_model(dep.model, dep.input_shapes).SerializeToString()
+    path = cache_dir() / "ort" / (hashlib.sha256(data).hexdigest()[:16] + ".onnx")
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, data)
+    return path
 
 
 def _script_file() -> Path:

@@ -45,6 +45,7 @@ class Deployment:
     mode: str                     # cross | on-device | native
     model: Path | None            # the ONNX model when known (for checks and --compare-ort)
     project: Path                 # local C project
+    input_shapes: dict | None = None
     binary_bytes: int = 0
     sent_bytes: int = 0
     build_info: dict = field(default_factory=dict)
@@ -60,6 +61,8 @@ _LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 def cache_dir() -> Path:
+    if os.environ.get("EDGEC_CACHE_DIR"):
+        return Path(os.environ["EDGEC_CACHE_DIR"]).expanduser()
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(root).expanduser() / "edgec"
 
@@ -201,7 +204,7 @@ def deploy(source: Path, device: Device, t: Transport, *, mode: str = "auto", th
             manifest.add(str(p.relative_to(project)), p)
     progress("upload", f"{len(manifest.files)} files, {manifest.total_bytes()} bytes", 0)
     res = upload(t, manifest, lambda ev, name, n: progress("upload", name, n if ev in ("sent", "skip") else 0))
-    dep = Deployment(device, t, res.dir, mode, model, project, sent_bytes=res.sent_bytes)
+    dep = Deployment(device, t, res.dir, mode, model, project, input_shapes=input_shapes, sent_bytes=res.sent_bytes)
     if mode == "on-device":
         progress("build", f"on {device.name} ({device.cc})", 0)
         build_remote(dep, profile)

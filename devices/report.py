@@ -59,7 +59,7 @@ def make_report(raw: dict, *, device: Device, before: dict, after: dict, binary_
     rep["state_before"], rep["state_after"] = before, after
     rep["onnxruntime"] = None
     if ort is not None:
-        rep["onnxruntime"] = ort if "skipped" in ort else {"version": ort.get("version"),
+        rep["onnxruntime"] = ort if "skipped" in ort else {"version": ort.get("version"), "inputs": ort.get("inputs"),
                                                            "init_ms": ort.get("init_ms"), **stats(ort["runs_ms"])}
         if "median_ms" in rep["onnxruntime"] and rep.get("median_ms"):
             rep["onnxruntime"]["speedup"] = rep["onnxruntime"]["median_ms"] / rep["median_ms"]
@@ -163,7 +163,8 @@ def _layers_table(layers: list[dict]) -> Table:
     for col in ("layer", "op", "algo", "ms", "time %", "MAC %"):
         t.add_column(col, justify="right" if col in ("ms", "time %", "MAC %") else "left")
     for l in layers:
-        t.add_row(l["name"][:40], l["op"], l["algo"], _ms(l["ms"]), f"{l['time_pct']:.1f}", f"{l['mac_pct']:.1f}")
+        t.add_row(_layer_name(l["name"]), l["op"], l["algo"], _ms(l["ms"]), f"{l['time_pct']:.1f}",
+                  f"{l['mac_pct']:.1f}")
     return t
 
 
@@ -174,6 +175,13 @@ TAGS = (("EMULATED", "emulated"), ("variation", "noisy"), ("throttling", "thrott
 
 def warning_tags(warnings: list[str]) -> list[str]:
     return [tag for key, tag in TAGS if any(key in w for w in warnings)]
+
+
+def _layer_name(name: str) -> str:
+    """'Conv_3, BatchNormalization_2, Relu_1' -> 'Conv_3 (+2 fused)'."""
+    parts = [p for p in name.split(", ") if p]
+    head = (parts[0] if parts else name)[:32]
+    return head + (f" (+{len(parts) - 1} fused)" if len(parts) > 1 else "")
 
 
 def compare_table(reports: list[dict], errors: dict[str, str]) -> Table:

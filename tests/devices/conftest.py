@@ -108,9 +108,16 @@ Subsystem sftp internal-sftp
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory) -> Path:
+    """Local builds are content-keyed, so tests can share them (each make takes seconds)."""
+    return tmp_path_factory.mktemp("edgec-cache")
+
+
 @pytest.fixture
-def edgec_env(tmp_path, monkeypatch):
-    """Isolated HOME, config dir and cwd; no ssh-agent."""
+def edgec_env(tmp_path, monkeypatch, build_cache):
+    """Isolated HOME, config dir and cwd; no ssh-agent; a build cache shared by the session."""
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(build_cache))
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
     cfg = tmp_path / "cfg"

@@ -178,3 +178,29 @@ def test_armv7_board_emulated_locally(edgec_env, conv_model):
     assert "(cross build" in out and "outputs match onnxruntime" in out
     dep_dir = out.split("deployed to pi32:")[1].split(" ")[0]
     assert open(f"{dep_dir}/bench", "rb").read(20)[18] == 40  # EM_ARM
+
+
+@pytest.mark.torch
+def test_digits_cnn_on_emulated_pi4_matches_onnxruntime(emu_board, digits_cnn):
+    """The trained digits CNN, batch 360, cross-built for the Pi 4 and run under qemu: same predictions as ORT."""
+    import onnxruntime as ort
+
+    data = np.load(digits_cnn.data)
+    x, labels = data["input"], data["labels"]
+    shapes = {"input": list(x.shape)}
+    with open_transport(emu_board) as t:
+        dep = deploy(digits_cnn.model, emu_board, t, input_shapes=shapes)
+        (logits,) = run_model(dep, [x])
+    ref = ort.InferenceSession(str(digits_cnn.model), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    assert logits.shape == (len(x), 10)
+    np.testing.assert_allclose(logits, ref, rtol=1e-4, atol=1e-4)
+    assert (logits.argmax(1) == ref.argmax(1)).all()
+    assert (logits.argmax(1) == labels).mean() > 0.9
+
+
+def test_compare_ort_uses_pinned_shapes(edgec_env, digits_cnn):
+    rc, out, err = run_cli("bench", str(digits_cnn.model), "-s", "input:4,1,8,8", "--runs", "5", "--compare-ort",
+                           "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["onnxruntime"]["inputs"] == {"input": [4, 1, 8, 8]} and rep["onnxruntime"]["runs"] == 5
