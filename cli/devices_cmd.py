@@ -184,7 +184,8 @@ def deploy_cmd(
         with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, model=model,
                          progress=progress)
-            res = {"device": dev.name, "dir": dep.dir, "build": dep.mode, "sent_bytes": dep.sent_bytes}
+            res = {"device": dev.name, "dir": dep.dir, "build": dep.mode, "sent_bytes": dep.sent_bytes,
+                   "unchecked": check_outputs and dep.model is None}
             if check_outputs and dep.model is not None:
                 progress("run", "runner vs onnxruntime", 0)
                 res["check"] = check_fn(dep, shapes)
@@ -202,6 +203,8 @@ def deploy_cmd(
         line = f"deployed to {r['device']}:{r['dir']} ({r['build']} build, {r['sent_bytes']} bytes sent)"
         if chk:
             line += f"; outputs match onnxruntime (max rel err {chk['max_rel_err']:.1e})"
+        elif r["unchecked"]:
+            line += "; outputs not checked (pass --model MODEL.onnx)"
         out.print(escape(line))
         if "bench" in r:
             from edgec.devices.report import render

@@ -151,6 +151,8 @@ def cross_compiler(device: Device) -> str | None:
 def build_local(project: Path, device: Device, profile: bool) -> dict[str, Path]:
     """make in a private copy of the project, so builds for different compilers never mix."""
     cc = cross_compiler(device)
+    if shutil.which("make") is None:
+        raise EdgecError("make is not installed here: apt-get install make (or deploy with --build on-device)")
     ldflags = " ".join(device.ldflags)
     work = cache_dir() / "cross" / _key(project.resolve(), cc, ldflags, profile)
     with _LOCKS[str(work)]:

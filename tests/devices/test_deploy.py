@@ -204,3 +204,17 @@ def test_compare_ort_uses_pinned_shapes(edgec_env, digits_cnn):
     assert rc == 0, err
     rep = json.loads(out)
     assert rep["onnxruntime"]["inputs"] == {"input": [4, 1, 8, 8]} and rep["onnxruntime"]["runs"] == 5
+
+
+def test_deploy_build_folder(edgec_env, tiny_model, tmp_path):
+    from edgec.codegen import compile_model
+
+    out = tmp_path / "tiny build"
+    compile_model(tiny_model, out, target="native")
+    rc, stdout, err = run_cli("deploy", str(out))
+    assert rc == 0, err
+    assert "outputs not checked (pass --model MODEL.onnx)" in stdout
+    rc, stdout, err = run_cli("deploy", str(out), "--model", str(tiny_model))
+    assert rc == 0 and "0 bytes sent" in stdout and "outputs match onnxruntime" in stdout
+    rc, stdout, err = run_cli("deploy", str(tmp_path))
+    assert rc != 0 and "not an edgec build folder" in err
