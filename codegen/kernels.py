@@ -109,7 +109,7 @@ def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:
 def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:
     ks = usable(target, "dwconv")
     exact = [k for k in ks if k.params["k"] == (kh, kw)]
-    return exact[0] if exact else ks[0]
+    return exact[0] if exact else next(k for k in ks if k.params["k"] is None)
 
 
 def _largest_divisor(n: int, cap: int) -> int:
