@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import shlex
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -142,7 +143,8 @@ def ort_on_board(dep: Deployment, runs: int, warmup: int, threads: int, timeout:
         return {"skipped": "no .onnx model known for this build"}
     if d.emulated:
         return {"skipped": "emulated device: onnxruntime would run natively on the host, not emulated"}
-    py = "python3"
+    # On this machine, the interpreter running edgec has onnxruntime for sure.
+    py = sys.executable if d.transport == "local" else "python3"
     if not t.run([py, "-c", "import onnxruntime, numpy"], timeout=60).ok:
         return {"skipped": f"python3 with onnxruntime not found on {d.name} (pip install onnxruntime)"}
     m = Manifest()
