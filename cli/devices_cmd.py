@@ -15,7 +15,7 @@ from edgec.devices.progress import DeviceProgress
 from edgec.devices.inventory import Inventory, device_from_profile, inventory_path, profile_names
 from edgec.errors import EdgecError
 
-devices_app = typer.Typer(help="Boards you deploy to: list, add, remove, check, trust.\n\n"
+devices_app = typer.Typer(help="Boards you deploy to: list, add, remove, check, trust, clean.\n\n"
                                "Example: edgec devices add kitchen-pi --host 192.168.1.20 --user pi --profile pi4",
                           no_args_is_help=True)
 
@@ -134,6 +134,24 @@ def check(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to 
             out.print(f"[yellow]warning:[/yellow] {escape(w)}")
         if not r["warnings"]:
             out.print("[green]matches its profile[/green]")
+
+
+@devices_app.command("clean")
+def clean(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to clean."),
+          accept_new_host_key: bool = ACCEPT_OPT) -> None:
+    """Delete everything edgec uploaded to a board (builds, upload cache, run files) to free its disk.
+
+    Example: edgec devices clean kitchen-pi
+    """
+    from edgec.devices.transport import open_transport
+
+    for dev in Inventory().resolve(names):
+        with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
+            work = t.workdir()
+            used = t.run(["du", "-sk", work], timeout=120).out.split()
+            t.check(["rm", "-rf", f"{work}/builds", f"{work}/objects", f"{work}/runs"], "cleaning", timeout=300)
+        freed = f"{int(used[0]) / 1024:.1f} MB" if used and used[0].isdigit() else "nothing"
+        out.print(f"{escape(dev.name)}: removed edgec's files in {escape(work)} ({freed})")
 
 
 def _run_all(names, fn):

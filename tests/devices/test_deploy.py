@@ -221,3 +221,15 @@ def test_deploy_build_folder(edgec_env, tiny_model, tmp_path):
     assert rc == 0 and "0 bytes sent" in stdout and "outputs match onnxruntime" in stdout
     rc, stdout, err = run_cli("deploy", str(tmp_path))
     assert rc != 0 and "not an edgec build folder" in err
+
+
+def test_clean_removes_uploads(board, tiny_model):
+    assert run_cli("deploy", str(tiny_model), "-d", "board", "--no-check")[0] == 0
+    with open_transport(board) as t:
+        assert t.run(["test", "-d", f"{board.workdir}/objects"]).ok
+    rc, out, err = run_cli("devices", "clean", "board")
+    assert rc == 0 and "board: removed edgec's files" in out and " MB)" in out
+    with open_transport(board) as t:
+        assert t.run(["ls", "-A", board.workdir]).out.strip() == ""
+    rc, out, err = run_cli("deploy", str(tiny_model), "-d", "board")  # and deploys again from scratch
+    assert rc == 0 and "outputs match onnxruntime" in out and "0 bytes sent" not in out
