@@ -199,7 +199,7 @@ def _render_sensitivity(sens: dict) -> None:
     for lv in levels:
         t.add_column(f"{float(lv):.0%}", justify="right")
     for r in rows:
-        t.add_row(escape(r["layer"]), *[f"{r['drops'][lv]:.4g}" for lv in levels])
+        t.add_row(escape(r["layer"]), *["kept" if r["drops"][lv] is None else f"{r['drops'][lv]:.4g}" for lv in levels])
     out.print(t)
 
 

@@ -169,7 +169,8 @@ class Optimizer:
 
         spec = prune.parse_spec(self.cfg.prune[0]) if self.cfg.prune else prune.PruneSpec("unstructured", 0.5)
         data = self.eval or self.calib or Dataset(random_feeds(model, 8), None, "random inputs")
-        return {"kind": spec.kind, "rows": scan(model, spec, data.head(200), self.cfg, self.progress)}
+        feeds = self._compensation_feeds([]) if spec.kind == "channel" else None
+        return {"kind": spec.kind, "rows": scan(model, spec, data.head(200), self.cfg, self.progress, feeds)}
 
 
 def _op_delta(a: onnx.ModelProto, b: onnx.ModelProto) -> list[str]:

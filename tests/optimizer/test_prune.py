@@ -186,3 +186,14 @@ def test_budget_applies_to_pruning_too(digits_cnn, digits_split, tmp_path, capsy
                      "--eval", ev, "--max-accuracy-drop", "2")
     assert rc != 0 and "top-1 points" in err and "nothing written" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sensitivity_channel_marks_frozen_layers(digits_cnn, digits_split, tmp_path, capsys):
+    calib, ev = digits_split
+    rep = tmp_path / "r.json"
+    rc, stdout, _ = cli(capsys, "optimize", digits_cnn.model, "-o", tmp_path / "o.onnx", "--sensitivity",
+                        "--prune", "channel:0.3", "--calib", calib, "--eval", ev, "--report", rep)
+    assert rc == 0
+    rows = {r["layer"]: r["drops"] for r in json.loads(rep.read_text())["sensitivity"]["rows"]}
+    assert all(v is None for v in rows["/3/Conv"].values())  # depthwise: follows the first conv's channels
+    assert rows["/11/Conv"]["0.9"] is not None and "kept" in stdout
