@@ -39,8 +39,10 @@ def lower_model(model: onnx.ModelProto, name: str = "model") -> Graph:
     """Lower a loaded (static-shape, shape-inferred) model; raises listing every unsupported node."""
     from edgec.codegen import unsupported_nodes
 
+    from edgec.codegen.ops.f16 import lower_fp16
     from edgec.codegen.ops.qdq import lower_qdq
     model = lower_qdq(model)  # int8 QDQ regions -> integer nodes; float models unchanged
+    model = lower_fp16(model)  # fp16 graphs -> fp32 compute with fp16-stored weights
     bad = unsupported_nodes(model)
     if bad:
         listed = ", ".join(f"{n} ({op})" for n, op in bad[:20]) + (" ..." if len(bad) > 20 else "")
