@@ -28,6 +28,8 @@ def compile(  # noqa: A001 - the command is called compile
     profile: bool = typer.Option(False, "--profile", help="With --build: per-layer timing in bench (PROFILE=1)."),
     cc: Optional[str] = typer.Option(None, "--cc", help="C compiler for --build (default: the target's)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    explain: bool = typer.Option(False, "--explain", help="Print each layer's algorithm (direct, GEMM, GSPC, "
+                                 "depthwise, sparse, int8...) and why the cost model chose it."),
 ) -> None:
     """Compile an ONNX model into a standalone C project (model.c/h, weights, Makefile, runner, bench).
 
@@ -49,6 +51,9 @@ def compile(  # noqa: A001 - the command is called compile
               f"arena {b.arena_bytes} bytes (naive {b.naive_bytes}, {saved:.0%} saved)")
     for name, path in b.binaries.items():
         out.print(f"built {name}: {path}")
+    if explain:
+        from edgec.codegen.costmodel import explain_table
+        out.print(explain_table(b.layers))
 
 
 def verify(

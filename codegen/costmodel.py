@@ -83,6 +83,16 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int)
                   f"packed input in {where}", {"macs": macs, "packed_bytes": packed})
 
 
+def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:
+    """Why the dense fp32 conv emitter's algorithm fits this layer (its rule: groups == C -> depthwise,
+    1 < groups -> GSPC, else spatial-pack GEMM)."""
+    if algo.startswith("dwconv"):
+        return "depthwise (groups = channels): direct kernel, no packing; GSPC's packing would dominate"
+    if algo.startswith("gspc"):
+        return f"{groups} groups of {c_in // groups} channels: GSPC, weights tiled per group, parallel over groups"
+    return "dense: spatial-pack GEMM with a register-blocked microkernel"
+
+
 def block_sparsity(w2d, br: int, bc: int) -> float:
     """Fraction of all-zero br x bc blocks of a [M][K] matrix (rows padded to br)."""
     import numpy as np
@@ -120,3 +130,20 @@ def choose_sparse(target, w2d, pixels: int, override: str | None = None) -> Choi
     _, blk, s, be = best
     return Choice(f"sparse-{blk}", f"{blk} block sparsity {s:.2f} > break-even {be:.2f} on {fam}",
                   {"sparsity": s, "break_even": be})
+
+
+def explain_table(layers: list[dict]):
+    """rich Table of the per-layer choices recorded by the emitters (for `edgec compile --explain`)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title="per-layer algorithm choice", title_justify="left")
+    for col in ("layer", "op", "algorithm", "MACs", "why"):
+        t.add_column(col)
+    for l in layers:
+        d = l.get("details", {})
+        why = d.get("why") or d.get("sparse_choice") or d.get("kernel") or ""
+        if d.get("f16_weights"):
+            why = f"{why}; fp16 weights: {d['f16_weights']}".strip("; ")
+        t.add_row(*map(Text, (l["name"][:40], l["op"], l["algo"], f"{l['macs']:,}", str(why))))
+    return t

@@ -61,24 +61,29 @@ def kernel_for(target, block: str) -> tuple[str, str]:
 @register("Conv", epilogue=True, priority=1)
 def emit_conv(node: Node, ctx: EmitContext) -> str:
     w = node.input(1)
-    if w is None or not w.is_const or int(node.attr("group", 1)) != 1 or w.dtype != np.float32:
-        return dense.emit(node, ctx)
+    if w is None or not w.is_const or int(node.attr("group", 1)) != 1 or w.dtype != np.float32 \
+            or _mode() == "dense":
+        return _dense(node, ctx)
     mode = _mode()
-    if mode == "dense":
-        return dense.emit(node, ctx)
     g = dense.geometry(node)
     w2d = w.const.reshape(g["K"], -1).astype(np.float32)
     px = g["Ho"] * g["Wo"]
     choice = costmodel.choose_sparse(ctx.target, w2d, px, None if mode == "auto" else mode)
     if choice.algo == "dense":
-        out = dense.emit(node, ctx)
-        ctx.note(sparse_choice=choice.why)
-        return out
+        return _dense(node, ctx, choice.why)
     block = choice.algo.split("-", 1)[1]
     br, bc = (int(v) for v in block.split("x"))
     if w2d.shape[1] % bc:
         br, bc, block = 1, 1, "1x1"  # K not a multiple of the block width: CSR
     return _emit_sparse(node, ctx, g, w2d, br, bc, block, choice)
+
+
+def _dense(node: Node, ctx: EmitContext, sparse_why: str | None = None) -> str:
+    out = dense.emit(node, ctx)
+    x = node.inputs[0]
+    why = costmodel.describe_dense_conv(ctx.layer.algo, int(node.attr("group", 1)), x.shape[1])
+    ctx.note(why=why + (f"; {sparse_why}" if sparse_why else ""))
+    return out
 
 
 def _emit_sparse(node: Node, ctx: EmitContext, g: dict, w2d: np.ndarray, br: int, bc: int, block: str,

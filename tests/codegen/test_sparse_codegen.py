@@ -83,3 +83,12 @@ def test_bsr_roundtrip_and_block_sparsity():
         assert np.array_equal(dense[:10], w)
     assert costmodel.block_sparsity(np.zeros((8, 8)), 4, 4) == 1.0
     assert costmodel.block_sparsity(np.ones((8, 8)), 4, 4) == 0.0
+
+
+def test_compile_explain_shows_choices(model, tmp_path, monkeypatch):
+    import subprocess
+    monkeypatch.delenv("EDGEC_SPARSE", raising=False)
+    r = subprocess.run(["edgec", "compile", str(model), "-o", str(tmp_path / "o"), "--explain"], capture_output=True,
+                       text=True, env={**__import__("os").environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    assert "spmm-4x4" in r.stdout and "break-even" in r.stdout and "spatial-pack GEMM" in r.stdout
