@@ -13,7 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from edgec.cli.console import err, out, print_json
-from edgec.files import write_text_atomic
+from edgec.errors import EdgecError
+from edgec.files import refuse_overwrite, write_text_atomic
 
 
 @contextlib.contextmanager
@@ -57,6 +58,10 @@ def optimize(
                  sensitivity=sensitivity or None, fuse=False if no_fuse else None, disable_passes=disable_pass,
                  keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape)
     cfg = load_config(config, flags)
+    if report is not None:
+        refuse_overwrite(model, report)
+        if report.resolve() == output.resolve():
+            raise EdgecError(f"--report {report} is the output model path; choose another file")
     with _progress() as p:
         doc = run(model, output, cfg, progress=p, log=lambda m: err.print(f"[dim]{m}[/dim]"))
     render(doc)
