@@ -233,3 +233,51 @@ def test_clean_removes_uploads(board, tiny_model):
         assert t.run(["ls", "-A", board.workdir]).out.strip() == ""
     rc, out, err = run_cli("deploy", str(tiny_model), "-d", "board")  # and deploys again from scratch
     assert rc == 0 and "outputs match onnxruntime" in out and "0 bytes sent" not in out
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"port": "free"}, "connection refused by bad"),
+    ({"host": "no-such-board.invalid"}, "cannot resolve host 'no-such-board.invalid' of device bad (DNS failure)"),
+    ({"identity_file": "wrong"}, "authentication failed for bad"),
+    ({"known_hosts": "other"}, "host key of bad (root@127.0.0.1:"),
+])
+def test_cli_failures_are_one_line(board, edgec_env, tiny_model, change, message):
+    import dataclasses
+    import subprocess
+    from conftest import free_port
+
+    fields = {}
+    if change.get("port"):
+        fields["port"] = free_port()
+    if change.get("host"):
+        fields["host"] = change["host"]
+    if change.get("identity_file") or change.get("known_hosts"):
+        key = edgec_env / "otherkey"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        if change.get("identity_file"):
+            fields["identity_file"] = str(key)
+        else:
+            pub = " ".join(key.with_suffix(".pub").read_text().split()[:2])
+            (edgec_env / "cfg" / "known_hosts").write_text(f"[127.0.0.1]:{board.port} {pub}\n")
+    Inventory().add(dataclasses.replace(board, name="bad", **fields))
+    for args in (["bench", str(tiny_model), "-d", "bad"], ["deploy", str(tiny_model), "-d", "bad"],
+                 ["devices", "check", "bad"]):
+        rc, out, err = run_cli(*args)
+        assert rc != 0 and message in err, err
+        assert "Traceback" not in err and len([l for l in err.splitlines() if l.startswith("error:")]) == 1
+
+
+def test_cli_disk_full(board, edgec_env, tiny_model):
+    import dataclasses
+    import subprocess
+
+    mnt = edgec_env / "tiny disk"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        Inventory().add(dataclasses.replace(board, name="full", workdir=str(mnt)))
+        rc, out, err = run_cli("deploy", str(tiny_model), "-d", "full")
+        assert rc != 0 and "disk full on full" in err and "Traceback" not in err, err
+    finally:
+        subprocess.run(["umount", str(mnt)])
