@@ -128,6 +128,15 @@ def test_connect_timeout(board):
         s.listen(4)
         dev = dataclasses.replace(board, port=s.getsockname()[1], timeout=0.4)
         _expect(dev, r"timed out connecting to board .* \(tried twice\)")
+        s.settimeout(0.2)
+        attempts = 0
+        try:
+            while True:
+                s.accept()[0].close()
+                attempts += 1
+        except OSError:
+            pass
+        assert attempts == 2  # one retry, not more
 
 
 def test_ssh_config_alias(sshd, board, edgec_env):
