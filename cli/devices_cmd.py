@@ -19,6 +19,11 @@ devices_app = typer.Typer(help="Boards you deploy to: list, add, remove, check, 
                                "Example: edgec devices add kitchen-pi --host 192.168.1.20 --user pi --profile pi4",
                           no_args_is_help=True)
 
+# The CPU flags that decide which kernels a board can run.
+SIMD_FEATURES = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                 "avx512_bf16", "avx512_fp16", "avx_vnni", "neon", "vfpv4", "asimd", "asimdhp", "asimddp", "i8mm",
+                 "bf16", "sve", "sve2")
+
 DEVICE_OPT = typer.Option(None, "--device", "-d", help="Device or group name (repeatable; runs concurrently). "
                                                        "Default: local.")
 ACCEPT_OPT = typer.Option(False, "--accept-new-host-key", help="Trust and save an unknown SSH host key.")
@@ -123,9 +128,10 @@ def check(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to 
     for r in recs:
         t = Table(title=f"{r['device']} ({r['address']}, profile {r['profile']})", show_header=False,
                   title_justify="left")
-        feats = " ".join(r["features"][:24]) + (" ..." if len(r["features"]) > 24 else "")
+        simd = [f for f in SIMD_FEATURES if f in r["features"]]
+        feats = f"{' '.join(simd) or 'no SIMD extensions edgec uses'} ({len(r['features'])} flags in all)"
         for k, v in (("arch", r["arch"]), ("cpu", r["cpu"]), ("cores", r["cores"]), ("memory", f"{r['mem_mb']} MB"),
-                     ("features", feats), ("compiler", f"{r['cc'] or 'none'} {r['cc_version'] or ''}"),
+                     ("SIMD", feats), ("compiler", f"{r['cc'] or 'none'} {r['cc_version'] or ''}"),
                      ("governor", describe_governor(r)), ("temperature", r["temp_c"]),
                      ("throttled", r["throttled"]), ("load", r["loadavg_1m"]), ("onnxruntime", r["onnxruntime"])):
             t.add_row(k, escape(str(v if v is not None else "unknown")))
