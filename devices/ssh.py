@@ -9,6 +9,7 @@ Every paramiko/socket failure becomes one EdgecError line naming the device.
 from __future__ import annotations
 
 import errno
+import logging
 import shlex
 import socket
 import time
@@ -21,9 +22,11 @@ from edgec.devices.transport import RunResult, Transport, quote_cmd, _shell_sign
 from edgec.errors import EdgecError
 
 TRANSIENT = (socket.timeout, TimeoutError, ConnectionResetError, EOFError, paramiko.ssh_exception.ProxyCommandFailure)
-
-
 PID_TAG = "@edgec-pid="
+
+# paramiko logs handshake failures at ERROR; without a handler Python would print them raw on
+# stderr beside our one-line message. Users see the EdgecError instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def known_hosts_path() -> Path:
