@@ -321,6 +321,8 @@ def prune_channels(model: onnx.ModelProto, ratio: float, *, skip=(), overrides=N
     if notes is not None:
         notes.extend(group_notes)
     if not keep:
+        if notes is not None:
+            notes.append("no channel group could be pruned")
         return model
     pruned = apply(model, a, keep)
     if feeds:

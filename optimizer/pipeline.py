@@ -11,6 +11,7 @@ from edgec.errors import EdgecError
 from edgec.files import atomic_path, refuse_overwrite, write_text_atomic
 from edgec.model import infer_shapes, load_model, parse_input_shapes
 from edgec.optimizer import channel, fp16, guard, prune, quantize
+from edgec.optimizer import graph_passes as gp
 from edgec.optimizer.config import OptimizeConfig
 from edgec.optimizer.data import Dataset, load_dataset
 from edgec.optimizer.evaluate import evaluate
@@ -72,10 +73,12 @@ class Optimizer:
         cfg, spec = self.cfg, prune.parse_spec(spec_text)
         p = Pass(f"prune-{spec.kind}", lambda m: m, kind="prune", details={"spec": str(spec)})
         kw = dict(skip=cfg.prune_skip, overrides=cfg.prune_layers, first_last=cfg.prune_first_last, notes=p.notes)
+        # weights held in Constant nodes (kept with --no-fuse) become initializers first
         if spec.kind == "channel":
-            p.fn = lambda m: channel.prune_channels(m, spec.amount, feeds=self._compensation_feeds(p.notes), **kw)
+            p.fn = lambda m: channel.prune_channels(gp.constants_to_initializers(m), spec.amount,
+                                                    feeds=self._compensation_feeds(p.notes), **kw)
         else:
-            p.fn = lambda m: prune.prune_weights(m, spec, scope=cfg.prune_scope, **kw)
+            p.fn = lambda m: prune.prune_weights(gp.constants_to_initializers(m), spec, scope=cfg.prune_scope, **kw)
         return p
 
     def _compensation_feeds(self, notes: list):

@@ -176,6 +176,8 @@ def prune_weights(model: onnx.ModelProto, spec: PruneSpec, *, skip=(), first_las
             notes.append(f"{n.name}: {float(np.mean(new == 0)):.1%} zero")
     if notes is not None:
         notes.extend(skipped)
+        if not layers:
+            notes.append("no layer to prune (Conv/Gemm/MatMul with constant weights)")
     return m
 
 
