@@ -153,3 +153,13 @@ def test_image_preprocess_spec(tmp_path):
     assert x.shape == (3, 10, 16) and np.allclose(x, ref.transpose(2, 0, 1), atol=1e-5)
     y = preprocess_image(img, {"resize": 10, "layout": "NHWC"}, 3, 10, 15)
     assert y.shape == (10, 15, 3)
+
+
+def test_eval_image_folder_fidelity(ppocr_cls, text_images, capsys):
+    folder, cfg = text_images
+    rc, out, err = cli(capsys, "eval", ppocr_cls, "--data", folder, "-c", cfg, "--reference", ppocr_cls, "--json")
+    assert rc == 0, err
+    fid = json.loads(out)["fidelity"]
+    assert fid["samples"] == 24 and fid["cosine"] == pytest.approx(1.0) and fid["max_abs_err"] == 0.0
+    rc, _, err = cli(capsys, "eval", ppocr_cls, "--data", folder, "-c", cfg)
+    assert rc != 0 and "no labels" in err and "--reference" in err
