@@ -21,7 +21,7 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
             if (is_pointwise(s))
                 q8_pack_x(K, N, xg, N, p->flip, scratch);
             else
-                q8_pack_im2col(s, xg, p->zx, p->flip, scratch);
+                q8_pack_im2col(s, xg, p->zx, p->flip, scratch, scratch + q8_pack_x_bytes(K, N));
             q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax};
             p->gemm((size_t)p->ocg, N, (K + 3) / 4, p->wp + g * wg, scratch, q8_pack_np(N),
                     y + ((size_t)b * p->groups + g) * out_g, N, &rq);

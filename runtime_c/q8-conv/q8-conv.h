@@ -16,10 +16,11 @@ typedef struct {
     q8_gemm_fn gemm;
 } q8_conv_params;
 
-/* scratch: one group's packed input */
+/* scratch: one group's packed input, then its zero-point padded copy */
 static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
 {
-    return q8_pack_x_bytes((size_t)p->s.C * p->s.kh * p->s.kw, (size_t)p->s.Ho * p->s.Wo);
+    const size_t K = (size_t)p->s.C * p->s.kh * p->s.kw, N = (size_t)p->s.Ho * p->s.Wo;
+    return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s);
 }
 
 void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);

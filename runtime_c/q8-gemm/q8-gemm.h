@@ -39,10 +39,15 @@ typedef struct {
     int Ho, Wo;
 } q8_conv_shape;
 
-/* im2col of one group's input (C x H x W, u8) straight into the packed layout; out-of-image taps
- * read pad (the input zero point) so they contribute zero after the bias correction. */
+/* padded input extent read by the kernel window (rows, columns) */
+static inline size_t q8_im2col_hp(const q8_conv_shape *s) { return (size_t)(s->Ho - 1) * s->sh + (size_t)(s->kh - 1) * s->dh + 1; }
+static inline size_t q8_im2col_wp(const q8_conv_shape *s) { return (size_t)(s->Wo - 1) * s->sw + (size_t)(s->kw - 1) * s->dw + 1; }
+
+/* im2col of one group's input (C x H x W, u8) into the packed layout. tmp (C * hp * wp bytes) holds
+ * the input padded with pad (the input zero point, so padding contributes zero after the bias
+ * correction); then 4 k-rows at a time are interleaved straight into place. */
 void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,
-                    uint8_t *Xp);
+                    uint8_t *Xp, uint8_t *tmp);
 
 void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                          size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

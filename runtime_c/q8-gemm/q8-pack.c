@@ -22,7 +22,7 @@ void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp)
 #include <arm_neon.h>
 #endif
 
-/* 4 rows of 16 pixels -> 64 bytes [pixel][4]: the packed layout is a 4-row byte interleave */
+/* 4 rows of 16 (then 8) pixels -> [pixel][4] bytes: the packed layout is a 4-row byte interleave */
 static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
                          size_t N, uint8_t flip, uint8_t *dst)
 {
@@ -41,12 +41,26 @@ static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
         _mm_storeu_si128((__m128i *)(dst + n * 4 + 32), _mm_unpacklo_epi16(ab1, cd1));
         _mm_storeu_si128((__m128i *)(dst + n * 4 + 48), _mm_unpackhi_epi16(ab1, cd1));
     }
+    for (; n + 8 <= N; n += 8) { /* small feature maps: 8 pixels from 64-bit loads */
+        __m128i a = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(r0 + n)), f);
+        __m128i b = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(r1 + n)), f);
+        __m128i c = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(r2 + n)), f);
+        __m128i d = _mm_xor_si128(_mm_loadl_epi64((const __m128i *)(r3 + n)), f);
+        __m128i ab = _mm_unpacklo_epi8(a, b), cd = _mm_unpacklo_epi8(c, d);
+        _mm_storeu_si128((__m128i *)(dst + n * 4), _mm_unpacklo_epi16(ab, cd));
+        _mm_storeu_si128((__m128i *)(dst + n * 4 + 16), _mm_unpackhi_epi16(ab, cd));
+    }
 #elif defined(__ARM_NEON) && defined(__aarch64__)
     const uint8x16_t f = vdupq_n_u8(flip);
     for (; n + 16 <= N; n += 16) {
         uint8x16x4_t v = {{veorq_u8(vld1q_u8(r0 + n), f), veorq_u8(vld1q_u8(r1 + n), f),
                            veorq_u8(vld1q_u8(r2 + n), f), veorq_u8(vld1q_u8(r3 + n), f)}};
         vst4q_u8(dst + n * 4, v);
+    }
+    for (; n + 8 <= N; n += 8) {
+        uint8x8x4_t v = {{veor_u8(vld1_u8(r0 + n), vget_low_u8(f)), veor_u8(vld1_u8(r1 + n), vget_low_u8(f)),
+                          veor_u8(vld1_u8(r2 + n), vget_low_u8(f)), veor_u8(vld1_u8(r3 + n), vget_low_u8(f))}};
+        vst4_u8(dst + n * 4, v);
     }
 #else
     (void)r0; (void)r1; (void)r2; (void)r3; (void)N; (void)flip; (void)dst;
@@ -70,49 +84,54 @@ void q8_pack_x(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t fl
     }
 }
 
-/* One k row of the im2col matrix for a fixed (c, i, j): taps inside the image in one run. */
-static void im2col_row(const q8_conv_shape *s, const uint8_t *xc, int i, int j, uint8_t pad,
-                       uint8_t flip, uint8_t *dst)
+/* The group's input padded with the zero point: every tap of the kernel window is then in bounds. */
+static void pad_input(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *dst, size_t hp, size_t wp)
 {
-    const int off = j * s->dw - s->pl; /* iw = ow * sw + off */
-    int lo = off >= 0 ? 0 : (-off + s->sw - 1) / s->sw;
-    int hi = s->W - 1 - off < 0 ? 0 : (s->W - 1 - off) / s->sw + 1;
-    lo = lo > s->Wo ? s->Wo : lo;
-    hi = hi > s->Wo ? s->Wo : hi < lo ? lo : hi;
-    const uint8_t pv = pad ^ flip;
-    for (int oh = 0; oh < s->Ho; oh++) {
-        const int ih = oh * s->sh + i * s->dh - s->pt;
-        uint8_t *d = dst + (size_t)oh * s->Wo * 4;
-        if (ih < 0 || ih >= s->H) {
-            for (int ow = 0; ow < s->Wo; ow++)
-                d[ow * 4] = pv;
-            continue;
+    for (int c = 0; c < s->C; c++)
+        for (size_t r = 0; r < hp; r++) {
+            uint8_t *d = dst + ((size_t)c * hp + r) * wp;
+            const int ih = (int)r - s->pt;
+            if (ih < 0 || ih >= s->H) {
+                memset(d, pad, wp);
+                continue;
+            }
+            const int lo = s->pl < (int)wp ? s->pl : (int)wp;
+            const int n = s->W < (int)wp - lo ? s->W : (int)wp - lo;
+            const uint8_t *src = x + ((size_t)c * s->H + ih) * s->W;
+            /* rows of small maps are a few bytes: plain loops beat libc calls there */
+            for (int i = 0; i < lo; i++)
+                d[i] = pad;
+            if (n >= 64)
+                memcpy(d + lo, src, (size_t)n);
+            else
+                for (int i = 0; i < n; i++)
+                    d[lo + i] = src[i];
+            for (size_t i = (size_t)(lo + n); i < wp; i++)
+                d[i] = pad;
         }
-        const uint8_t *row = xc + (size_t)ih * s->W + off;
-        int ow = 0;
-        for (; ow < lo; ow++)
-            d[ow * 4] = pv;
-        for (; ow < hi; ow++)
-            d[ow * 4] = row[ow * s->sw] ^ flip;
-        for (; ow < s->Wo; ow++)
-            d[ow * 4] = pv;
-    }
 }
 
 void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,
-                    uint8_t *Xp)
+                    uint8_t *Xp, uint8_t *tmp)
 {
-    const size_t N = (size_t)s->Ho * s->Wo, np = q8_pack_np(N);
-    const size_t K = (size_t)s->C * s->kh * s->kw, K4 = (K + 3) / 4;
-    size_t k = 0;
-    for (int c = 0; c < s->C; c++)
-        for (int i = 0; i < s->kh; i++)
-            for (int j = 0; j < s->kw; j++, k++)
-                im2col_row(s, x + (size_t)c * s->H * s->W, i, j, pad, flip,
-                           Xp + (k / 4) * np * 4 + (k % 4));
-    for (; k < K4 * 4; k++) /* k padding: weights are zero there, keep the bytes defined */
-        for (size_t n = 0; n < N; n++)
-            Xp[((k / 4) * np + n) * 4 + k % 4] = 0;
-    for (size_t k4 = 0; k4 < K4; k4++)
-        memset(Xp + (k4 * np + N) * 4, 0, (np - N) * 4);
+    const size_t N = (size_t)s->Ho * s->Wo, np = q8_pack_np(N), K = (size_t)s->C * s->kh * s->kw;
+    const size_t hp = q8_im2col_hp(s), wp = q8_im2col_wp(s), taps = (size_t)s->kh * s->kw;
+    pad_input(s, x, pad, tmp, hp, wp);
+    for (size_t k4 = 0; k4 < (K + 3) / 4; k4++) {
+        const uint8_t *b[4];
+        for (size_t j = 0; j < 4; j++) { /* k = (c, i, jj); rows past K reuse k = 0 (zero weights) */
+            const size_t k = k4 * 4 + j < K ? k4 * 4 + j : 0, c = k / taps, t = k % taps;
+            b[j] = tmp + (c * hp + (t / s->kw) * s->dh) * wp + (t % s->kw) * s->dw;
+        }
+        uint8_t *dst = Xp + k4 * np * 4;
+        for (int oh = 0; oh < s->Ho; oh++) {
+            const size_t ro = (size_t)oh * s->sh * wp;
+            uint8_t *d = dst + (size_t)oh * s->Wo * 4;
+            size_t ow = s->sw == 1 ? pack4_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d) : 0;
+            for (; ow < (size_t)s->Wo; ow++)
+                for (size_t j = 0; j < 4; j++)
+                    d[ow * 4 + j] = b[j][ro + ow * s->sw] ^ flip;
+        }
+        memset(dst + N * 4, 0, (np - N) * 4);
+    }
 }

@@ -1,0 +1,106 @@
+"""int8 and fp16 in edgec's compiled C vs edgec fp32 and onnxruntime fp32 / int8, same run, same
+thread count, median of --runs runs after warm-up (not a timed test).
+
+Test models: the digits CNN (batch 1) and ppocr cls (1x3x48x192). int8 = onnxruntime
+quantize_static QDQ, per-channel int8 weights, uint8 activations (ppocr: BN folded by onnxruntime's
+pre-processing, opset 13). fp16 = edgec.optimizer's fp16 conversion (weights stored as fp16 in the
+compiled model, fp32 arithmetic). The int8 target is the best this CPU has: x86_64-avx512-vnni when
+/proc/cpuinfo lists avx512_vnni, else native.
+
+    python benchmarks/bench_int8.py [--runs 50] [--threads 1] [--models digits,ppocr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+from common import median, time_edgec, time_onnxruntime
+from edgec import zoo
+from edgec.codegen.project import compile_model
+from edgec.codegen.targets import _cpu_flags
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self, name, batches):
+        self.it = iter([{name: b} for b in batches])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def models(work: Path, which: list[str]) -> dict:
+    """name -> (fp32 path, int8 path, fp16 path, input name, input array)."""
+    from edgec.optimizer.fp16 import convert
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = {}
+    rng = np.random.default_rng(0)
+    if "digits" in which:
+        d = zoo.digits_cnn()
+        x = np.load(d.data)["input"]
+        q = work / "digits_int8.onnx"
+        quantize_static(str(d.model), str(q), _Reader("input", [x[i:i + 1] for i in range(64)]),
+                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+        out["digits"] = (d.model, q, "input", x[:1])
+    if "ppocr" in which:
+        p = zoo.ppocr_cls()
+        quant_pre_process(str(p), str(work / "pre.onnx"), skip_symbolic_shape=True)
+        f32 = work / "ppocr_fp32.onnx"
+        onnx.save(onnx.version_converter.convert_version(onnx.load(str(work / "pre.onnx")), 13), str(f32))
+        q = work / "ppocr_int8.onnx"
+        quantize_static(str(f32), str(q), _Reader("x", [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+                                                       for _ in range(8)]),
+                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+        out["ppocr"] = (f32, q, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
+    for name, (f32, q, iname, x) in list(out.items()):
+        h = work / f"{name}_fp16.onnx"
+        onnx.save(convert(onnx.load(str(f32)), []), str(h))
+        out[name] = (f32, q, h, iname, x)
+    return out
+
+
+def edgec_ms(model: Path, out: Path, target: str, shapes: dict, threads: int, runs: int) -> tuple[float, int]:
+    b = compile_model(model, out, target=target, build=True, input_shapes=shapes, threads=threads)
+    d = time_edgec(b.binaries["bench"], threads, runs, 10)
+    return median(d["runs_ms"]), b.weights_bytes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", default="digits,ppocr")
+    a = ap.parse_args()
+    int8_target = "x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name, (f32, q, h, iname, x) in models(work, a.models.split(",")).items():
+            shapes = {iname: list(x.shape)}
+            r = {"model": name}
+            r["ort_fp32"] = median(time_onnxruntime(f32, {iname: x}, a.threads, a.runs, 10))
+            r["ort_int8"] = median(time_onnxruntime(q, {iname: x}, a.threads, a.runs, 10))
+            r["edgec_fp32"], r["w_fp32"] = edgec_ms(f32, work / f"{name}_e32", "native", shapes, a.threads, a.runs)
+            r["edgec_int8"], r["w_int8"] = edgec_ms(q, work / f"{name}_e8", int8_target, shapes, a.threads, a.runs)
+            r["edgec_fp16w"], r["w_fp16"] = edgec_ms(h, work / f"{name}_e16", "native", shapes, a.threads, a.runs)
+            rows.append(r)
+    print(f"threads {a.threads}, median of {a.runs} runs, ms; edgec int8 target {int8_target}\n")
+    print("| model | ort fp32 | ort int8 | edgec fp32 | edgec int8 | edgec fp16-weights | int8 vs edgec fp32 | "
+          "int8 vs ort fp32 | weight bytes fp32 / int8 / fp16 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['ort_fp32']:.3f} | {r['ort_int8']:.3f} | {r['edgec_fp32']:.3f} | "
+              f"{r['edgec_int8']:.3f} | {r['edgec_fp16w']:.3f} | {r['edgec_fp32'] / r['edgec_int8']:.2f}x | "
+              f"{r['ort_fp32'] / r['edgec_int8']:.2f}x | {r['w_fp32']} / {r['w_int8']} / {r['w_fp16']} |")
+
+
+if __name__ == "__main__":
+    main()
