@@ -41,6 +41,8 @@ class Optimizer:
                                       limit=self.cfg.calib_samples)
         if self.cfg.eval:
             self.eval = load_dataset(self.cfg.eval, model, self.cfg.preprocess, what="evaluation")
+        if self.eval is None and self.calib is not None and guard.Budget(self.cfg.max_accuracy_drop, self.cfg.min_cosine).active:
+            self.held_out()  # before anything is measured, so before/after use the same samples
         return model
 
     def held_out(self) -> Dataset:
