@@ -14,7 +14,8 @@ the op's only consumer a QuantizeLinear with per-tensor parameters):
     Flatten/Reshape/Squeeze/Unsqueeze/Transpose        (same parameters) run on the int8 tensor
 Before that, float islands that are elementwise functions of one int8 tensor (HardSwish, Sigmoid,
 requantization) become 256-entry tables (codegen/ops/qlut.py).
-Anything else keeps its DequantizeLinear / QuantizeLinear pair and runs in float.
+Anything else keeps its DequantizeLinear / QuantizeLinear pair and runs in float. QOperator models
+(com.microsoft QLinearAdd, QGemm, ...) are first rewritten into this QDQ form (codegen/ops/qop.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from edgec.codegen.ops.qlut import fuse_luts
+from edgec.codegen.ops.qop import qoperator_to_qdq
 from edgec.model import constant_tensors, tensor_shapes
 
 VIEW_OPS = ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose")
@@ -158,6 +160,10 @@ def _fuse_other(g: _Graph, n: onnx.NodeProto):
         return node, [n, q] + ([relu] if relu is not None else [])
     if n.op_type == "Mul":
         return _fuse_mul(g, n)
+    info = g.shapes.get(n.input[0]) if n.input else None
+    if n.op_type == "MaxPool" and len(n.output) == 1 and info is not None and info.dtype in ("int8", "uint8"):
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        return helper.make_node("EcQMaxPool", [n.input[0]], [n.output[0]], name=n.name or n.output[0], **attrs), [n]
     x = g.dq_act(n.input[0]) if n.input else None
     q = g.sole_q(n.output[0]) if x is not None else None
     if q is None:
@@ -205,6 +211,7 @@ def _prune(model: onnx.ModelProto) -> None:
 
 def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     """Rewrite QDQ regions into integer nodes (returns a new model; float models come back unchanged)."""
+    model = qoperator_to_qdq(model)
     if not any(n.op_type == "DequantizeLinear" for n in model.graph.node):
         return model
     model = onnx.ModelProto.FromString(model.SerializeToString())

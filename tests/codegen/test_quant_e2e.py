@@ -127,3 +127,17 @@ def test_ppocr_int8_agrees_with_onnxruntime_int8(ppocr_cls, target, tmp_path):
     assert algos.count("q8-lut") >= 9 and algos.count("q8-dwconv") == 11  # HardSwish/SE islands as tables
     assert algos.count("q8-quantize") + algos.count("q8-dequantize") <= 6
     assert np.abs(y - ref).max() <= 1.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()
+
+
+def test_digits_qoperator_format(digits_cnn, tmp_path):
+    """QOperator output (QLinearConv + com.microsoft QLinearAdd / QLinearGlobalAveragePool / QGemm)."""
+    data = np.load(digits_cnn.data)
+    x = data["input"]
+    q = quantize(digits_cnn.model, tmp_path / "qop.onnx", "input", [x[i:i + 1] for i in range(0, 64, 2)],
+                 fmt=QuantFormat.QOperator)
+    assert any(n.domain == "com.microsoft" for n in onnx.load(str(q)).graph.node)
+    b, y = _compile_run(q, "native", x, tmp_path)
+    ref = _ort(q, {"input": x})
+    assert {"q8-gemm", "q8-dwconv", "q8-add", "q8-gavgpool"} <= {l["algo"] for l in b.layers}
+    assert np.abs(y - ref).max() <= _out_scale(q) * 1.001
+    assert (y.argmax(1) == ref.argmax(1)).mean() >= 0.995
