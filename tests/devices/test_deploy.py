@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from devkit import run_cli
 from edgec.devices.bench import bench, check_outputs, run_model
 from edgec.devices.deploy import build_local, deploy
 from edgec.devices.inventory import Inventory, device_from_profile
@@ -244,7 +244,7 @@ def test_clean_removes_uploads(board, tiny_model):
 def test_cli_failures_are_one_line(board, edgec_env, tiny_model, change, message):
     import dataclasses
     import subprocess
-    from conftest import free_port
+    from devkit import free_port
 
     fields = {}
     if change.get("port"):

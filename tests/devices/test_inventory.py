@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from conftest import run_cli
+from devkit import run_cli
 from edgec.devices.inventory import Inventory, config_dir, get_profile, profile_names
 from edgec.errors import EdgecError
 

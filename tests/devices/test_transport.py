@@ -110,7 +110,7 @@ def test_changed_host_key(board, edgec_env):
 
 
 def test_connection_failures(board, edgec_env):
-    from conftest import free_port
+    from devkit import free_port
 
     _expect(dataclasses.replace(board, port=free_port()), r"connection refused by board .*sshd running")
     _expect(dataclasses.replace(board, host="no-such-board.invalid"), r"cannot resolve host .* \(DNS failure\)")
