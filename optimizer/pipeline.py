@@ -198,6 +198,8 @@ def optimize(model_path: str | Path, out_path: str | Path, cfg: OptimizeConfig, 
     refuse_overwrite(model_path, out_path)
     if out_path.suffix != ".onnx":
         raise EdgecError(f"output {out_path} should end in .onnx")
+    if not out_path.parent.is_dir():  # say so before minutes of work, not after
+        raise EdgecError(f"output folder {out_path.parent} does not exist")
     opt = Optimizer(cfg, progress, log)
     model = opt.load(model_path)
     result = opt.run(model)
