@@ -70,8 +70,11 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: flo
     cos = float(gf @ wf / den) if den > 0 else (1.0 if np.array_equal(gf, wf) else 0.0)
     ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(w))))
     r.update(ok=ok, max_abs_err=max_abs, max_rel_err=max_rel, cosine=cos)
-    if want.ndim >= 1 and want.size and want.shape[-1] > 1 and np.issubdtype(want.dtype, np.floating):
-        r["argmax_agreement"] = float(np.mean(np.argmax(g, axis=-1) == np.argmax(w, axis=-1)))
+    if want.size > 1 and np.issubdtype(want.dtype, np.floating):
+        # per batch item over everything else (class scores may come as [N, C, 1, 1])
+        rows = want.shape[0] if want.ndim >= 2 else 1
+        gr, wr = g.reshape(rows, -1), w.reshape(rows, -1)
+        r["argmax_agreement"] = float(np.mean(np.argmax(gr, axis=1) == np.argmax(wr, axis=1)))
     return r
 
 
@@ -129,7 +132,10 @@ def verify(model_path, *, target="native", inputs: dict | None = None, input_fil
     if inputs is None:
         inputs = random_inputs(model_path, input_shapes)
     if input_shapes is None:
-        input_shapes = {k: list(np.shape(v)) for k, v in inputs.items()}
+        import onnx
+        from edgec.model import graph_inputs
+        declared = {i.name for i in graph_inputs(onnx.load(str(model_path), load_external_data=False))}
+        input_shapes = {k: list(np.shape(v)) for k, v in inputs.items() if k in declared}
     tmp = None
     if out_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="edgec-verify-")

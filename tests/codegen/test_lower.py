@@ -114,3 +114,23 @@ def test_targets_are_data():
                                    "aarch64-v82", "armv7-neon"}
     with pytest.raises(EdgecError, match="unknown target"):
         get_target("riscv")
+
+
+def test_decomposed_layernorm_becomes_one_node(tmp_path):
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "ax"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(1e-5, np.float32), "eps"),
+             numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "gamma"),
+             numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "beta")]
+    nodes = [helper.make_node("ReduceMean", ["x", "ax"], ["m"], keepdims=1),
+             helper.make_node("Sub", ["x", "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
+             helper.make_node("ReduceMean", ["p", "ax"], ["v"], keepdims=1),
+             helper.make_node("Add", ["v", "eps"], ["e"]), helper.make_node("Sqrt", ["e"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"]), helper.make_node("Mul", ["n", "gamma"], ["g"]),
+             helper.make_node("Add", ["g", "beta"], ["y"])]
+    p = _save(tmp_path / "m.onnx", nodes, [_vi("x", [2, 5, 16])], [_vi("y", [2, 5, 16])], inits, opset=18)
+    g = lower_file(p)
+    assert [n.op for n in g.nodes] == ["LayerNormalization"]
+    from edgec.codegen import verify
+    assert verify(p).ok

@@ -1,0 +1,116 @@
+"""IR pattern rewrites: the decomposed LayerNorm some exporters emit becomes one LayerNormalization.
+
+    m = ReduceMean(x) ; d = Sub(x, m) ; v = ReduceMean(Pow(d, 2)) ; n = Div(d, Sqrt(Add(v, eps)))
+    [; n = Mul(n, gamma)] [; n = Add(n, beta)]      (reductions over the trailing axes, keepdims)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen.ir import Graph, Node, Tensor
+
+
+def _axes(n: Node) -> list[int] | None:
+    from edgec.codegen.ops.reduce import reduce_axes
+    if n.op != "ReduceMean" or not n.attr("keepdims", 1):
+        return None
+    try:
+        return reduce_axes(n)
+    except Exception:
+        return None
+
+
+def _const_val(t: Tensor | None) -> float | None:
+    if t is None or not t.is_const or t.size != 1:
+        return None
+    return float(t.const.reshape(-1)[0])
+
+
+class _Match:
+    def __init__(self, g: Graph):
+        self.g = g
+        self.prod = g.producers()
+        self.users = g.consumers()
+
+    def src(self, t: Tensor, op: str) -> Node | None:
+        n = self.prod.get(id(t))
+        return n if n is not None and n.op == op else None
+
+    def private(self, t: Tensor, uses: int = 1) -> bool:
+        return len(self.users.get(id(t), [])) == uses and not any(t is o for o in self.g.outputs)
+
+
+def _layernorm_at(m: _Match, div: Node):
+    """The nodes of a decomposed LayerNorm ending at div, with x, axis and eps; else None."""
+    if div.op != "Div" or len(div.inputs) != 2:
+        return None
+    d, s = div.inputs
+    sqrt = m.src(s, "Sqrt")
+    add = sqrt and m.src(sqrt.inputs[0], "Add")
+    sub = m.src(d, "Sub")
+    if not (sqrt and add and sub):
+        return None
+    eps = _const_val(add.inputs[1]) if _const_val(add.inputs[1]) is not None else _const_val(add.inputs[0])
+    var_t = add.inputs[0] if _const_val(add.inputs[1]) is not None else add.inputs[1]
+    rvar = m.src(var_t, "ReduceMean")
+    pow_ = rvar and m.src(rvar.inputs[0], "Pow")
+    x = sub.inputs[0]
+    rmean = m.src(sub.inputs[1], "ReduceMean")
+    if not (eps is not None and rvar and pow_ and rmean) or pow_.inputs[0] is not d or _const_val(pow_.inputs[1]) != 2.0:
+        return None
+    if rmean.inputs[0] is not x:
+        return None
+    ax1, ax2, r = _axes(rmean), _axes(rvar), len(x.shape)
+    if not ax1 or ax1 != ax2 or ax1 != list(range(ax1[0], r)):
+        return None
+    if not (m.private(d, 2) and all(m.private(t) for t in (s, add.outputs[0], var_t, pow_.outputs[0], sub.inputs[1]))):
+        return None
+    return [rmean, sub, pow_, rvar, add, sqrt, div], x, ax1[0], eps
+
+
+def _affine(m: _Match, y: Tensor, op: str, norm_shape) -> tuple[Node, Tensor] | None:
+    us = m.users.get(id(y), [])
+    if len(us) != 1 or not m.private(y) or us[0].op != op:
+        return None
+    n = us[0]
+    other = n.inputs[1] if n.inputs[0] is y else n.inputs[0]
+    if not other.is_const or other.dtype != np.float32 or n.outputs[0].shape != y.shape:
+        return None
+    try:
+        val = np.broadcast_to(other.const, norm_shape) if other.const.ndim <= len(norm_shape) else None
+    except ValueError:
+        return None
+    return (n, val) if val is not None else None
+
+
+def fuse_layernorm(g: Graph) -> Graph:
+    m = _Match(g)
+    for div in list(g.nodes):
+        found = _layernorm_at(m, div)
+        if not found:
+            continue
+        nodes, x, axis, eps = found
+        norm_shape = x.shape[axis:]
+        y = div.outputs[0]
+        scale, bias = np.ones(norm_shape, np.float32), np.zeros(norm_shape, np.float32)
+        for op in ("Mul", "Add"):
+            hit = _affine(m, y, op, norm_shape)
+            if hit:
+                n, val = hit
+                if op == "Mul":
+                    scale = val.astype(np.float32)
+                else:
+                    bias = val.astype(np.float32)
+                nodes.append(n)
+                y = n.outputs[0]
+        ln = Node(div.name + "__layernorm", "LayerNormalization",
+                  [x, Tensor(y.name + "__scale", norm_shape, np.float32, scale),
+                   Tensor(y.name + "__bias", norm_shape, np.float32, bias)], [y],
+                  {"axis": axis, "epsilon": eps}, onnx_names=[nm for n in nodes for nm in n.onnx_names])
+        drop = {id(n) for n in nodes}
+        at = g.nodes.index(nodes[-1])
+        g.nodes[at] = ln
+        g.nodes = [n for n in g.nodes if id(n) not in drop]
+        return fuse_layernorm(g)
+    return g
