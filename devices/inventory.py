@@ -207,7 +207,9 @@ class Inventory:
 
     def all(self) -> list[Device]:
         names = list(self.entries())
-        return [self.get("local")] * ("local" not in names) + [self.get(n) for n in names]
+        if "local" not in names:  # always listed: it is the default device
+            names.insert(0, "local")
+        return [self.get(n) for n in names]
 
     def add(self, device: Device, *, replace: bool = False) -> None:
         if device.name in self.user_doc.get("devices", {}) and not replace:
