@@ -117,6 +117,12 @@ class Optimizer:
                                    f"{len(self.calib)} samples, activations {cfg.activations}"
                                    f"{', reduce_range' if cfg.reduce_range else ''})")
         self._current.notes.extend(f"{n}: kept float (--keep-float)" for n in cfg.keep_float)
+        chosen = set(names) | set(cfg.keep_float) | {f["name"] for f in self.report.get("guard", {}).get("float_layers", [])}
+        rest = Counter(n.op_type for n in out.graph.node if n.name not in chosen
+                       and n.op_type not in ("QuantizeLinear", "DequantizeLinear"))
+        if rest:
+            self._current.notes.append("float (not int8 in onnxruntime's QDQ scheme or fed by float data): "
+                                       + ", ".join(f"{op} x{k}" for op, k in sorted(rest.items())))
         self._current.details["int8_nodes"] = names
         return infer_shapes(out)
 
