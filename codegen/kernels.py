@@ -42,9 +42,11 @@ class Kernel:
         return f"{self.dtype}-{_FAMILY[self.op]}/{self.dtype}-{_FAMILY[self.op]}.h"
 
 
-_FAMILY = {"gemm": "gemm", "gspc": "gspc", "dwconv": "dwconv"}
+_FAMILY = {"gemm": "gemm", "igemm": "gemm", "gspc": "gspc", "dwconv": "dwconv"}
 _G = "f32-gemm/f32-gemm-"
 _GS = "f32-gspc/f32-gspc-"
+_I = "f32-igemm/f32-igemm-"
+_IGEMM_SCRATCH = "padded input N*C*Hp*Wp + Wp + NR, plus threads x Mp x NC tile buffers (x 4 bytes)"
 _DW = "f32-dwconv/f32-dwconv-"
 _GEMM_SCRATCH = "conv: threads x Cpg*KH*KW x NC x 4; Gemm/MatMul: packed runtime operands"
 
@@ -59,6 +61,16 @@ KERNELS: tuple[Kernel, ...] = (
            {"mr": 8, "nr": 12}, arch="aarch64", scratch=_GEMM_SCRATCH),
     Kernel("f32_gemm_ukernel_4x8__neon", "f32", "gemm", "neon", "4x8", _G + "4x8-neon.c",
            {"mr": 4, "nr": 8}, arch="armv7", scratch=_GEMM_SCRATCH),
+    Kernel("f32_igemm_ukernel_4x4__scalar", "f32", "igemm", "scalar", "4x4", _I + "4x4-scalar.c",
+           {"mr": 4, "nr": 4}, scratch=_IGEMM_SCRATCH),
+    Kernel("f32_igemm_ukernel_6x16__avx2", "f32", "igemm", "avx2", "6x16", _I + "6x16-avx2.c",
+           {"mr": 6, "nr": 16}, scratch=_IGEMM_SCRATCH),
+    Kernel("f32_igemm_ukernel_12x32__avx512", "f32", "igemm", "avx512", "12x32", _I + "12x32-avx512.c",
+           {"mr": 12, "nr": 32}, scratch=_IGEMM_SCRATCH),
+    Kernel("f32_igemm_ukernel_8x12__neon", "f32", "igemm", "neon", "8x12", _I + "8x12-neon.c",
+           {"mr": 8, "nr": 12}, arch="aarch64", scratch=_IGEMM_SCRATCH),
+    Kernel("f32_igemm_ukernel_4x8__neon", "f32", "igemm", "neon", "4x8", _I + "4x8-neon.c",
+           {"mr": 4, "nr": 8}, arch="armv7", scratch=_IGEMM_SCRATCH),
     # GSPC row kernels: t_o output-channel lanes, bmax = largest ow register block,
     # lpc = lanes per cycle (FMA throughput) used to trade padding against width
     Kernel("f32_gspc_row__scalar", "f32", "gspc", "scalar", "any", _GS + "scalar.c",
@@ -92,6 +104,10 @@ def usable(target: Target, op: str) -> list[Kernel]:
 
 def gemm_kernel(target: Target) -> Kernel:
     return usable(target, "gemm")[0]
+
+
+def igemm_kernel(target: Target) -> Kernel:
+    return usable(target, "igemm")[0]
 
 
 def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:

@@ -145,4 +145,131 @@ EC_INLINE void f32_conv_run(const f32_conv_shape *s, const f32_conv_args *a, ec_
   ec_parallel_for_tid(pool, n, 1, f32_conv_task, &j);
 }
 
+/* ---- stride-1 convolution as indirect GEMM -------------------------------------------------
+ * The input is padded once into [N][C][Hp][Wp]; output columns are taken over the padded width
+ * (j = oh*Wp + ow, the Wp-Wo columns past each row end are computed and dropped), so B row
+ * k = (c, kh, kw) of any column block is contiguous in place: xpad + koff[k] + j with
+ * koff[k] = c*Hp*Wp + kh*DH*Wp + kw*DW. No im2col copy; the microkernel tile lands in a
+ * per-thread buffer and the epilogue runs while compacting it into NCHW. */
+typedef struct {
+  size_t N, C, H, W, K, Ho, Wo, G;
+  size_t KH, KW, DH, DW, PT, PL;
+  size_t Hp, Wp; /* Hp = Ho + (KH-1)*DH, Wp = Wo + (KW-1)*DW */
+  size_t MR, NR, KC, NC, MSPLIT;
+  f32_igemm_ukernel_fn uk;
+} f32_conv_s1_shape;
+
+typedef struct {
+  const float *x;
+  float *y;
+  const float *w;       /* packed like f32_conv_shape's */
+  const int32_t *koff;  /* [Cpg*KH*KW] */
+  const float *bias;
+  const float *res;
+  int res_before_act;
+  ec_act act;
+  float *xpad;          /* f32_conv_s1_pad_floats */
+  float *tmp;           /* threads x tmp_floats_per_thread */
+  size_t tmp_floats_per_thread;
+} f32_conv_s1_args;
+
+/* padded planes plus the tail the last tile may read past the end */
+static inline size_t f32_conv_s1_pad_floats(size_t N, size_t C, size_t Hp, size_t Wp, size_t NR) {
+  return N * C * Hp * Wp + Wp + NR;
+}
+
+EC_INLINE size_t f32_conv_s1_cols(const f32_conv_s1_shape *s) { return (s->Ho - 1) * s->Wp + s->Wo; }
+
+EC_INLINE size_t f32_conv_s1_items(const f32_conv_s1_shape *s) {
+  return s->N * s->G * EC_DIV_UP(f32_conv_s1_cols(s), s->NC) * s->MSPLIT;
+}
+
+EC_INLINE void f32_conv_s1_pad_plane(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, size_t p) {
+  const size_t Hp = s->Hp, Wp = s->Wp, H = s->H, W = s->W;
+  const float *src = a->x + p * H * W;
+  float *dst = a->xpad + p * Hp * Wp;
+  for (size_t ih = 0; ih < Hp; ih++) {
+    float *d = dst + ih * Wp;
+    const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
+    if (r < 0 || r >= (ptrdiff_t)H) {
+      memset(d, 0, Wp * sizeof(float));
+      continue;
+    }
+    const size_t lo = EC_MIN(s->PL, Wp), hi = EC_MIN(Wp, s->PL + W);
+    memset(d, 0, lo * sizeof(float));
+    memcpy(d + lo, src + (size_t)r * W, (hi - lo) * sizeof(float));
+    memset(d + hi, 0, (Wp - hi) * sizeof(float));
+  }
+  if (p + 1 == s->N * s->C) memset(dst + Hp * Wp, 0, (Wp + s->NR) * sizeof(float));
+}
+
+EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, size_t tid,
+                                size_t item) {
+  const size_t cols = f32_conv_s1_cols(s), nblocks = EC_DIV_UP(cols, s->NC);
+  const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, Kg = Cpg * s->KH * s->KW, MR = s->MR;
+  const size_t ms = item % s->MSPLIT;
+  size_t t = item / s->MSPLIT;
+  const size_t nb = t % nblocks;
+  t /= nblocks;
+  const size_t g = t % s->G, n = t / s->G;
+  const size_t mchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->MSPLIT), MR);
+  const size_t m0 = ms * mchunk, m1 = EC_MIN(Kpg, m0 + mchunk);
+  if (m0 >= m1) return;
+  const size_t n0 = nb * s->NC, nc = EC_MIN(s->NC, cols - n0), ldt = EC_ROUND_UP(s->NC, s->NR);
+  const float *xb = a->xpad + (n * s->C + g * Cpg) * s->Hp * s->Wp + n0;
+  const float *wg = a->w + g * EC_ROUND_UP(Kpg, MR) * Kg;
+  float *tb = a->tmp + tid * a->tmp_floats_per_thread;
+  for (size_t k0 = 0; k0 < Kg; k0 += s->KC) {
+    const size_t kc = EC_MIN(s->KC, Kg - k0);
+    for (size_t j0 = 0; j0 < nc; j0 += s->NR) {
+      const size_t nr = EC_MIN(s->NR, nc - j0);
+      for (size_t i0 = m0; i0 < m1; i0 += MR)
+        s->uk(EC_MIN(MR, m1 - i0), nr, kc, wg + i0 * Kg + k0 * MR, xb + j0, a->koff + k0,
+              tb + (i0 - m0) * ldt + j0, ldt, k0 != 0, NULL);
+    }
+  }
+  const size_t HoWo = s->Ho * s->Wo, yoff = (n * s->K + g * Kpg) * HoWo;
+  for (size_t i = m0; i < m1; i++) {
+    const float *src = tb + (i - m0) * ldt;
+    const float bias = a->bias ? a->bias[g * Kpg + i] : 0.0f;
+    for (size_t j = 0; j < nc;) {
+      const size_t col = n0 + j, oh = col / s->Wp, ow = col % s->Wp;
+      if (ow >= s->Wo) {
+        j += s->Wp - ow;
+        continue;
+      }
+      const size_t len = EC_MIN(s->Wo - ow, nc - j), o = yoff + i * HoWo + oh * s->Wo + ow;
+      ec_epi_row(src + j, a->y + o, len, bias, a->res ? a->res + o : NULL, a->res_before_act, a->act);
+      j += len;
+    }
+  }
+}
+
+typedef struct {
+  const f32_conv_s1_shape *s;
+  const f32_conv_s1_args *a;
+} f32_conv_s1_job;
+
+static inline void f32_conv_s1_pad_task(void *ctx, size_t begin, size_t end) {
+  const f32_conv_s1_job *j = (const f32_conv_s1_job *)ctx;
+  for (size_t i = begin; i < end; i++) f32_conv_s1_pad_plane(j->s, j->a, i);
+}
+
+static inline void f32_conv_s1_task(void *ctx, size_t tid, size_t begin, size_t end) {
+  const f32_conv_s1_job *j = (const f32_conv_s1_job *)ctx;
+  for (size_t i = begin; i < end; i++) f32_conv_s1_item(j->s, j->a, tid, i);
+}
+
+EC_INLINE void f32_conv_s1_run(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, ec_pool *pool) {
+  const size_t planes = s->N * s->C, n = f32_conv_s1_items(s);
+  if (ec_pool_threads(pool) <= 1) {
+    for (size_t i = 0; i < planes; i++) f32_conv_s1_pad_plane(s, a, i);
+    for (size_t i = 0; i < n; i++) f32_conv_s1_item(s, a, 0, i);
+    return;
+  }
+  f32_conv_s1_job j = {s, a};
+  ec_parallel_for(pool, planes, 4, f32_conv_s1_pad_task, &j);
+  ec_parallel_for_tid(pool, n, 1, f32_conv_s1_task, &j);
+}
+
 #endif

@@ -1,9 +1,16 @@
 /* Register-blocked microkernel body shared by the SIMD files: each file includes its ISA's
  * ec_simd_*.h, defines MR, NV (vectors per row, NR = NV*EC_VL) and FN, then includes this.
- * acc[MR][NV] stays in registers once the constant loops are unrolled. */
+ * acc[MR][NV] stays in registers once the constant loops are unrolled.
+ * With INDIRECT defined the B rows are read in place at b + koff[k] (f32-igemm). */
 #define NR (NV * EC_VL)
 
+#ifdef INDIRECT
+F32_IGEMM_DECL(FN) {
+#define B_ROW(k) (b + koff[k])
+#else
 F32_GEMM_DECL(FN) {
+#define B_ROW(k) (b + (k) * NR)
+#endif
   ec_v acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++)
@@ -11,8 +18,9 @@ F32_GEMM_DECL(FN) {
     for (int v = 0; v < NV; v++) acc[i][v] = ec_vzero();
   for (size_t k = 0; k < kc; k++) {
     ec_v bv[NV];
+    const float *bk = B_ROW(k);
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) bv[v] = ec_vld(b + v * EC_VL);
+    for (int v = 0; v < NV; v++) bv[v] = ec_vld(bk + v * EC_VL);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
       const ec_v av = ec_vset1(a[i]);
@@ -20,7 +28,6 @@ F32_GEMM_DECL(FN) {
       for (int v = 0; v < NV; v++) acc[i][v] = ec_vfma(acc[i][v], av, bv[v]);
     }
     a += MR;
-    b += NR;
   }
   if (mr == MR && nr == NR) {
 #pragma GCC unroll 16
@@ -57,3 +64,4 @@ F32_GEMM_DECL(FN) {
   }
 }
 #undef NR
+#undef B_ROW

@@ -23,6 +23,23 @@ typedef void (*f32_gemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float
             const float *EC_RESTRICT b, float *EC_RESTRICT c, size_t ldc, int accumulate,      \
             const ec_tile_epi *ep)
 
+/* Indirect variant (f32-igemm/): B row k of the tile is read in place at b + koff[k]; the
+ * caller guarantees NR readable floats there (tails compute columns that are discarded). */
+typedef void (*f32_igemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float *a,
+                                     const float *b, const int32_t *koff, float *c, size_t ldc,
+                                     int accumulate, const ec_tile_epi *ep);
+
+#define F32_IGEMM_DECL(name)                                                                    \
+  void name(size_t mr, size_t nr, size_t kc, const float *EC_RESTRICT a,                       \
+            const float *EC_RESTRICT b, const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c, \
+            size_t ldc, int accumulate, const ec_tile_epi *ep)
+
+F32_IGEMM_DECL(f32_igemm_ukernel_4x4__scalar);
+F32_IGEMM_DECL(f32_igemm_ukernel_6x16__avx2);
+F32_IGEMM_DECL(f32_igemm_ukernel_12x32__avx512);
+F32_IGEMM_DECL(f32_igemm_ukernel_8x12__neon);
+F32_IGEMM_DECL(f32_igemm_ukernel_4x8__neon);
+
 F32_GEMM_DECL(f32_gemm_ukernel_4x4__scalar);
 F32_GEMM_DECL(f32_gemm_ukernel_6x16__avx2);
 F32_GEMM_DECL(f32_gemm_ukernel_12x32__avx512);

@@ -83,6 +83,9 @@ def conv_model(path):
     g.out(g.node("Relu", [g.conv(x2, 8, 8, 3, group=8, pads=[1, 1, 1, 1])]))
     g.out(g.conv(x2, 8, 12, 3, group=4, strides=[2, 2], pads=[1, 1, 1, 1]))
     g.out(g.node("Add", [g.conv(x2, 8, 8, 3, pads=[1, 1, 1, 1]), x2]))
+    x4 = g.input("x4", [1, 8, 6, 40])                                       # wide rows: stride-1 indirect GEMM
+    g.out(g.node("Clip", [g.conv(x4, 8, 13, 3, pads=[1, 1, 1, 1]), g.const(np.array(-1.0)), g.const(np.array(1.0))]))
+    g.out(g.node("Add", [g.conv(x4, 8, 8, 3, pads=[2, 1, 2, 1], dilations=[2, 1]), x4]))
     x3 = g.input("x3", [1, 6, 29])                                                            # Conv1D
     g.out(g.conv(x3, 6, 10, 3, dims=1, pads=[1, 1], strides=[2], dilations=[2]))
     g.out(g.node("Relu", [g.conv(x3, 6, 6, 5, group=6, dims=1, auto_pad="SAME_UPPER")]))
@@ -135,6 +138,7 @@ def test_conv_emitter_matches_onnxruntime(tmp_path, target):
     b = run_against_ort(conv_model(tmp_path / "conv.onnx"), target, tmp_path)
     algos = {l["algo"].split("-")[0] for l in b.layers if l["op"] == "Conv"}
     assert algos == {"gemm", "gspc", "dwconv"}, b.layers
+    assert any("-s1-" in l["algo"] for l in b.layers), b.layers
 
 
 def test_conv_emitter_threads(tmp_path):

@@ -22,8 +22,12 @@ SAN = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
 
 def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
     """(test program, defines, extra runtime sources) for one kernel."""
-    if k.op == "gemm":
-        return "test_conv_gemm.c", {"T_UK": k.name, "T_MR": k.params["mr"], "T_NR": k.params["nr"]}, []
+    if k.op in ("gemm", "igemm"):  # the pair sharing a tile is tested together
+        pair = {"gemm": "igemm", "igemm": "gemm"}[k.op]
+        other = next(o for o in kernels.KERNELS if o.op == pair and o.isa == k.isa and o.tile == k.tile)
+        g, i = (k, other) if k.op == "gemm" else (other, k)
+        return ("test_conv_gemm.c", {"T_UK": g.name, "T_IUK": i.name, "T_MR": k.params["mr"],
+                                     "T_NR": k.params["nr"]}, [other.file])
     if k.op == "gspc":
         return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": k.params["t_o"]}, []
     kk = k.params["k"][0] if k.params["k"] else 0

@@ -1,5 +1,6 @@
-/* Dense/grouped conv via packed GEMM (f32-conv.h + one microkernel) vs the naive reference.
- * Build with -DUK=<microkernel> -DMR=.. -DNR=.. ; exit status != 0 on mismatch. */
+/* Dense/grouped conv via packed GEMM (f32-conv.h + one microkernel) vs the naive reference;
+ * stride-1 cases also through the indirect path when -DT_IUK=<igemm microkernel> is given.
+ * Build with -DT_UK=<microkernel> -DT_MR=.. -DT_NR=.. ; exit status != 0 on mismatch. */
 #include "f32-conv/f32-conv.h"
 #include "ref.h"
 
@@ -28,6 +29,28 @@ static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act,
   for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   double e = max_err(y, yr, ny);
+#ifdef T_IUK
+  if (p->SH == 1 && p->SW == 1) { /* same case through the indirect stride-1 path */
+    const size_t Hp = Ho + (p->KH - 1) * p->DH, Wp = Wo + (p->KW - 1) * p->DW;
+    f32_conv_s1_shape s1 = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->DH, p->DW,
+                            p->PT, p->PL, Hp, Wp, T_MR, T_NR, KC, NC, MSPLIT, T_IUK};
+    const size_t Cpg = p->C / p->G;
+    int32_t *koff = (int32_t *)malloc(Kg * sizeof(int32_t));
+    for (size_t c = 0; c < Cpg; c++)
+      for (size_t kh = 0; kh < p->KH; kh++)
+        for (size_t kw = 0; kw < p->KW; kw++)
+          koff[(c * p->KH + kh) * p->KW + kw] = (int32_t)(c * Hp * Wp + kh * p->DH * Wp + kw * p->DW);
+    const size_t tper = EC_ROUND_UP(p->K / p->G, T_MR) * EC_ROUND_UP(NC, T_NR);
+    float *xpad = falloc(f32_conv_s1_pad_floats(p->N, p->C, Hp, Wp, T_NR));
+    float *tmp = falloc(threads * tper), *y1 = falloc(ny);
+    f32_conv_s1_args a1 = {x, y1, wp, koff, b, use_res ? r : NULL, before, act, xpad, tmp, tper};
+    for (size_t i = 0; i < p->N * p->C; i++) f32_conv_s1_pad_plane(&s1, &a1, i);
+    for (size_t i = 0; i < f32_conv_s1_items(&s1); i++) f32_conv_s1_item(&s1, &a1, i % threads, i);
+    const double e1 = max_err(y1, yr, ny);
+    if (!(e1 <= e)) e = e1;
+    free(koff), free(xpad), free(tmp), free(y1);
+  }
+#endif
   int bad = !(e < 1e-4);
   if (bad)
     printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu p%zu KC%zu NC%zu MS%zu act%d res%d: %g\n",
