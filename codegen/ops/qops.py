@@ -68,9 +68,16 @@ def emit_qgap(node: Node, ctx: EmitContext) -> str:
 def emit_qlut(node: Node, ctx: EmitContext) -> str:
     x, lut = node.inputs[0], node.inputs[1]
     y = node.outputs[0]
+    fn = "q8_lut"
+    if ctx.target.arch == "x86_64" and "avx512_vbmi" in ctx.target.features:
+        fn = "q8_lut__avx512vbmi"
+        ctx.require("q8-eltwise/q8-lut-avx512vbmi.c")
+    elif ctx.target.arch == "aarch64":
+        fn = "q8_lut__neon"
+        ctx.require("q8-eltwise/q8-lut-neon.c")
     ctx.require(*FILES)
-    ctx.note(algo="q8-lut", macs=y.size)
-    return (f"q8_lut({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n")
+    ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
+    return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
 
 
 @register("EcQMul")

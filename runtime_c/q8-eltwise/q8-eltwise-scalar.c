@@ -25,13 +25,15 @@ void q8_dequantize(size_t n, const uint8_t *x, float scale, int32_t zp, float *y
 
 void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y)
 {
-    const int32_t half = (int32_t)1 << (p->shift - 1);
+    /* parameters in locals: y (bytes) may alias *p, which would block vectorisation */
+    const int32_t za = p->za, zb = p->zb, ma = p->ma, mb = p->mb, sh = p->shift, zy = p->zy;
+    const int32_t lo = p->qmin, hi = p->qmax, half = (int32_t)1 << (sh - 1);
     for (size_t i = 0; i < n; i++) {
-        int32_t acc = ((int32_t)a[i] - p->za) * p->ma + ((int32_t)b[i] - p->zb) * p->mb;
+        int32_t acc = ((int32_t)a[i] - za) * ma + ((int32_t)b[i] - zb) * mb;
         /* ties to even like onnxruntime: scale ratios such as 0.5 make ties common here;
          * >> of a negative int is arithmetic in gcc/clang */
-        int32_t q = ((acc + half - 1 + ((acc >> p->shift) & 1)) >> p->shift) + p->zy;
-        y[i] = clamp_u8(q, p->qmin, p->qmax);
+        int32_t q = ((acc + half - 1 + ((acc >> sh) & 1)) >> sh) + zy;
+        y[i] = clamp_u8(q, lo, hi);
     }
 }
 

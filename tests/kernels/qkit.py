@@ -50,6 +50,8 @@ ISAS = {
                                             "-mavx512vnni"), (), ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")),
     "avx512": Isa("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl"), (),
                   ("avx512f", "avx512bw", "avx512vl")),
+    "avx512vbmi": Isa("avx512vbmi", "gcc", ("-mavx512f", "-mavx512bw", "-mavx512vbmi"), (),
+                      ("avx512f", "avx512bw", "avx512vbmi")),
     "neon": Isa("neon", "aarch64-linux-gnu-gcc", ("-mcpu=cortex-a72", "-static"), A72),
     "neon-v82": Isa("neon-v82", "aarch64-linux-gnu-gcc", ("-march=armv8.2-a+dotprod+fp16", "-static"),
                     ("qemu-aarch64", "-cpu", "max")),

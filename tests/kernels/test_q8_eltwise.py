@@ -98,3 +98,15 @@ def test_q8_maxpool_matches_onnxruntime(lib):
     lib.q8_maxpool(ctypes.byref(PoolS(1, 5, 11, 10, 3, 3, 2, 2, 1, 1, 1, 1, ref.shape[2], ref.shape[3])),
                    x.ctypes.data_as(P), y.ctypes.data_as(P))
     assert np.array_equal(y, ref.ravel())
+
+
+@pytest.mark.parametrize("isa_name,fn,src", [("avx512vbmi", "q8_lut__avx512vbmi", "q8-eltwise/q8-lut-avx512vbmi.c"),
+                                             ("neon", "q8_lut__neon", "q8-eltwise/q8-lut-neon.c")])
+def test_q8_lut_simd_matches_scalar(isa_name, fn, src, tmp_path):
+    from qkit import require, run
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "lut", ["q8_lut_test.c", "q8-eltwise/q8-eltwise-scalar.c", src],
+                {"KERNEL": fn, "KERNEL_NAME": f'"{isa_name}"'})
+    r = run(isa, exe)
+    assert r.returncode == 0 and "all match" in r.stdout, r.stdout + r.stderr
