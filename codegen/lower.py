@@ -5,6 +5,7 @@
               Identity/Dropout become aliases
     fold_bn   BatchNormalization after Conv/ConvTranspose/Gemm folded into their weights and bias
     layernorm the decomposed ReduceMean/Sub/Pow/Sqrt/Div LayerNorm pattern becomes one node
+    hardswish x * Clip(x + 3, 0, 6) / 6 becomes HardSwish (then an epilogue like any activation)
     fuse      activations and same-shape residual Adds moved into epilogue-capable producers
 """
 
@@ -21,7 +22,7 @@ from edgec.codegen import registry
 from edgec.codegen.fold import evaluate_node, FOLD_ONLY
 from edgec.codegen.fuse import fold_batchnorm, fuse_epilogues
 from edgec.codegen.ir import Graph, Node, Tensor
-from edgec.codegen.patterns import fuse_layernorm
+from edgec.codegen.patterns import fuse_hardswish, fuse_layernorm
 from edgec.errors import EdgecError
 from edgec.model import constant_tensors, load_model, opset_version, tensor_shapes
 
@@ -50,7 +51,7 @@ def lower_model(model: onnx.ModelProto, name: str = "model") -> Graph:
         listed = ", ".join(f"{n} ({op})" for n, op in bad[:20]) + (" ..." if len(bad) > 20 else "")
         raise EdgecError(f"{len(bad)} node(s) use ops edgec cannot compile: {listed}")
     graph = _build(model, name)
-    for pass_fn in (fold_batchnorm, fuse_layernorm, fuse_epilogues, _copy_odd_outputs):
+    for pass_fn in (fold_batchnorm, fuse_layernorm, fuse_hardswish, fuse_epilogues, _copy_odd_outputs):
         graph = pass_fn(graph)
     return graph
 

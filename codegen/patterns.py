@@ -114,3 +114,87 @@ def fuse_layernorm(g: Graph) -> Graph:
         g.nodes = [n for n in g.nodes if id(n) not in drop]
         return fuse_layernorm(g)
     return g
+
+
+def fuse_hardswish(g: Graph) -> Graph:
+    """x * Clip(x + 3, 0, 6) / 6 (Div by 6 or Mul by 1/6, in either order) -> HardSwish(x)."""
+    from edgec.codegen.fuse import activation_of
+
+    m = _Match(g)
+    for top in list(g.nodes):
+        found = _scaled_product(m, top, activation_of)
+        if found:
+            x, chain = found
+            hs = Node(top.name + "__hardswish", "HardSwish", [x], [top.outputs[0]],
+                      onnx_names=[nm for n in chain + [top] for nm in n.onnx_names])
+            drop = {id(n) for n in chain}
+            g.nodes[g.nodes.index(top)] = hs
+            g.nodes = [n for n in g.nodes if id(n) not in drop]
+            return fuse_hardswish(g)
+    for mul in list(g.nodes):
+        if mul.op != "Mul" or len(mul.inputs) != 2:
+            continue
+        for x, other in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
+            chain = _relu6_over_6(m, x, other, activation_of)
+            if chain is None:
+                continue
+            hs = Node(mul.name + "__hardswish", "HardSwish", [x], [mul.outputs[0]],
+                      onnx_names=[nm for n in chain + [mul] for nm in n.onnx_names])
+            drop = {id(n) for n in chain}
+            g.nodes[g.nodes.index(mul)] = hs
+            g.nodes = [n for n in g.nodes if id(n) not in drop]
+            return fuse_hardswish(g)
+    return g
+
+
+def _is_sixth(n: Node) -> bool:
+    k = _const_val(n.inputs[1]) if len(n.inputs) == 2 else None
+    return (n.op == "Div" and k == 6.0) or (n.op == "Mul" and k is not None and abs(k - 1 / 6) < 1e-6)
+
+
+def _relu6(m: _Match, x: Tensor, t: Tensor, activation_of) -> list[Node] | None:
+    """Nodes computing t = Clip(x + 3, 0, 6), each result used once; else None."""
+    clip = m.src(t, "Clip")
+    if clip is None or not m.private(t) or activation_of(clip) != ("clip", {"min": 0.0, "max": 6.0}):
+        return None
+    add = m.src(clip.inputs[0], "Add")
+    if add is None or not m.private(add.outputs[0]) or len(add.inputs) != 2:
+        return None
+    a, b = add.inputs
+    if not ((a is x and _const_val(b) == 3.0) or (b is x and _const_val(a) == 3.0)):
+        return None
+    return [add, clip]
+
+
+def _scaled_product(m: _Match, top: Node, activation_of):
+    """top = (x * Clip(x + 3, 0, 6)) / 6: returns (x, nodes before top)."""
+    if not _is_sixth(top):
+        return None
+    mul = m.src(top.inputs[0], "Mul")
+    if mul is None or not m.private(mul.outputs[0]) or len(mul.inputs) != 2:
+        return None
+    for x, other in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
+        chain = _relu6(m, x, other, activation_of)
+        if chain:
+            return x, chain + [mul]
+    return None
+
+
+def _relu6_over_6(m: _Match, x: Tensor, t: Tensor, activation_of) -> list[Node] | None:
+    """Nodes computing t = Clip(x + 3, 0, 6) / 6 from x, each result used once; else None."""
+    scale = m.prod.get(id(t))
+    if scale is None or not m.private(t):
+        return None
+    k = _const_val(scale.inputs[1]) if len(scale.inputs) == 2 else None
+    if not ((scale.op == "Div" and k == 6.0) or (scale.op == "Mul" and k is not None and abs(k - 1 / 6) < 1e-6)):
+        return None
+    clip = m.src(scale.inputs[0], "Clip")
+    if clip is None or not m.private(clip.outputs[0]) or activation_of(clip) != ("clip", {"min": 0.0, "max": 6.0}):
+        return None
+    add = m.src(clip.inputs[0], "Add")
+    if add is None or not m.private(add.outputs[0]) or len(add.inputs) != 2:
+        return None
+    a, b = add.inputs
+    if not ((a is x and _const_val(b) == 3.0) or (b is x and _const_val(a) == 3.0)):
+        return None
+    return [add, clip, scale]

@@ -72,14 +72,28 @@ def emit_avgpool(node: Node, ctx: EmitContext) -> str:
             f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
 
 
+# global average pool kernel per ISA: (header, function); the scalar one is the reference
+GAVGPOOL = {
+    "scalar": ("f32-gavgpool/f32-gavgpool-1x-scalar.h", "ec_f32_gavgpool_1x_scalar"),
+    "avx2": ("f32-gavgpool/f32-gavgpool-8x-avx2.h", "ec_f32_gavgpool_8x_avx2"),
+    "avx512": ("f32-gavgpool/f32-gavgpool-16x-avx512.h", "ec_f32_gavgpool_16x_avx512"),
+    "neon": ("f32-gavgpool/f32-gavgpool-4x-neon.h", "ec_f32_gavgpool_4x_neon"),
+    "neon-v82": ("f32-gavgpool/f32-gavgpool-4x-neon.h", "ec_f32_gavgpool_4x_neon"),
+}
+
+
 @register("GlobalAveragePool", "GlobalMaxPool")
 def emit_global_pool(node: Node, ctx: EmitContext) -> str:
     x, y = node.inputs[0], node.outputs[0]
     if x.dtype != np.float32:
         raise EdgecError(f"node {node.name} ({node.op}): only float32 is supported")
-    ctx.require(HEADER)
     planes = x.shape[0] * x.shape[1]
     hw = x.size // max(planes, 1)
-    fn = "avgpool" if node.op == "GlobalAveragePool" else "maxpool"
-    ctx.note(algo=f"global-{fn}", macs=x.size)
-    return f"ec_f32_global_{fn}_scalar({planes}u, {hw}u, {ctx.ptr(x)}, {ctx.ptr(y)});\n"
+    if node.op == "GlobalAveragePool":
+        header, fn = GAVGPOOL.get(ctx.target.isa, GAVGPOOL["scalar"])
+        ctx.require(header)
+        ctx.note(algo=f"gavgpool-{ctx.target.isa}", macs=x.size)
+        return f"{fn}({planes}u, {hw}u, {ctx.ptr(x)}, {ctx.ptr(y)});\n"
+    ctx.require(HEADER)
+    ctx.note(algo="global-maxpool", macs=x.size)
+    return f"ec_f32_global_maxpool_scalar({planes}u, {hw}u, {ctx.ptr(x)}, {ctx.ptr(y)});\n"
