@@ -11,8 +11,9 @@ EC_INLINE ec_v ec_vact_scalar(ec_act act, ec_v x) {
   return ec_vld(t);
 }
 
-EC_INLINE ec_v ec_vact(ec_act act, ec_v x) {
-  switch (act.kind) {
+/* kind separate from act so that a constant kind folds the switch away in inlined callers */
+EC_INLINE ec_v ec_vact_k(ec_act_kind kind, ec_act act, ec_v x) {
+  switch (kind) {
   case EC_ACT_NONE: return x;
   case EC_ACT_RELU: return ec_vmax(x, ec_vzero());
   case EC_ACT_CLIP: return ec_vmin(ec_vmax(x, ec_vset1(act.a)), ec_vset1(act.b));
@@ -30,6 +31,8 @@ EC_INLINE ec_v ec_vact(ec_act act, ec_v x) {
   }
 }
 
+EC_INLINE ec_v ec_vact(ec_act act, ec_v x) { return ec_vact_k(act.kind, act, x); }
+
 /* acc (bias already added) -> final value; res points at the matching output lanes or NULL. */
 EC_INLINE ec_v ec_vepi(ec_v acc, const float *res, int before, ec_act act) {
   if (res && before) acc = ec_vadd(acc, ec_vld(res));
@@ -43,5 +46,26 @@ EC_INLINE ec_v ec_vepi_n(ec_v acc, const float *res, size_t n, int before, ec_ac
   acc = ec_vact(act, acc);
   if (res && !before) acc = ec_vadd(acc, ec_vld_n(res, n));
   return acc;
+}
+/* y[i] = epilogue(y[i]) over a row (bias already in y); one switch per row, not per vector. */
+EC_INLINE void ec_vepi_row(float *y, const float *res, size_t n, int before, ec_act act) {
+  size_t i = 0;
+  if (res && before)
+    for (i = 0; i + EC_VL <= n; i += EC_VL) ec_vst(y + i, ec_vadd(ec_vld(y + i), ec_vld(res + i)));
+  if (res && before && i < n) ec_vst_n(y + i, ec_vadd(ec_vld_n(y + i, n - i), ec_vld_n(res + i, n - i)), n - i);
+  switch (act.kind) {
+  case EC_ACT_NONE: break;
+  case EC_ACT_RELU:
+    for (i = 0; i + EC_VL <= n; i += EC_VL) ec_vst(y + i, ec_vmax(ec_vld(y + i), ec_vzero()));
+    if (i < n) ec_vst_n(y + i, ec_vmax(ec_vld_n(y + i, n - i), ec_vzero()), n - i);
+    break;
+  default:
+    for (i = 0; i + EC_VL <= n; i += EC_VL) ec_vst(y + i, ec_vact(act, ec_vld(y + i)));
+    if (i < n) ec_vst_n(y + i, ec_vact(act, ec_vld_n(y + i, n - i)), n - i);
+  }
+  if (res && !before) {
+    for (i = 0; i + EC_VL <= n; i += EC_VL) ec_vst(y + i, ec_vadd(ec_vld(y + i), ec_vld(res + i)));
+    if (i < n) ec_vst_n(y + i, ec_vadd(ec_vld_n(y + i, n - i), ec_vld_n(res + i, n - i)), n - i);
+  }
 }
 #endif

@@ -202,13 +202,14 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
 def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])
     hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
-    wq = g["Wo"] + (g["KW"] - 1) * g["DW"] // g["SW"]
+    woff = (g["KW"] - 1) * g["DW"] // g["SW"]
+    wq = g["Wo"] + woff
     wp = ctx.weight(f"conv-dw:{node.name}", np.ascontiguousarray(w.reshape(g["C"], g["KH"] * g["KW"])))
     scratch = ctx.scratch(g["N"] * g["C"] * g["SW"] * hp * wq * 4)
     ctx.require(k.file, "f32-dwconv/f32-dwconv-kxk-scalar.c", "f32-dwconv/f32-dwconv.h")
     ctx.note(algo=f"dwconv-{k.tile}-{k.isa}", macs=macs, kernel=k.name)
     shape = _shape_init(g, "N C H W Ho Wo KH KW SH SW DH DW PT PL")
-    return (f"static const f32_dwconv_shape S = {{{shape}, {hp}u, {wq}u, {k.name}}};\n"
+    return (f"static const f32_dwconv_shape S = {{{shape}, {hp}u, {wq}u, {woff}u, {k.name}}};\n"
             f"const f32_dwconv_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
             f"f32_dwconv_run(&S, &A, {ctx.pool});\n")

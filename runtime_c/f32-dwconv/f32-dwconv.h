@@ -2,13 +2,15 @@
  * Each (n, c) plane is first packed, padded, into SW column phases: phase p holds padded
  * columns p, p+SW, p+2*SW, ... so every tap of every stride reads unit-stride vectors:
  *   out[oh][ow] += w[kh][kw] * P[(kw*DW) % SW][oh*SH + kh*DH][ow + (kw*DW) / SW]
- * Packed plane: [SW][Hp][Wq], Hp = (Ho-1)*SH + (KH-1)*DH + 1, Wq = Wo + ((KW-1)*DW)/SW.
+ * Packed plane: [SW][Hp][Wq], Hp = (Ho-1)*SH + (KH-1)*DH + 1, Wq >= Wo + WOFF where
+ * WOFF = ((KW-1)*DW)/SW; a Wq rounded up lets row tails use full-width loads.
  * Row kernels (f32-dwconv-<KHxKW|kxk>-<isa>.c) then run one plane with the fused epilogue. */
 #ifndef F32_DWCONV_H
 #define F32_DWCONV_H
 
 #include "../ec_common.h"
 #include "../ec_threadpool.h"
+#include <string.h>
 
 typedef struct f32_dwconv_shape f32_dwconv_shape;
 
@@ -27,7 +29,7 @@ typedef void (*f32_dwconv_plane_fn)(const f32_dwconv_shape *s, const f32_dwconv_
 struct f32_dwconv_shape {
   size_t N, C, H, W, Ho, Wo;
   size_t KH, KW, SH, SW, DH, DW, PT, PL;
-  size_t Hp, Wq;
+  size_t Hp, Wq, WOFF;
   f32_dwconv_plane_fn plane;
 };
 
@@ -75,6 +77,14 @@ EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_
         continue;
       }
       const float *sr = src + (size_t)r * W;
+      if (SW == 1) { /* one phase: a padded row copy */
+        const size_t lo = EC_MIN(s->PL, Wq), hi = EC_MIN(Wq, s->PL + W);
+        /* plain loops: rows are short, a libc call per row costs more than the copy */
+        for (size_t q = 0; q < lo; q++) d[q] = 0.0f;
+        for (size_t q = lo; q < hi; q++) d[q] = sr[q - lo];
+        for (size_t q = hi; q < Wq; q++) d[q] = 0.0f;
+        continue;
+      }
       for (size_t q = 0; q < Wq; q++) {
         const ptrdiff_t iw = (ptrdiff_t)(q * SW + p) - (ptrdiff_t)s->PL;
         d[q] = (iw >= 0 && iw < (ptrdiff_t)W) ? sr[iw] : 0.0f;

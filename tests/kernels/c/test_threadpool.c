@@ -51,7 +51,7 @@ static int conv_same(ec_pool *p) {
   ga.y = y2;
   f32_gspc_run(&gs, &ga, p);
   bad |= memcmp(y1, y2, C * Ho * Ho * sizeof(float)) != 0;
-  f32_dwconv_shape ds = {1, C, H, H, Ho, Ho, 3, 3, 1, 1, 1, 1, 1, 1, H + 2, H + 2,
+  f32_dwconv_shape ds = {1, C, H, H, Ho, Ho, 3, 3, 1, 1, 1, 1, 1, 1, H + 2, H + 2, 2,
                          f32_dwconv_kxk__scalar};
   f32_dwconv_args da = {x, y1, w, b, NULL, 1, {EC_ACT_NONE, 0, 0}, xp};
   f32_dwconv_run(&ds, &da, NULL);
