@@ -13,16 +13,26 @@
  * layer would cost more than small layers themselves. */
 #define EC_SPIN 20000
 
-static void run_chunks(ec_pool *p, size_t tid) {
-  const size_t n = p->n, grain = p->grain;
+/* Claims chunks of job `g` until none is left; a claim made for an older job fails its CAS. */
+static void run_chunks(ec_pool *p, unsigned g, size_t tid) {
+  const uint64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
+  const uint64_t grain = atomic_load_explicit(&p->grain, memory_order_relaxed);
+  const ec_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+  const ec_task_tid_fn fn_tid = atomic_load_explicit(&p->fn_tid, memory_order_relaxed);
+  void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+  uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
   for (;;) {
-    size_t b = atomic_fetch_add_explicit(&p->next, grain, memory_order_relaxed);
-    if (b >= n) break;
-    size_t e = b + grain < n ? b + grain : n;
-    if (p->fn_tid)
-      p->fn_tid(p->ctx, tid, b, e);
+    if ((unsigned)(t >> 32) != g || (t & 0xffffffffu) >= n) return;
+    if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + grain, memory_order_acq_rel,
+                                               memory_order_acquire))
+      continue;
+    const size_t b = (size_t)(t & 0xffffffffu), e = (size_t)(b + grain < n ? b + grain : n);
+    if (fn_tid)
+      fn_tid(ctx, tid, b, e);
     else
-      p->fn(p->ctx, b, e);
+      fn(ctx, b, e);
+    atomic_fetch_add_explicit(&p->done, e - b, memory_order_release);
+    t = atomic_load_explicit(&p->ticket, memory_order_acquire);
   }
 }
 
@@ -47,28 +57,32 @@ static void *worker(void *arg) {
     }
     if (atomic_load(&p->stop)) return NULL;
     seen = g;
-    if ((int)wa->tid < p->threads) run_chunks(p, wa->tid);
-    atomic_fetch_sub_explicit(&p->busy, 1, memory_order_release);
+    if ((int)wa->tid < atomic_load(&p->threads)) run_chunks(p, g, wa->tid);
   }
 }
 
 int ec_pool_init(ec_pool *p, int threads) {
   if (threads < 1) threads = 1;
   if (threads > EC_MAX_THREADS) threads = EC_MAX_THREADS;
-  p->threads = p->created = 1;
+  p->created = 1;
+  atomic_init(&p->threads, 1);
   atomic_init(&p->gen, 0);
   atomic_init(&p->sleepers, 0);
-  atomic_init(&p->busy, 0);
-  atomic_init(&p->next, 0);
+  atomic_init(&p->ticket, 0);
+  atomic_init(&p->done, 0);
   atomic_init(&p->stop, 0);
-  p->fn = NULL;
-  p->fn_tid = NULL;
+  atomic_init(&p->n, 0);
+  atomic_init(&p->grain, 1);
+  atomic_init(&p->fn, NULL);
+  atomic_init(&p->fn_tid, NULL);
+  atomic_init(&p->ctx, NULL);
   if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->wake, NULL)) return -1;
   for (int t = 1; t < threads; t++) {
     p->args[t].p = p;
     p->args[t].tid = (size_t)t;
     if (pthread_create(&p->tids[t], NULL, worker, &p->args[t])) return -1;
-    p->created = p->threads = t + 1;
+    p->created = t + 1;
+    atomic_store(&p->threads, t + 1);
   }
   return 0;
 }
@@ -82,42 +96,44 @@ void ec_pool_destroy(ec_pool *p) {
   for (int t = 1; t < p->created; t++) pthread_join(p->tids[t], NULL);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->mu);
-  p->created = p->threads = 1;
+  p->created = 1;
+  atomic_store(&p->threads, 1);
 }
 
 void ec_pool_set_threads(ec_pool *p, int threads) {
   if (!p) return;
   if (threads < 1) threads = 1;
-  p->threads = threads < p->created ? threads : p->created;
+  atomic_store(&p->threads, threads < p->created ? threads : p->created);
 }
 
-int ec_pool_threads(const ec_pool *p) { return p ? p->threads : 1; }
+int ec_pool_threads(const ec_pool *p) { return p ? atomic_load(&((ec_pool *)p)->threads) : 1; }
 
 static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_tid_fn fn_tid,
                     void *ctx) {
   if (grain == 0) grain = 1;
-  if (!p || p->threads <= 1 || n <= grain) {
+  if (!p || atomic_load(&p->threads) <= 1 || n <= grain) {
     if (fn_tid)
       fn_tid(ctx, 0, 0, n);
     else if (n)
       fn(ctx, 0, n);
     return;
   }
-  p->n = n;
-  p->grain = grain;
-  p->fn = fn;
-  p->fn_tid = fn_tid;
-  p->ctx = ctx;
-  atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->busy, p->created - 1, memory_order_relaxed);
-  atomic_fetch_add(&p->gen, 1);
+  const unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+  atomic_store_explicit(&p->n, n, memory_order_relaxed);
+  atomic_store_explicit(&p->grain, grain, memory_order_relaxed);
+  atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&p->fn_tid, fn_tid, memory_order_relaxed);
+  atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->ticket, (uint64_t)g << 32, memory_order_release);
+  atomic_store(&p->gen, g);
   if (atomic_load(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunks(p, 0);
-  while (atomic_load_explicit(&p->busy, memory_order_acquire) > 0) EC_PAUSE();
+  run_chunks(p, g, 0);
+  while (atomic_load_explicit(&p->done, memory_order_acquire) < n) EC_PAUSE();
 }
 
 void ec_parallel_for(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, void *ctx) {

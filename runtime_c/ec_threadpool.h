@@ -1,11 +1,14 @@
 /* Minimal pthread parallel-for. Threads are created by ec_pool_init; ec_parallel_for never
- * allocates. The caller thread takes part in the work (tid 0). A NULL pool runs serially. */
+ * allocates. The caller thread takes part in the work (tid 0) and returns once every item is
+ * done, whether or not the workers showed up (a descheduled worker never holds a layer up).
+ * A NULL pool runs serially. At most 2^32 - 1 items per call. */
 #ifndef EC_THREADPOOL_H
 #define EC_THREADPOOL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifndef EC_MAX_THREADS
 #define EC_MAX_THREADS 8 /* also the per-thread scratch slices kernels reserve */
@@ -22,21 +25,21 @@ typedef struct {
 } ec_worker_arg;
 
 struct ec_pool {
-  int threads;  /* threads used by the next parallel_for (<= created) */
+  atomic_int threads; /* threads used by the next parallel_for (<= created) */
   int created;  /* including the caller */
   pthread_t tids[EC_MAX_THREADS];
   pthread_mutex_t mu;
   pthread_cond_t wake;
-  atomic_uint gen;      /* bumped once per job */
+  atomic_uint gen;             /* bumped once per job */
   atomic_int sleepers;
-  atomic_int busy;      /* workers still inside the current job */
-  atomic_size_t next;   /* next chunk start */
+  atomic_uint_least64_t ticket; /* (gen << 32) | next chunk start: claims die with their job */
+  atomic_size_t done;          /* items finished in the current job */
   atomic_int stop;
-  /* current job */
-  size_t n, grain;
-  ec_task_fn fn;
-  ec_task_tid_fn fn_tid;
-  void *ctx;
+  /* current job, written before gen is bumped */
+  atomic_size_t n, grain;
+  _Atomic(ec_task_fn) fn;
+  _Atomic(ec_task_tid_fn) fn_tid;
+  _Atomic(void *) ctx;
   ec_worker_arg args[EC_MAX_THREADS];
 };
 

@@ -1,0 +1,146 @@
+"""The GSPC scaling set (gspc.md): grouped 3x3 layers at S, G(2), G(4), G(8), G(16), G(N),
+compiled by edgec vs onnxruntime on the same models in the same run.
+
+    python benchmarks/bench_gspc.py                 # ResNet34 + MobileNetV2 subset, a few minutes
+    python benchmarks/bench_gspc.py --full          # every layer shape of WRN-40-2, ResNet34, MobileNetV2
+    python benchmarks/bench_gspc.py --threads 1,2 --runs 50 --depth 4 --md
+
+Each model is `depth` stacked (grouped 3x3 conv C->C + ReLU) layers (1 for strided shapes).
+Per g it prints the median ms of edgec and onnxruntime, their ratio, and edgec's time against
+the MAC-proportional expectation time(S) x MACs(G)/MACs(S). The bars (gspc.md): every G(g)
+faster than S, time falling as g grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import median, time_edgec, time_onnxruntime  # noqa: E402
+
+from edgec.codegen import build_project, compile_model  # noqa: E402
+
+# (channels, input H=W, stride) x count, from gspc.md
+SCALING = {
+    "WRN-40-2": [(16, 32, 1, 1), (32, 32, 1, 11), (32, 32, 2, 1), (64, 16, 1, 11), (64, 16, 2, 1), (128, 8, 1, 11)],
+    "ResNet34": [(64, 56, 1, 6), (64, 56, 2, 1), (128, 28, 1, 7), (128, 28, 2, 1), (256, 14, 1, 11), (256, 14, 2, 1),
+                 (512, 7, 1, 5)],
+    "MobileNetV2": [(32, 112, 1, 1), (96, 112, 2, 1), (144, 56, 1, 1), (144, 56, 2, 1), (192, 28, 1, 2),
+                    (192, 28, 2, 1), (384, 14, 1, 4), (576, 14, 1, 2), (576, 14, 2, 1), (960, 7, 1, 3)],
+}
+SUBSET = {"ResNet34": [(128, 28, 1, 7), (256, 14, 1, 11)], "MobileNetV2": [(192, 28, 1, 2), (960, 7, 1, 3)]}
+
+
+def stack_model(path: Path, c: int, h: int, stride: int, g: int, depth: int, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    nodes, inits, x = [], [], "x"
+    for i in range(depth):
+        w = (rng.standard_normal((c, c // g, 3, 3)) / np.sqrt(9 * c // g)).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.zeros(c, np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], group=g, pads=[1, 1, 1, 1],
+                                   strides=[stride, stride], name=f"conv{i}"),
+                  helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"relu{i}")]
+        x = f"y{i}"
+    ho = (h - 1) // stride + 1
+    hs = [h] + [ho] * depth
+    for i in range(1, depth):
+        hs[i + 1] = (hs[i] - 1) // stride + 1
+    graph = helper.make_graph(nodes, "stack", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, hs[-1], hs[-1]])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+def macs(c: int, h: int, stride: int, g: int, depth: int) -> int:
+    ho = (h - 1) // stride + 1
+    return depth * c * (c // g) * 9 * ho * ho
+
+
+def bench_shape(c, h, stride, depth, threads_list, runs, warmup, target, tmp: Path) -> list[dict]:
+    rows = []
+    for g in (1, 2, 4, 8, 16, c):
+        path = stack_model(tmp / f"m{c}_{h}_{stride}_{g}.onnx", c, h, stride, g, depth)
+        b = compile_model(path, tmp / f"p{c}_{h}_{stride}_{g}", target=target, threads=max(threads_list))
+        bench = build_project(b.dir, target, jobs=2)["bench"]
+        feeds = {"x": np.random.default_rng(1).standard_normal((1, c, h, h)).astype(np.float32)}
+        algo = b.layers[0]["algo"]
+        for t in threads_list:
+            e = median(time_edgec(bench, t, runs, warmup)["runs_ms"])
+            o = median(time_onnxruntime(path, feeds, t, runs, warmup))
+            rows.append(dict(c=c, h=h, stride=stride, depth=depth, g=g, threads=t, algo=algo, edgec_ms=e,
+                             ort_ms=o, ratio=e / o, macs=macs(c, h, stride, g, depth)))
+    for t in threads_list:
+        rs = [r for r in rows if r["threads"] == t]
+        s = rs[0]
+        for r in rs:
+            r["expected_ms"] = s["edgec_ms"] * r["macs"] / s["macs"]
+            r["vs_expected"] = r["edgec_ms"] / r["expected_ms"]
+        grouped = [r["edgec_ms"] for r in rs[1:]]
+        for r in rs:
+            r["all_g_below_s"] = all(x < s["edgec_ms"] for x in grouped)
+            r["monotonic"] = all(a >= b for a, b in zip(grouped, grouped[1:]))
+    return rows
+
+
+def print_rows(rows: list[dict], md: bool) -> None:
+    head = ["layer", "thr", "g", "algo", "edgec ms", "ort ms", "edgec/ort", "expected ms", "meas/exp"]
+    if md:
+        print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    else:
+        print(f"{'layer':<14}{'thr':>4}{'g':>5}  {'algo':<20}{'edgec':>9}{'ort':>9}{'e/o':>7}{'expect':>9}{'m/e':>7}")
+    for r in rows:
+        layer = f"{r['c']}x{r['h']}s{r['stride']}x{r['depth']}"
+        g = "S" if r["g"] == 1 else ("N" if r["g"] == r["c"] else str(r["g"]))
+        vals = [layer, str(r["threads"]), g, r["algo"], f"{r['edgec_ms']:.3f}", f"{r['ort_ms']:.3f}",
+                f"{r['ratio']:.2f}", f"{r['expected_ms']:.3f}", f"{r['vs_expected']:.2f}"]
+        if md:
+            print("| " + " | ".join(vals) + " |")
+        else:
+            print(f"{vals[0]:<14}{vals[1]:>4}{vals[2]:>5}  {vals[3]:<20}{vals[4]:>9}{vals[5]:>9}{vals[6]:>7}"
+                  f"{vals[7]:>9}{vals[8]:>7}")
+        if r["g"] == r["c"]:
+            ok = "yes" if r["all_g_below_s"] else "NO"
+            mono = "yes" if r["monotonic"] else "NO"
+            print(f"{'':<14}every G(g) < S: {ok}; time falls as g grows: {mono}" + ("  |" if md else ""))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", action="store_true", help="every layer shape of the three networks")
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--depth", type=int, default=4, help="stacked layers per model (strided shapes use 1)")
+    ap.add_argument("--target", default="native")
+    ap.add_argument("--md", action="store_true", help="markdown table")
+    ap.add_argument("--json", type=Path, help="also write every row to this file")
+    a = ap.parse_args()
+    threads = [int(t) for t in a.threads.split(",")]
+    sets = SCALING if a.full else SUBSET
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for net, shapes in sets.items():
+            for c, h, s, _count in shapes:
+                depth = a.depth if s == 1 else 1
+                rs = bench_shape(c, h, s, depth, threads, a.runs, a.warmup, a.target, Path(tmp))
+                print(f"# {net} {c}ch {h}x{h} stride {s}", flush=True)
+                print_rows(sorted(rs, key=lambda r: (r["threads"], r["g"])), a.md)
+                rows += rs
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
