@@ -5,8 +5,9 @@ as onnxruntime's float16 converter makes them) into an fp32 graph, remembering w
 MatMul weights were fp16 (attribute ec_f16_weights). Their emitters then run behind a context
 that stores every packed float32 weight array as fp16 in the weights blob and converts it back into
 layer scratch at the start of the layer (F16C on x86, vcvt on Arm, portable C elsewhere). Weight bytes
-halve; run time gains one conversion pass per layer; no fp16 arithmetic is done (Pi 4 and AVX2 have
-none), which the layer's `algo` notes say.
+halve; run time gains one conversion pass per layer. Only on targets with fp16 arithmetic
+(aarch64-v82: Cortex-A76) do pointwise convs compute in fp16 (runtime_c/f16-gemm, fp16 accumulation);
+the layer's `algo` says which happened: `...+f16w` (stored fp16, fp32 math) or `f16-arith-conv1x1`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import conv as dense
 from edgec.codegen.ops import gemm as dense_gemm
 from edgec.codegen.ops import sparse
 from edgec.codegen.registry import register
@@ -107,9 +109,35 @@ def _wrapped(node: Node, ctx: EmitContext, emit) -> str:
     return "\n".join(proxy.pre) + "\n" + body
 
 
+def _pointwise_fp16_arith(node: Node, ctx: EmitContext) -> str | None:
+    """Native fp16 arithmetic for 1x1 stride-1 convs on targets that have it, else None."""
+    if not node.attr("ec_f16_weights") or "fp16" not in ctx.target.features or ctx.target.arch != "aarch64":
+        return None
+    g = dense.geometry(node)
+    if (g["G"], g["KH"], g["KW"], g["SH"], g["SW"], g["PT"], g["PL"]) != (1, 1, 1, 1, 1, 0, 0) \
+            or (g["Ho"], g["Wo"]) != (g["H"], g["W"]):
+        return None
+    M, K, px = g["K"], g["C"], g["H"] * g["W"]
+    w = np.zeros((-(-M // 4) * 4, K), np.float16)
+    w[:M] = node.inputs[1].const.reshape(M, K)
+    wp = ctx.weight(f"{node.name}:w16", np.ascontiguousarray(w.reshape(-1, 4, K).transpose(0, 2, 1)))
+    scr = ctx.scratch(K * (-(-px // 16) * 16) * 2)
+    ctx.require("f16-gemm/f16-gemm.h", "f16-gemm/f16-conv1x1-scalar.c", "f16-gemm/f16-conv1x1-4x16-neonfp16arith.c")
+    bias = node.input(2)
+    fields = dense.epilogue_fields(node, ctx, ctx.ptr(bias) if bias is not None else "NULL")
+    ctx.note(algo="f16-arith-conv1x1", macs=g["N"] * M * K * px, kernel="f16_conv1x1__neonfp16arith",
+             why="fp16 weights and fp16 arithmetic (ARMv8.2 FP16), fp16 accumulation", f16_weights="fp16 arithmetic")
+    x, y = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0])
+    return (f"ec_epilogue ep = {{{fields}}};\nconst float *res0 = ep.residual;\n"
+            f"for (int b = 0; b < {g['N']}; b++) {{\n"
+            f"    ep.residual = res0 ? res0 + (size_t)b * {M * px} : NULL;\n"
+            f"    f16_conv1x1__neonfp16arith({M}u, {px}u, {K}u, {wp}, {x} + (size_t)b * {K * px}, "
+            f"{y} + (size_t)b * {M * px}, &ep, {scr});\n}}\n")
+
+
 @register("Conv", epilogue=True, priority=2)
 def emit_conv(node: Node, ctx: EmitContext) -> str:
-    return _wrapped(node, ctx, sparse.emit_conv)
+    return _pointwise_fp16_arith(node, ctx) or _wrapped(node, ctx, sparse.emit_conv)
 
 
 @register("Gemm", epilogue=True, priority=2)
