@@ -28,6 +28,7 @@ from onnx import helper, numpy_helper
 
 from edgec.codegen.ops.qlut import fuse_luts
 from edgec.codegen.ops.qop import qoperator_to_qdq
+from edgec.errors import EdgecError
 from edgec.model import constant_tensors, tensor_shapes
 
 VIEW_OPS = ("Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose")
@@ -197,6 +198,19 @@ def _fuse_mul(g: _Graph, n: onnx.NodeProto):
     return node, [n, q]
 
 
+def _check_int8_io(model: onnx.ModelProto) -> None:
+    """int8 tensors live in the u8 domain (value + 128) inside the C code: refuse int8 graph inputs or
+    outputs of quantized ops rather than hand back shifted values."""
+    q_ops = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"}
+    touched = {t for n in model.graph.node if n.op_type in q_ops for t in list(n.input) + list(n.output)}
+    inits = {i.name for i in model.graph.initializer}
+    bad = [v.name for v in list(model.graph.input) + list(model.graph.output)
+           if v.type.tensor_type.elem_type == onnx.TensorProto.INT8 and v.name in touched and v.name not in inits]
+    if bad:
+        raise EdgecError(f"int8 graph input/output {bad[0]!r} of a quantized op is not supported; "
+                         "keep model inputs and outputs float (as quantize_static does)")
+
+
 def _prune(model: onnx.ModelProto) -> None:
     """Drop nodes whose outputs nobody reads (the DequantizeLinear nodes bypassed by fusion)."""
     outs = {o.name for o in model.graph.output}
@@ -212,6 +226,7 @@ def _prune(model: onnx.ModelProto) -> None:
 def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     """Rewrite QDQ regions into integer nodes (returns a new model; float models come back unchanged)."""
     model = qoperator_to_qdq(model)
+    _check_int8_io(model)
     if not any(n.op_type == "DequantizeLinear" for n in model.graph.node):
         return model
     model = onnx.ModelProto.FromString(model.SerializeToString())
