@@ -19,7 +19,6 @@ from onnx import TensorProto, helper, numpy_helper
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops import conv as dense
-from edgec.codegen.ops import gemm as dense_gemm
 from edgec.codegen.ops import sparse
 from edgec.codegen.registry import register
 
@@ -142,9 +141,9 @@ def emit_conv(node: Node, ctx: EmitContext) -> str:
 
 @register("Gemm", epilogue=True, priority=2)
 def emit_gemm(node: Node, ctx: EmitContext) -> str:
-    return _wrapped(node, ctx, dense_gemm.emit_gemm)
+    return _wrapped(node, ctx, sparse.emit_gemm)
 
 
 @register("MatMul", epilogue=True, priority=2)
 def emit_matmul(node: Node, ctx: EmitContext) -> str:
-    return _wrapped(node, ctx, dense_gemm.emit_matmul)
+    return _wrapped(node, ctx, sparse.emit_matmul)

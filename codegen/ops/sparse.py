@@ -1,4 +1,5 @@
-"""Sparse Conv (groups = 1): CSR / BSR weights x dense activations over runtime_c/f32-spmm.
+"""Sparse Conv (groups = 1) and one-row Gemm/MatMul: CSR / BSR weights x dense activations over
+runtime_c/f32-spmm.
 
 Registered above the dense Conv emitter; per layer the cost model (codegen/costmodel.py, measured
 break-even sparsity per ISA and block) decides. 1x1 stride-1 convs read the NCHW input directly;
@@ -17,6 +18,7 @@ from edgec.codegen import costmodel
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops import conv as dense
+from edgec.codegen.ops import gemm as dense_gemm
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -120,3 +122,63 @@ def _emit_sparse(node: Node, ctx: EmitContext, g: dict, w2d: np.ndarray, br: int
     lines.append(f"    {fn}({M}u, {px}u, &w, {src_x}, {px}u, {y} + (size_t)b * {M * px}, {px}u, &ep);")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _gemv_weights(node: Node):
+    """[N][K] weight matrix of a one-row Gemm / MatMul with constant fp32 weights, else None."""
+    a, b = node.inputs[0], node.input(1)
+    if b is None or not b.is_const or b.dtype != np.float32 or a.dtype != np.float32 or b.const.ndim != 2:
+        return None
+    if node.op == "Gemm":
+        if node.attr("transA", 0) or float(node.attr("alpha", 1.0)) != 1.0 or float(node.attr("beta", 1.0)) != 1.0:
+            return None
+        c = node.input(2)
+        n = b.shape[0] if node.attr("transB", 0) else b.shape[1]
+        if c is not None and (not c.is_const or c.size != n):
+            return None
+        w = b.const if node.attr("transB", 0) else b.const.T
+    else:
+        w = b.const.T
+    rows = int(np.prod(a.shape[:-1])) if len(a.shape) > 1 else 1
+    return np.ascontiguousarray(w, np.float32) if rows == 1 and a.shape[-1] == w.shape[1] else None
+
+
+def _emit_gemv(node: Node, ctx: EmitContext, dense_emit) -> str:
+    """One-row Gemm/MatMul (fully connected layer at batch 1): sparse GEMV when it pays off."""
+    w2d = _gemv_weights(node) if _mode() != "dense" else None
+    if w2d is None:
+        return dense_emit(node, ctx)
+    mode = _mode()
+    choice = costmodel.choose_sparse(ctx.target, w2d, 1, None if mode == "auto" else mode)
+    if choice.algo == "dense":
+        out = dense_emit(node, ctx)
+        ctx.note(why=f"dense GEMV; {choice.why}")
+        return out
+    block = choice.algo.split("-", 1)[1]
+    br, bc = (int(v) for v in block.split("x"))
+    if w2d.shape[1] % bc:
+        br, bc, block = 1, 1, "1x1"
+    row_ptr, col, val = to_bsr(w2d, br, bc)
+    ctx.require("f32-spmm/f32-spmm.h", "f32-spmm/f32-spmm-scalar.c")
+    rp, cp, vp = (ctx.weight(f"{node.name}:gemv{block}:{n}", a) for n, a in (("rp", row_ptr), ("col", col), ("val", val)))
+    c = node.input(2) if node.op == "Gemm" else None
+    bias = ctx.weight(f"{node.name}:gemv-bias", np.ascontiguousarray(c.const.reshape(-1), np.float32)) \
+        if c is not None else "NULL"
+    nnz = int(np.count_nonzero(w2d))
+    # one pixel: the vector kernels would run 1 of their lanes; the portable kernel is the right one
+    ctx.note(algo=f"spmv-{block}", macs=nnz, kernel="f32_spmm__scalar", why=choice.why,
+             density=round(nnz / w2d.size, 3))
+    return (f"const f32_bsr w = {{{br}, {bc}, {rp}, {cp}, {vp}}};\n"
+            f"const ec_epilogue ep = {{{dense.epilogue_fields(node, ctx, bias)}}};\n"
+            f"f32_spmm__scalar({w2d.shape[0]}u, 1u, &w, {ctx.ptr(node.inputs[0])}, 1u, {ctx.ptr(node.outputs[0])}, "
+            f"1u, &ep);\n")
+
+
+@register("Gemm", epilogue=True, priority=1)
+def emit_gemm(node: Node, ctx: EmitContext) -> str:
+    return _emit_gemv(node, ctx, dense_gemm.emit_gemm)
+
+
+@register("MatMul", epilogue=True, priority=1)
+def emit_matmul(node: Node, ctx: EmitContext) -> str:
+    return _emit_gemv(node, ctx, dense_gemm.emit_matmul)

@@ -92,3 +92,27 @@ def test_compile_explain_shows_choices(model, tmp_path, monkeypatch):
                        text=True, env={**__import__("os").environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
     assert "spmm-4x4" in r.stdout and "break-even" in r.stdout and "spatial-pack GEMM" in r.stdout
+
+
+@pytest.mark.parametrize("op", ["Gemm", "MatMul"])
+def test_sparse_fully_connected_batch1(op, tmp_path, monkeypatch):
+    """A 90%-pruned fully connected layer at batch 1 runs as a sparse GEMV; bias and Relu fused."""
+    monkeypatch.delenv("EDGEC_SPARSE", raising=False)
+    rng = np.random.default_rng(3)
+    w = _pruned(rng, (64, 96), 0.9)  # [N][K]
+    if op == "Gemm":
+        nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["h"], transB=1), helper.make_node("Relu", ["h"], ["y"])]
+        inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(rng.normal(0, 1, 64).astype(np.float32), "b")]
+    else:
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+        inits = [numpy_helper.from_array(np.ascontiguousarray(w.T), "w")]
+    g = helper.make_graph(nodes, "fc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 96])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], inits)
+    path = tmp_path / "fc.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    x = rng.normal(0, 1, (1, 96)).astype(np.float32)
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    b = compile_model(path, tmp_path / "out", build=True)
+    assert b.layers[0]["algo"].startswith("spmv-"), b.layers
+    y = run_binary(b.binaries["runner"], get_target("native"), [x], tmp_path / "w")[0]
+    assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
