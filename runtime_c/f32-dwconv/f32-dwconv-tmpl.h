@@ -23,12 +23,14 @@ EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
     const float *res = a->res ? a->res + oh * Wo : NULL;
     size_t ow = 0;
     for (; ow + 2 * EC_VL <= Wo; ow += 2 * EC_VL) {
-      ec_v acc0 = bias, acc1 = bias;
+      /* three partial sums per vector: a 9-tap chain would wait on FMA latency */
+      ec_v p0[3] = {bias, ec_vzero(), ec_vzero()}, p1[3] = {bias, ec_vzero(), ec_vzero()};
 #pragma GCC unroll 25
       for (size_t t = 0; t < taps; t++) {
-        acc0 = ec_vfma(acc0, ec_vld(row + toff[t] + ow), wv[t]);
-        acc1 = ec_vfma(acc1, ec_vld(row + toff[t] + ow + EC_VL), wv[t]);
+        p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(row + toff[t] + ow), wv[t]);
+        p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(row + toff[t] + ow + EC_VL), wv[t]);
       }
+      ec_v acc0 = ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), acc1 = ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]);
       if (res && before) acc0 = ec_vadd(acc0, ec_vld(res + ow)), acc1 = ec_vadd(acc1, ec_vld(res + ow + EC_VL));
       acc0 = ec_vact_k(KIND, a->act, acc0);
       acc1 = ec_vact_k(KIND, a->act, acc1);
@@ -38,14 +40,15 @@ EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
     }
     for (; ow < Wo; ow += EC_VL) {
       const size_t n = EC_MIN((size_t)EC_VL, Wo - ow);
-      ec_v acc = bias;
+      ec_v p[3] = {bias, ec_vzero(), ec_vzero()};
       if (ow + EC_VL <= Wq - s->WOFF) { /* the packed row has room: full loads, masked store */
 #pragma GCC unroll 25
-        for (size_t t = 0; t < taps; t++) acc = ec_vfma(acc, ec_vld(row + toff[t] + ow), wv[t]);
+        for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld(row + toff[t] + ow), wv[t]);
       } else {
 #pragma GCC unroll 25
-        for (size_t t = 0; t < taps; t++) acc = ec_vfma(acc, ec_vld_n(row + toff[t] + ow, n), wv[t]);
+        for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld_n(row + toff[t] + ow, n), wv[t]);
       }
+      ec_v acc = ec_vadd(ec_vadd(p[0], p[1]), p[2]);
       if (res && before) acc = ec_vadd(acc, ec_vld_n(res + ow, n));
       acc = ec_vact_k(KIND, a->act, acc);
       if (res && !before) acc = ec_vadd(acc, ec_vld_n(res + ow, n));
@@ -54,8 +57,31 @@ EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
   }
 }
 
+/* Stride 1: pad the raw plane into xp with vector copies (rows are short; libc calls per row
+ * would cost more than the copy). */
+EC_INLINE void dw_pad_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a) {
+  const size_t Hp = s->Hp, Wq = s->Wq, W = s->W, PL = s->PL;
+  const size_t hi = EC_MIN(Wq, PL + W), w = hi > PL ? hi - PL : 0;
+  for (size_t ih = 0; ih < Hp; ih++) {
+    float *d = a->xp + ih * Wq;
+    const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
+    size_t q = 0;
+    if (r < 0 || r >= (ptrdiff_t)s->H) {
+      for (; q + EC_VL <= Wq; q += EC_VL) ec_vst(d + q, ec_vzero());
+      if (q < Wq) ec_vst_n(d + q, ec_vzero(), Wq - q);
+      continue;
+    }
+    const float *src = a->x + (size_t)r * W;
+    for (size_t z = 0; z < PL && z < Wq; z++) d[z] = 0.0f;
+    for (; q + EC_VL <= w; q += EC_VL) ec_vst(d + PL + q, ec_vld(src + q));
+    if (q < w) ec_vst_n(d + PL + q, ec_vld_n(src + q, w - q), w - q);
+    for (size_t z = hi; z < Wq; z++) d[z] = 0.0f;
+  }
+}
+
 F32_DWCONV_DECL(FN) {
   const size_t Hp = s->Hp, Wq = s->Wq, DH = s->DH;
+  if (a->x) dw_pad_plane(s, a);
   const size_t kh_n = DW_KH, kw_n = DW_KW;
   if (kh_n * kw_n > DW_TAPS_MAX) {
     f32_dwconv_kxk__scalar(s, a);

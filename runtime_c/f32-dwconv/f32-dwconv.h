@@ -15,7 +15,8 @@
 typedef struct f32_dwconv_shape f32_dwconv_shape;
 
 typedef struct {
-  const float *xp;  /* packed phases of the plane */
+  const float *x;   /* raw input plane when the kernel packs it itself (stride 1), else NULL */
+  float *xp;        /* packed phases of the plane */
   const float *w;   /* KH*KW taps */
   float bias;
   float *y;         /* output plane */
@@ -97,6 +98,7 @@ EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_
 EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args *a, size_t item) {
   const size_t c = item % s->C, HoWo = s->Ho * s->Wo;
   f32_dwconv_plane_args pa;
+  pa.x = s->SW == 1 ? a->x + item * s->H * s->W : NULL;
   pa.xp = a->xp + item * s->SW * s->Hp * s->Wq;
   pa.w = a->w + c * s->KH * s->KW;
   pa.bias = a->bias ? a->bias[c] : 0.0f;
@@ -115,7 +117,7 @@ typedef struct {
 static inline void f32_dwconv_task(void *ctx, size_t begin, size_t end) {
   const f32_dwconv_job *j = (const f32_dwconv_job *)ctx;
   for (size_t i = begin; i < end; i++) {
-    f32_dwconv_pack_item(j->s, j->a, i);
+    if (j->s->SW != 1) f32_dwconv_pack_item(j->s, j->a, i);
     f32_dwconv_item(j->s, j->a, i);
   }
 }
@@ -126,7 +128,7 @@ EC_INLINE void f32_dwconv_run(const f32_dwconv_shape *s, const f32_dwconv_args *
   const size_t n = f32_dwconv_items(s);
   if (ec_pool_threads(pool) <= 1) {
     for (size_t i = 0; i < n; i++) {
-      f32_dwconv_pack_item(s, a, i);
+      if (s->SW != 1) f32_dwconv_pack_item(s, a, i); /* stride 1: the plane kernel pads it */
       f32_dwconv_item(s, a, i);
     }
     return;

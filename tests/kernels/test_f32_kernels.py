@@ -45,10 +45,10 @@ def _build(k: kernels.Kernel, out: Path, extra_flags=(), opt="-O2") -> tuple[Pat
         pytest.skip(f"this CPU lacks {k.isa} ({', '.join(t.features)})")
     prog, defs, extra = _test_of(k)
     rt = runtime_root()
-    srcs = [str(CDIR / prog), *{str(rt / k.file), *(str(rt / e) for e in extra)}]
+    srcs = [str(CDIR / prog), str(rt / "ec_threadpool.c"), *{str(rt / k.file), *(str(rt / e) for e in extra)}]
     static = ["-static"] if t.qemu else []
     cmd = [cc, opt, *WFLAGS, *t.cflags, *static, *extra_flags, f"-I{rt}",
-           *(f"-D{a}={b}" for a, b in defs.items()), *srcs, "-o", str(out), "-lm"]
+           *(f"-D{a}={b}" for a, b in defs.items()), *srcs, "-o", str(out), "-lm", "-lpthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
     return out, list(t.qemu or [])

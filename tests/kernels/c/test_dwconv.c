@@ -14,8 +14,7 @@ static int run(const conv_p *p, ec_act act, int use_res, int before, size_t wrou
                         (p->KW - 1) * p->DW / p->SW, T_PLANE};
   float *xp = falloc(f32_dwconv_scratch_bytes(&s) / sizeof(float));
   f32_dwconv_args a = {x, y, w, b, use_res ? r : NULL, before, act, xp};
-  for (size_t i = 0; i < f32_dwconv_items(&s); i++) f32_dwconv_pack_item(&s, &a, i);
-  for (size_t i = 0; i < f32_dwconv_items(&s); i++) f32_dwconv_item(&s, &a, i);
+  f32_dwconv_run(&s, &a, NULL);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   double e = max_err(y, yr, ny);
   int bad = !(e < 1e-4);
