@@ -77,6 +77,27 @@ EC_INLINE void dw_pad_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
     if (q < w) ec_vst_n(d + PL + q, ec_vld_n(src + q, w - q), w - q);
     for (size_t z = hi; z < Wq; z++) d[z] = 0.0f;
   }
+  for (size_t z = 0; z < F32_DWCONV_SLACK; z += EC_VL) ec_vst(a->xp + Hp * Wq + z, ec_vzero());
+}
+
+/* Stride 1, small plane: outputs taken over the padded width (j = oh*Wq + ow), so a 7x7 plane is
+ * 4 full vectors instead of 7 masked rows; the dropped columns fall out when the tile is copied
+ * into NCHW by ec_epi_row (bias, residual, activation). Reads up to F32_DWCONV_SLACK floats past
+ * the plane. */
+#define DW_FLAT_MAX 1024
+EC_INLINE void dw_flat(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const size_t *toff,
+                       const ec_v *wv) {
+  const size_t Wq = s->Wq, taps = (size_t)DW_KH * DW_KW, n = (s->Ho - 1) * Wq + s->Wo;
+  float tile[DW_FLAT_MAX + EC_VL];
+  for (size_t j = 0; j < n; j += EC_VL) {
+    ec_v p[3] = {ec_vzero(), ec_vzero(), ec_vzero()};
+#pragma GCC unroll 25
+    for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld(a->xp + toff[t] + j), wv[t]);
+    ec_vst(tile + j, ec_vadd(ec_vadd(p[0], p[1]), p[2]));
+  }
+  for (size_t oh = 0; oh < s->Ho; oh++)
+    ec_epi_row(tile + oh * Wq, a->y + oh * s->Wo, s->Wo, a->bias, a->res ? a->res + oh * s->Wo : NULL,
+               a->res_before_act, a->act);
 }
 
 F32_DWCONV_DECL(FN) {
@@ -95,6 +116,10 @@ F32_DWCONV_DECL(FN) {
       toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
       wv[kh * kw_n + kw] = ec_vset1(a->w[kh * kw_n + kw]);
     }
+  if (a->x && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
+    dw_flat(s, a, toff, wv);
+    return;
+  }
   switch (a->act.kind) {
   case EC_ACT_NONE: dw_rows(s, a, toff, wv, EC_ACT_NONE); break;
   case EC_ACT_RELU: dw_rows(s, a, toff, wv, EC_ACT_RELU); break;

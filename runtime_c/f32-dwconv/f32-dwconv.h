@@ -57,8 +57,15 @@ typedef struct {
   float *xp; /* scratch: f32_dwconv_scratch_bytes */
 } f32_dwconv_args;
 
+/* floats after each packed plane that row-spanning vector loads may touch (zeroed, unused) */
+#define F32_DWCONV_SLACK 64
+
+static inline size_t f32_dwconv_plane_floats(const f32_dwconv_shape *s) {
+  return s->SW * s->Hp * s->Wq + F32_DWCONV_SLACK;
+}
+
 static inline size_t f32_dwconv_scratch_bytes(const f32_dwconv_shape *s) {
-  return s->N * s->C * s->SW * s->Hp * s->Wq * sizeof(float);
+  return s->N * s->C * f32_dwconv_plane_floats(s) * sizeof(float);
 }
 
 EC_INLINE size_t f32_dwconv_items(const f32_dwconv_shape *s) { return s->N * s->C; }
@@ -68,7 +75,7 @@ EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_
                                     size_t item) {
   const size_t SW = s->SW, Hp = s->Hp, Wq = s->Wq, H = s->H, W = s->W;
   const float *src = a->x + item * H * W;
-  float *dst = a->xp + item * SW * Hp * Wq;
+  float *dst = a->xp + item * f32_dwconv_plane_floats(s);
   for (size_t p = 0; p < SW; p++) {
     for (size_t ih = 0; ih < Hp; ih++) {
       float *d = dst + (p * Hp + ih) * Wq;
@@ -99,7 +106,7 @@ EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args 
   const size_t c = item % s->C, HoWo = s->Ho * s->Wo;
   f32_dwconv_plane_args pa;
   pa.x = s->SW == 1 ? a->x + item * s->H * s->W : NULL;
-  pa.xp = a->xp + item * s->SW * s->Hp * s->Wq;
+  pa.xp = a->xp + item * f32_dwconv_plane_floats(s);
   pa.w = a->w + c * s->KH * s->KW;
   pa.bias = a->bias ? a->bias[c] : 0.0f;
   pa.y = a->y + item * HoWo;
