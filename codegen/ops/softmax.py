@@ -6,6 +6,7 @@ import numpy as np
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops._util import block
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -13,14 +14,29 @@ from edgec.errors import EdgecError
 @register("Softmax", "LogSoftmax", inplace=True)
 def emit_softmax(node: Node, ctx: EmitContext) -> str:
     x, y = node.inputs[0], node.outputs[0]
-    if x.dtype != np.float32:
-        raise EdgecError(f"node {node.name} ({node.op}): only float32 is supported")
+    if x.dtype.kind != "f" or x.dtype.name in ("float16", "bfloat16"):
+        raise EdgecError(f"node {node.name} ({node.op}): only float32/float64 are supported")
     r = max(len(x.shape), 1)
     axis = node.attr("axis", -1) % r
     shape = x.shape or (1,)
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    if x.dtype != np.float32:
+        return _double(node, ctx, outer, shape[axis], inner)
     ctx.require("f32-softmax/f32-softmax-scalar.h")
     ctx.note(algo="softmax")
     return (f"ec_f32_softmax_scalar({outer}u, {shape[axis]}u, {inner}u, {int(node.op == 'LogSoftmax')}, "
             f"{ctx.ptr(x)}, {ctx.ptr(y)});\n")
+
+
+def _double(node: Node, ctx: EmitContext, outer: int, n: int, inner: int) -> str:
+    """float64 softmax as a generated loop (rare: attention graphs that upcast)."""
+    xp, yp = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0])
+    log = node.op == "LogSoftmax"
+    fin = f"{yp}[b + i * {inner}u] = {xp}[b + i * {inner}u] - m - log(s);" if log else \
+        f"{yp}[b + i * {inner}u] = exp({xp}[b + i * {inner}u] - m) / s;"
+    return block([f"for (size_t o = 0; o < {outer}u; o++)", f"    for (size_t j = 0; j < {inner}u; j++) {{",
+                  f"        size_t b = o * {n * inner}u + j;", f"        double m = {xp}[b], s = 0.0;",
+                  f"        for (size_t i = 1; i < {n}u; i++) m = {xp}[b + i * {inner}u] > m ? {xp}[b + i * {inner}u] : m;",
+                  f"        for (size_t i = 0; i < {n}u; i++) s += exp({xp}[b + i * {inner}u] - m);",
+                  f"        for (size_t i = 0; i < {n}u; i++) {fin}", "    }"])
