@@ -113,8 +113,11 @@ def igemm_kernel(target: Target) -> Kernel:
 
 def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:
     """(row kernel, T_O) for Kpg output channels per group: least padded work per FMA lane."""
-    best = None
-    for k in usable(target, "gspc"):
+    best, seen = None, set()
+    for k in usable(target, "gspc"):  # best isa first: a tile width counts once, in its best isa
+        if k.params["t_o"] in seen:
+            continue
+        seen.add(k.params["t_o"])
         t = k.params["t_o"] or _largest_divisor(kpg, 16)
         padded = -(-kpg // t) * t
         key = (padded / k.params["lpc"], padded - kpg, -t)
