@@ -18,6 +18,7 @@ from edgec.codegen.ops.qpack import (act_clamp, ceil4, gemm_variant, pack_w, req
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
+THREAD_SLICES = 8  # per-thread scratch slices = EC_MAX_THREADS in ec_threadpool.h
 DW_FILES = {"avx2": "q8-dwconv/q8-dwconv-avx2.c", "avx512": "q8-dwconv/q8-dwconv-avx512.c",
             "neon": "q8-dwconv/q8-dwconv-neon.c"}
 
@@ -109,17 +110,18 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     X, Y = f"(const uint8_t *){ctx.ptr(x)}", f"(uint8_t *){ctx.ptr(y)}"
     if choice.algo == "q8-dwconv":
         isa = _dw_isa(ctx.target)
-        ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", *([DW_FILES[isa]] if isa in DW_FILES else []))
+        ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
+                    *([DW_FILES[isa]] if isa in DW_FILES else []))
         rows = row_params(wq.reshape(OC, -1), b, zx, scales, False)
         wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(OC, -1)))
         bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
         shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
         nbytes = s[1] * ((Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1) * \
             ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32)
-        scr = ctx.scratch(nbytes)
+        scr = ctx.scratch(nbytes * THREAD_SLICES)
         ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
         return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
-                f"q8_dwconv__{isa}(&p, {X}, {Y}, (uint8_t *){scr});\n")
+                f"q8_dwconv_run(q8_dwconv__{isa}, &p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
     fn, src, signed = gemm_variant(ctx.target)
     ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
     ocg, cg = OC // g, C // g
@@ -140,7 +142,7 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
             f"{zx}, {0x80 if signed else 0}, {fn}}};\n"
-            f"q8_conv(&p, {X}, {Y}, (uint8_t *){scr});\n")
+            f"q8_conv(&p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
 def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs, ys, yz, bias) -> str:

@@ -9,7 +9,25 @@ static int is_pointwise(const q8_conv_shape *s)
            s->Ho == s->H && s->Wo == s->W;
 }
 
-void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
+typedef struct {
+    q8_gemm_fn gemm;
+    size_t M, N, K4, np, y_stride;
+    const int8_t *wp;
+    const uint8_t *xp;
+    uint8_t *y;
+    const q8_rq *rq;
+} gemm_job;
+
+#define Q8_CHUNK 32 /* pixels per parallel item: a multiple of every kernel's pixel tile */
+
+static void gemm_chunk(void *ctx, size_t begin, size_t end)
+{
+    const gemm_job *j = (const gemm_job *)ctx;
+    const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
+    j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0, j->y_stride, j->rq);
+}
+
+void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool)
 {
     const q8_conv_shape *s = &p->s;
     const size_t K = (size_t)s->C * s->kh * s->kw, N = (size_t)s->Ho * s->Wo;
@@ -23,8 +41,9 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
             else
                 q8_pack_im2col(s, xg, p->zx, p->flip, scratch, scratch + q8_pack_x_bytes(K, N));
             q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax};
-            p->gemm((size_t)p->ocg, N, (K + 3) / 4, p->wp + g * wg, scratch, q8_pack_np(N),
-                    y + ((size_t)b * p->groups + g) * out_g, N, &rq);
+            gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), N, p->wp + g * wg, scratch,
+                          y + ((size_t)b * p->groups + g) * out_g, &rq};
+            ec_parallel_for(pool, (N + Q8_CHUNK - 1) / Q8_CHUNK, 1, gemm_chunk, &j);
         }
 }
 

@@ -5,6 +5,7 @@
 #define Q8_CONV_H
 
 #include "../q8-gemm/q8-gemm.h"
+#include "../ec_threadpool.h"
 
 typedef struct {
     q8_conv_shape s;       /* per-group input channels in s.C */
@@ -23,7 +24,9 @@ static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
     return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s);
 }
 
-void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
+/* pool may be NULL (serial); with threads the GEMM of each group is split over 32-pixel chunks
+ * (packing stays on the calling thread). */
+void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 
 /* Y[rows][M] = A[rows][K] x B, B given as W[M][K] = B^T packed by q8_pack_w; scratch holds
  * q8_pack_x_bytes(K, rows) + rows * ceil4(M) bytes. rq as in the GEMM (bias corrected). */

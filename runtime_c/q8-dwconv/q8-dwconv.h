@@ -7,6 +7,7 @@
 #define Q8_DWCONV_H
 
 #include "../q8-requant/q8-requant.h"
+#include "../ec_threadpool.h"
 
 typedef struct {
     int batch, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo;
@@ -29,6 +30,11 @@ static inline size_t q8_dwconv_scratch_bytes(const q8_dw_params *p)
 {
     return (size_t)p->sw * q8_dw_rows(p) * q8_dw_wq(p);
 }
+
+/* Runs fn over channel slices in parallel (pool may be NULL); scratch holds EC_MAX_THREADS slices of
+ * q8_dwconv_scratch_bytes. */
+void q8_dwconv_run(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
+                   ec_pool *pool);
 
 void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf);
 

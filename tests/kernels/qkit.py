@@ -12,7 +12,7 @@ import pytest
 from edgec.runtime_c import root as runtime_root
 
 CDIR = Path(__file__).with_name("c")
-WFLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
+WFLAGS = ["-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror"]
 
 
 def cpu_flags() -> set[str]:
@@ -73,7 +73,7 @@ def build(isa: Isa, out: Path, sources: list[str], defines: dict[str, str] | Non
     rt = runtime_root()
     srcs = [str(CDIR / s) if (CDIR / s).exists() else str(rt / s) for s in sources]
     defs = [f"-D{k}={v}" for k, v in (defines or {}).items()]
-    cmd = [isa.cc, *WFLAGS, *isa.cflags, *extra, f"-I{rt}", *defs, *srcs, "-o", str(out), "-lm"]
+    cmd = [isa.cc, *WFLAGS, *isa.cflags, *extra, f"-I{rt}", *defs, *srcs, "-o", str(out), "-lm", "-pthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
     return out

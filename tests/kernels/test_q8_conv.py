@@ -73,7 +73,7 @@ def drivers(tmp_path_factory):
         if isa.skip_reason():
             out[name] = isa.skip_reason()
             continue
-        files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src]
+        files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c", src]
         out[name] = (isa, build(isa, tmp_path_factory.mktemp(name) / "drv", files, {"KERNEL": fn}), signed)
     return out
 
@@ -92,6 +92,8 @@ def test_q8_conv_vs_onnxruntime(name, drivers, tmp_path):
         shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, bool(signed))
         r = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"y{i}.bin"))
         assert r.returncode == 0, r.stderr
+        r2 = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"t{i}.bin"), "2")  # 2 threads
+        assert r2.returncode == 0 and (tmp_path / f"t{i}.bin").read_bytes() == (tmp_path / f"y{i}.bin").read_bytes()
         y = np.frombuffer((tmp_path / f"y{i}.bin").read_bytes(), np.uint8).reshape(shape).astype(np.int16)
         y -= 128 if case[-1] == np.int8 else 0
         d = np.abs(y - ref.astype(np.int16))

@@ -50,7 +50,8 @@ def _problem(path, case, x, q):
 def test_q8_dwconv_vs_onnxruntime(name, tmp_path):
     isa = ISAS[name]
     require(isa)
-    exe = build(isa, tmp_path / "drv", _srcs(name, "q8_dw_driver.c"), {"KERNEL": VARIANTS[name]})
+    exe = build(isa, tmp_path / "drv", _srcs(name, "q8_dw_driver.c") + ["q8-dwconv/q8-dwconv-run.c", "ec_threadpool.c"],
+                {"KERNEL": VARIANTS[name]})
     rng = np.random.default_rng(3)
     for i, case in enumerate(ORT_CASES):
         C, H, W, k, s, p, d, xdt = case
@@ -59,6 +60,8 @@ def test_q8_dwconv_vs_onnxruntime(name, tmp_path):
         shape = _problem(tmp_path / f"p{i}.bin", case, x, q)
         r = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"y{i}.bin"))
         assert r.returncode == 0, r.stderr
+        r2 = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"t{i}.bin"), "2")  # 2 threads
+        assert r2.returncode == 0 and (tmp_path / f"t{i}.bin").read_bytes() == (tmp_path / f"y{i}.bin").read_bytes()
         y = np.frombuffer((tmp_path / f"y{i}.bin").read_bytes(), np.uint8).reshape(shape).astype(np.int16)
         y -= 128 if xdt == np.int8 else 0
         assert np.abs(y - ref.astype(np.int16)).max() <= 1, case

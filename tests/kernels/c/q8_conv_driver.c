@@ -1,6 +1,7 @@
 /* Runs q8_conv with the GEMM variant KERNEL on a problem read from argv[1]; writes y to argv[2].
  * File: int32 header[21] = batch groups C H W ocg kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx flip,
- * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8). */
+ * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8).
+ * Optional argv[3]: threads. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,7 +19,7 @@ static void *slurp(FILE *f, size_t n)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3)
+    if (argc != 3 && argc != 4)
         return 2;
     FILE *f = fopen(argv[1], "rb");
     if (!f)
@@ -38,7 +39,15 @@ int main(int argc, char **argv)
     const size_t ny = (size_t)p.batch * p.groups * p.ocg * p.s.Ho * p.s.Wo;
     uint8_t *x = slurp(f, nx), *y = malloc(ny), *scratch = malloc(q8_conv_scratch_bytes(&p));
     fclose(f);
-    q8_conv(&p, x, y, scratch);
+    ec_pool pool, *pp = NULL;
+    if (argc == 4 && atoi(argv[3]) > 1) { /* threaded run: must give the same bytes */
+        if (ec_pool_init(&pool, atoi(argv[3])))
+            return 2;
+        pp = &pool;
+    }
+    q8_conv(&p, x, y, scratch, pp);
+    if (pp)
+        ec_pool_destroy(pp);
     FILE *o = fopen(argv[2], "wb");
     if (!o || fwrite(y, 1, ny, o) != ny)
         return 2;

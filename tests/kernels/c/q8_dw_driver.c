@@ -1,6 +1,6 @@
 /* Runs the q8 depthwise variant KERNEL on a problem file (argv[1]) and writes y to argv[2].
  * File: int32 header[18] = batch C H W kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx,
- * then w (C*kh*kw int8), bias/mult/shift (C int32 each), x (u8). */
+ * then w (C*kh*kw int8), bias/mult/shift (C int32 each), x (u8). Optional argv[3]: threads. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,7 +16,7 @@ static void *slurp(FILE *f, size_t n)
 
 int main(int argc, char **argv)
 {
-    FILE *f = argc == 3 ? fopen(argv[1], "rb") : NULL;
+    FILE *f = argc >= 3 ? fopen(argv[1], "rb") : NULL;
     int32_t h[18];
     if (!f || fread(h, 4, 18, f) != 18)
         return 2;
@@ -27,9 +27,17 @@ int main(int argc, char **argv)
     p.mult = slurp(f, 4 * (size_t)p.C);
     p.shift = slurp(f, 4 * (size_t)p.C);
     size_t nx = (size_t)p.batch * p.C * p.H * p.W, ny = (size_t)p.batch * p.C * p.Ho * p.Wo;
-    uint8_t *x = slurp(f, nx), *y = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p));
+    uint8_t *x = slurp(f, nx), *y = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p) * EC_MAX_THREADS);
     fclose(f);
-    KERNEL(&p, x, y, scr);
+    ec_pool pool, *pp = NULL;
+    if (argc == 4 && atoi(argv[3]) > 1) { /* threaded run through the channel-parallel driver */
+        if (ec_pool_init(&pool, atoi(argv[3])))
+            return 2;
+        pp = &pool;
+    }
+    q8_dwconv_run(KERNEL, &p, x, y, scr, pp);
+    if (pp)
+        ec_pool_destroy(pp);
     FILE *o = fopen(argv[2], "wb");
     if (!o || fwrite(y, 1, ny, o) != ny)
         return 2;
