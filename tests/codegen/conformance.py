@@ -12,11 +12,9 @@ import onnx
 from onnx import numpy_helper
 
 from edgec.codegen.lower import lower_file
-from edgec.codegen.printer import runtime_files
 from edgec.codegen.project import generate
 from edgec.codegen.targets import Target
 from edgec.errors import EdgecError
-from edgec.runtime_c import root as runtime_root
 
 # inputs that are shape/axes parameters: edgec needs them at compile time, so the case's data becomes a constant
 PARAM_INPUTS = {
@@ -141,10 +139,11 @@ def _as_declared(a, vi: onnx.ValueInfoProto) -> np.ndarray:
 
 def build(batch: Batch, cflags: str, cc: str = "gcc") -> Path:
     """Compile every case (failures isolated per object), then link the driver from the ones that built."""
-    rt = runtime_root()
-    srcs = sorted({f for _, _, d, _, _ in batch.cases for f in runtime_files(
-        [str(p.relative_to(d / "runtime")) for p in (d / "runtime").rglob("*") if p.is_file()], [])
-        if f.endswith(".c")})
+    # runtime sources are compiled from a case's copy, so every object sees the same headers
+    srcs: dict[str, Path] = {}
+    for _, _, d, _, _ in batch.cases:
+        for p in sorted((d / "runtime").rglob("*.c")):
+            srcs.setdefault(str(p.relative_to(d / "runtime")), d / "runtime")
     tmpl = Path(__file__).resolve().parents[2] / "codegen" / "templates"
     objs = []
     rules = []
@@ -152,8 +151,8 @@ def build(batch: Batch, cflags: str, cc: str = "gcc") -> Path:
         rules.append(f"c{i}/c{i}.o: c{i}/c{i}.c\n\t$(CC) $(F) -Ic{i} -Ic{i}/runtime -c -o $@ $<\n"
                      f"c{i}/weights.o: c{i}/weights.S\n\tcd c{i} && $(CC) -c -o weights.o weights.S\n")
         objs += [f"c{i}/c{i}.o", f"c{i}/weights.o"]
-    for k, s in enumerate(srcs):
-        rules.append(f"rt{k}.o: {rt / s}\n\t$(CC) $(F) -I{rt} -c -o $@ $<\n")
+    for k, (rel, rt) in enumerate(sorted(srcs.items())):
+        rules.append(f"rt{k}.o: {rt / rel}\n\t$(CC) $(F) -I{rt} -c -o $@ $<\n")
         objs.append(f"rt{k}.o")
     rules.append(f"ec_npy.o: {tmpl / 'ec_npy.c'}\n\t$(CC) $(F) -c -o $@ $<\n")
     mk = (f"CC = {cc}\nF = -std=c11 -D_POSIX_C_SOURCE=200809L {' '.join(batch.target.cflags)} {cflags} -I{tmpl}\n"
