@@ -73,8 +73,6 @@ def compile_model(model_path, out_dir, *, target="native", threads: int = 1, inp
         raise EdgecError(f"--threads must be at least 1, got {threads}")
     if out_dir.exists() and not out_dir.is_dir():
         raise EdgecError(f"output {out_dir} exists and is not a folder")
-    if out_dir.resolve() == model_path.resolve().parent and (out_dir / "model.c").exists() is False:
-        pass  # writing beside the model is fine: no generated name collides with an .onnx file
     g = lower_file(model_path, input_shapes)
     stamp = {"edgec": __version__,
              "command": command or "edgec compile " + shlex.join([str(model_path), "-o", str(out_dir),
