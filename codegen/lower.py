@@ -6,6 +6,7 @@
     fold_bn   BatchNormalization after Conv/ConvTranspose/Gemm folded into their weights and bias
     layernorm the decomposed ReduceMean/Sub/Pow/Sqrt/Div LayerNorm pattern becomes one node
     hardswish x * Clip(x + 3, 0, 6) / 6 becomes HardSwish (then an epilogue like any activation)
+    gelu      x * (1 + Erf(x / sqrt 2)) * 0.5 becomes Gelu
     fuse      activations and same-shape residual Adds moved into epilogue-capable producers
 """
 
@@ -22,7 +23,7 @@ from edgec.codegen import registry
 from edgec.codegen.fold import evaluate_node, FOLD_ONLY
 from edgec.codegen.fuse import fold_batchnorm, fuse_epilogues
 from edgec.codegen.ir import Graph, Node, Tensor
-from edgec.codegen.patterns import fuse_hardswish, fuse_layernorm
+from edgec.codegen.patterns import fuse_gelu, fuse_hardswish, fuse_layernorm
 from edgec.errors import EdgecError
 from edgec.model import constant_tensors, load_model, opset_version, tensor_shapes
 
@@ -51,7 +52,7 @@ def lower_model(model: onnx.ModelProto, name: str = "model") -> Graph:
         listed = ", ".join(f"{n} ({op})" for n, op in bad[:20]) + (" ..." if len(bad) > 20 else "")
         raise EdgecError(f"{len(bad)} node(s) use ops edgec cannot compile: {listed}")
     graph = _build(model, name)
-    for pass_fn in (fold_batchnorm, fuse_layernorm, fuse_hardswish, fuse_epilogues, _copy_odd_outputs):
+    for pass_fn in (fold_batchnorm, fuse_layernorm, fuse_hardswish, fuse_gelu, fuse_epilogues, _copy_odd_outputs):
         graph = pass_fn(graph)
     return graph
 

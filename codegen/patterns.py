@@ -198,3 +198,62 @@ def _relu6_over_6(m: _Match, x: Tensor, t: Tensor, activation_of) -> list[Node] 
     if not ((a is x and _const_val(b) == 3.0) or (b is x and _const_val(a) == 3.0)):
         return None
     return [add, clip, scale]
+
+
+def fuse_gelu(g: Graph) -> Graph:
+    """x * (1 + Erf(x / sqrt(2))) * 0.5 (the exact GELU exporters emit before opset 20) -> Gelu(x)."""
+    m = _Match(g)
+    for top in list(g.nodes):
+        found = _gelu_at(m, top)
+        if found:
+            x, chain = found
+            ge = Node(top.name + "__gelu", "Gelu", [x], [top.outputs[0]],
+                      onnx_names=[nm for n in chain + [top] for nm in n.onnx_names])
+            drop = {id(n) for n in chain}
+            g.nodes[g.nodes.index(top)] = ge
+            g.nodes = [n for n in g.nodes if id(n) not in drop]
+            return fuse_gelu(g)
+    return g
+
+
+def _other(n: Node, t: Tensor) -> Tensor | None:
+    if len(n.inputs) != 2:
+        return None
+    return n.inputs[1] if n.inputs[0] is t else (n.inputs[0] if n.inputs[1] is t else None)
+
+
+def _const_operand(n: Node) -> tuple[Tensor, float] | None:
+    """(the other input, value) when exactly one input of a binary node is a scalar constant."""
+    if len(n.inputs) != 2:
+        return None
+    a, b = n.inputs
+    if _const_val(b) is not None and not a.is_const:
+        return a, _const_val(b)
+    if _const_val(a) is not None and not b.is_const:
+        return b, _const_val(a)
+    return None
+
+
+def _gelu_at(m: _Match, top: Node):
+    half = _const_operand(top) if top.op == "Mul" else None
+    if not half or abs(half[1] - 0.5) > 1e-6:
+        return None
+    mul = m.src(half[0], "Mul")
+    if mul is None or not m.private(mul.outputs[0]):
+        return None
+    for x in mul.inputs:
+        add_t = _other(mul, x)
+        add = add_t is not None and m.src(add_t, "Add")
+        one = add and _const_operand(add)
+        erf = one and abs(one[1] - 1.0) < 1e-6 and m.src(one[0], "Erf")
+        scaled = erf and _const_operand(m.prod[id(erf.inputs[0])]) if erf and id(erf.inputs[0]) in m.prod else None
+        if not scaled or scaled[0] is not x:
+            continue
+        sn = m.prod[id(erf.inputs[0])]
+        k = scaled[1] if sn.op == "Mul" else (1 / scaled[1] if sn.op == "Div" and sn.inputs[1].is_const else None)
+        if k is None or abs(k - 0.7071067811865476) > 1e-4:
+            continue
+        chain = [sn, erf, add, mul]
+        if all(m.private(n.outputs[0]) for n in chain):
+            return x, chain
+    return None

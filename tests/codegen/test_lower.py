@@ -134,3 +134,27 @@ def test_decomposed_layernorm_becomes_one_node(tmp_path):
     assert [n.op for n in g.nodes] == ["LayerNormalization"]
     from edgec.codegen import verify
     assert verify(p).ok
+
+
+@pytest.mark.parametrize("hardswish_form", ["div", "mul"])
+def test_gelu_and_hardswish_patterns_fuse_into_gemm_epilogues(tmp_path, hardswish_form):
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w2")]
+    for name, v in (("sqrt2", 1.4142135), ("one", 1.0), ("half", 0.5), ("three", 3.0), ("zero", 0.0), ("six", 6.0),
+                    ("sixth", 1 / 6)):
+        inits.append(numpy_helper.from_array(np.array(v, np.float32), name))
+    scale = helper.make_node("Div", ["hm", "six"], ["y"]) if hardswish_form == "div" else \
+        helper.make_node("Mul", ["hm", "sixth"], ["y"])
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["a"]),
+             helper.make_node("Div", ["a", "sqrt2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["p"]), helper.make_node("Mul", ["a", "p"], ["q"]),
+             helper.make_node("Mul", ["q", "half"], ["gelu"]),
+             helper.make_node("Gemm", ["gelu", "w2"], ["b"]),
+             helper.make_node("Add", ["b", "three"], ["b3"]), helper.make_node("Clip", ["b3", "zero", "six"], ["r6"]),
+             helper.make_node("Mul", ["b", "r6"], ["hm"]), scale]
+    p = _save(tmp_path / "m.onnx", nodes, [_vi("x", [4, 8])], [_vi("y", [4, 8])], inits)
+    g = lower_file(p)
+    assert [(n.op, n.epilogue.act) for n in g.nodes] == [("Gemm", "gelu"), ("Gemm", "hard_swish")]
+    from edgec.codegen import verify
+    assert verify(p).ok
