@@ -1,5 +1,5 @@
 """QOperator int8 models (onnxruntime's com.microsoft QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
-QGemm, QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool, QLinearConcat) rewritten into the
+QGemm, QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool, QLinearConcat, QLinearSoftmax) rewritten into the
 equivalent standard QDQ form (DequantizeLinear -> float op -> QuantizeLinear), then shape-inferred,
 so one path (codegen/ops/qdq.py) turns both formats into the same integer kernels.
 QLinearConv and QLinearMatMul are standard ops and stay as they are.
@@ -15,7 +15,7 @@ from edgec.model import constant_tensors
 
 MS = "com.microsoft"
 UNARY = {"QLinearSigmoid": "Sigmoid", "QLinearLeakyRelu": "LeakyRelu", "QLinearAveragePool": "AveragePool",
-         "QLinearGlobalAveragePool": "GlobalAveragePool"}
+         "QLinearGlobalAveragePool": "GlobalAveragePool", "QLinearSoftmax": "Softmax"}
 BINARY = {"QLinearAdd": "Add", "QLinearMul": "Mul"}
 
 
@@ -24,7 +24,7 @@ def _dq(x, s, z, out, axis=None):
     return helper.make_node("DequantizeLinear", [x, s] + ([z] if z else []), [out], **kw)
 
 
-def _attrs(n, drop=("channels_last",)):
+def _attrs(n, drop=("channels_last", "opset")):
     return {a.name: helper.get_attribute_value(a) for a in n.attribute if a.name not in drop}
 
 
@@ -58,6 +58,8 @@ def _rewrite(n, consts, inits):
         return [_dq(a, as_, az, f"{t}__a"), _dq(b, bs, bz, f"{t}__b"),
                 helper.make_node(BINARY[n.op_type], [f"{t}__a", f"{t}__b"], [f"{t}__f"], name=n.name),
                 helper.make_node("QuantizeLinear", [f"{t}__f", ys, yz], [t])]
+    if n.op_type == "QLinearSoftmax" and _attrs(n, ()).get("opset", 13) < 13:
+        return None  # pre-13 Softmax flattens the trailing dims: not the opset-13 op we would emit
     if n.op_type in UNARY and not _attrs(n, ()).get("channels_last", 0):
         x, xs, xz, ys, yz = n.input[:5]
         return [_dq(x, xs, xz, f"{t}__x"),
