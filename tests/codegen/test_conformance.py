@@ -55,3 +55,18 @@ def test_node_conformance(tmp_path):
     print(f"\nONNX node conformance: {passed}/{len(results)} cases pass, {len(excluded)} excluded, {len(bugs)} failing")
     assert passed > 700
     assert not bugs, "\n".join(f"{n}: {w}" for n, w in sorted(bugs.items()))
+
+
+@pytest.mark.slow
+@pytest.mark.qemu
+def test_node_conformance_aarch64_subset(tmp_path):
+    """Every 6th case, cross-built for aarch64-neon (Cortex-A72) and run under qemu: no ARMv8.2 leaks."""
+    import shutil
+    target = get_target("aarch64-neon")
+    if not shutil.which(target.cc) or not shutil.which(target.qemu[0]):
+        pytest.skip("aarch64 cross compiler or qemu-aarch64 not installed")
+    cases = [c for c in zoo.node_cases(sorted(SUPPORTED_OPS)) if not _reason(c.name)][::6]
+    results = conformance.run_cases(cases, tmp_path, target)
+    bugs = {n: r.why for n, r in results.items() if not r.ok}
+    print(f"\nONNX node conformance on aarch64-neon (qemu): {len(results) - len(bugs)}/{len(results)} pass")
+    assert not bugs, "\n".join(f"{n}: {w}" for n, w in sorted(bugs.items()))
