@@ -42,7 +42,7 @@ class Kernel:
         return f"{self.dtype}-{_FAMILY[self.op]}/{self.dtype}-{_FAMILY[self.op]}.h"
 
 
-_FAMILY = {"gemm": "gemm", "igemm": "gemm", "gspc": "gspc", "dwconv": "dwconv"}
+_FAMILY = {"gemm": "gemm", "igemm": "gemm", "gspc": "gspc", "dwconv": "dwconv", "dwconv_cb": "dwconv"}
 _G = "f32-gemm/f32-gemm-"
 _GS = "f32-gspc/f32-gspc-"
 _I = "f32-igemm/f32-igemm-"
@@ -93,6 +93,10 @@ KERNELS: tuple[Kernel, ...] = (
     *(Kernel(f"f32_dwconv_{t}__{isa}", "f32", "dwconv", isa, t, f"{_DW}{t}-{isa}.c",
              {"k": (int(t[0]), int(t[0])) if t != "kxk" else None}, scratch="N x C x SW x Hp x Wq x 4")
       for isa in ("avx2", "avx512", "neon") for t in ("3x3", "5x5", "kxk")),
+    # channel-blocked depthwise for small maps: lanes channels interleaved per work item
+    *(Kernel(f"f32_dwconv_cb__{isa}", "f32", "dwconv_cb", isa, f"c{lanes}", f"{_DW}cb-{isa}.c",
+             {"lanes": lanes}, scratch="N x ceil(C/lanes) x Hp x Wp x lanes x 4")
+      for isa, lanes in (("avx2", 8), ("avx512", 16), ("neon", 4))),
 )
 
 
@@ -130,6 +134,11 @@ def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:
     ks = usable(target, "dwconv")
     exact = [k for k in ks if k.params["k"] == (kh, kw)]
     return exact[0] if exact else next(k for k in ks if k.params["k"] is None)
+
+
+def dwconv_cb_kernel(target: Target) -> Kernel | None:
+    ks = usable(target, "dwconv_cb")
+    return ks[0] if ks else None
 
 
 def _largest_divisor(n: int, cap: int) -> int:

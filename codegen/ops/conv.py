@@ -200,6 +200,9 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
 
 
 def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
+    cb = kernels.dwconv_cb_kernel(ctx.target)
+    if cb is not None and g["Ho"] * g["Wo"] <= 256 and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
+        return _emit_dw_cb(node, ctx, g, w, macs, cb)  # short rows: per-row overheads dominate planes
     k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])
     hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
     woff = (g["KW"] - 1) * g["DW"] // g["SW"]
@@ -213,3 +216,18 @@ def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) ->
             f"const f32_dwconv_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
             f"f32_dwconv_run(&S, &A, {ctx.pool});\n")
+
+
+def _emit_dw_cb(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, k) -> str:
+    lanes = k.params["lanes"]
+    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
+    wp = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    wt = ctx.weight(f"conv-dw:{node.name}", np.ascontiguousarray(w.reshape(g["C"], g["KH"] * g["KW"])))
+    scratch = ctx.scratch(g["N"] * -(-g["C"] // lanes) * hp * wp * lanes * 4)
+    ctx.require(k.file, "f32-dwconv/f32-dwconv.h")
+    ctx.note(algo=f"dwconv-{k.tile}-{k.isa}", macs=macs, kernel=k.name)
+    shape = _shape_init(g, "N C H W Ho Wo KH KW SH SW DH DW PT PL")
+    return (f"static const f32_dwconv_cb_shape S = {{{shape}, {hp}u, {wp}u, {lanes}u, {k.name}}};\n"
+            f"const f32_dwconv_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wt}, "
+            f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
+            f"f32_dwconv_cb_run(&S, &A, {ctx.pool});\n")

@@ -144,4 +144,49 @@ EC_INLINE void f32_dwconv_run(const f32_dwconv_shape *s, const f32_dwconv_args *
   ec_parallel_for(pool, n, 1, f32_dwconv_task, &j);
 }
 
+/* ---- channel-blocked variant for small maps ------------------------------------------------
+ * VL channels are packed interleaved, [Hp][Wp][VL], so every tap of every output position is one
+ * full-width FMA (no row tails, any stride/dilation); rows are transposed back to NCHW with the
+ * epilogue. Pays two small transposes per plane, wins where rows are short (per-row overheads
+ * dominate the plane kernels). Work item = (n, block of VL channels). */
+typedef struct f32_dwconv_cb_shape f32_dwconv_cb_shape;
+typedef void (*f32_dwconv_cb_fn)(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item);
+
+struct f32_dwconv_cb_shape {
+  size_t N, C, H, W, Ho, Wo;
+  size_t KH, KW, SH, SW, DH, DW, PT, PL;
+  size_t Hp, Wp, CB; /* Hp = (Ho-1)*SH + (KH-1)*DH + 1, Wp likewise; CB = the kernel's lanes */
+  f32_dwconv_cb_fn fn;
+};
+
+void f32_dwconv_cb__avx2(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item);
+void f32_dwconv_cb__avx512(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item);
+void f32_dwconv_cb__neon(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item);
+
+static inline size_t f32_dwconv_cb_scratch_bytes(const f32_dwconv_cb_shape *s) {
+  return s->N * EC_DIV_UP(s->C, s->CB) * s->Hp * s->Wp * s->CB * sizeof(float);
+}
+
+EC_INLINE size_t f32_dwconv_cb_items(const f32_dwconv_cb_shape *s) { return s->N * EC_DIV_UP(s->C, s->CB); }
+
+typedef struct {
+  const f32_dwconv_cb_shape *s;
+  const f32_dwconv_args *a;
+} f32_dwconv_cb_job;
+
+static inline void f32_dwconv_cb_task(void *ctx, size_t begin, size_t end) {
+  const f32_dwconv_cb_job *j = (const f32_dwconv_cb_job *)ctx;
+  for (size_t i = begin; i < end; i++) j->s->fn(j->s, j->a, i);
+}
+
+EC_INLINE void f32_dwconv_cb_run(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, ec_pool *pool) {
+  const size_t n = f32_dwconv_cb_items(s);
+  if (ec_pool_threads(pool) <= 1) {
+    for (size_t i = 0; i < n; i++) s->fn(s, a, i);
+    return;
+  }
+  f32_dwconv_cb_job j = {s, a};
+  ec_parallel_for(pool, n, 1, f32_dwconv_cb_task, &j);
+}
+
 #endif

@@ -86,6 +86,9 @@ def conv_model(path):
     x4 = g.input("x4", [1, 8, 6, 40])                                       # wide rows: stride-1 indirect GEMM
     g.out(g.node("Clip", [g.conv(x4, 8, 13, 3, pads=[1, 1, 1, 1]), g.const(np.array(-1.0)), g.const(np.array(1.0))]))
     g.out(g.node("Add", [g.conv(x4, 8, 8, 3, pads=[2, 1, 2, 1], dilations=[2, 1]), x4]))
+    x5 = g.input("x5", [1, 4, 20, 21])                                       # depthwise, plane kernels
+    g.out(g.node("Relu", [g.conv(x5, 4, 4, 3, group=4, pads=[1, 1, 1, 1])]))
+    g.out(g.node("Add", [g.conv(x5, 4, 4, 3, group=4, pads=[1, 2, 1, 2], dilations=[1, 2], bias=False), x5]))
     x3 = g.input("x3", [1, 6, 29])                                                            # Conv1D
     g.out(g.conv(x3, 6, 10, 3, dims=1, pads=[1, 1], strides=[2], dilations=[2]))
     g.out(g.node("Relu", [g.conv(x3, 6, 6, 5, group=6, dims=1, auto_pad="SAME_UPPER")]))
@@ -139,6 +142,8 @@ def test_conv_emitter_matches_onnxruntime(tmp_path, target):
     algos = {l["algo"].split("-")[0] for l in b.layers if l["op"] == "Conv"}
     assert algos == {"gemm", "gspc", "dwconv"}, b.layers
     assert any("-s1-" in l["algo"] for l in b.layers), b.layers
+    if get_target(target).f32_lanes > 1:  # both depthwise kernels: channel-blocked (small maps) and planes
+        assert {l["algo"].split("-")[1][0] for l in b.layers if l["algo"].startswith("dwconv")} >= {"c", "3"}
 
 
 def test_conv_emitter_threads(tmp_path):

@@ -30,6 +30,11 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
                                      "T_NR": k.params["nr"]}, [other.file])
     if k.op == "gspc":
         return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": k.params["t_o"]}, []
+    if k.op == "dwconv_cb":  # with the generic plane kernel of its isa on every case
+        plane = next(o for o in kernels.KERNELS if o.op == "dwconv" and o.isa == k.isa and o.tile == "kxk"
+                     and o.arch in (None, k.arch))
+        return "test_dwconv.c", {"T_PLANE": plane.name, "T_K": 0, "T_CB": k.name, "T_CB_LANES": k.params["lanes"]}, \
+            ["f32-dwconv/f32-dwconv-kxk-scalar.c", plane.file]
     kk = k.params["k"][0] if k.params["k"] else 0
     return "test_dwconv.c", {"T_PLANE": k.name, "T_K": kk}, ["f32-dwconv/f32-dwconv-kxk-scalar.c"]
 

@@ -1,5 +1,6 @@
 /* Depthwise conv (f32-dwconv.h + one plane kernel) vs the naive reference.
- * -DT_PLANE=<kernel> -DT_K=<3|5|0 for any>. Exit status != 0 on mismatch. */
+ * -DT_PLANE=<kernel> -DT_K=<3|5|0 for any>; with -DT_CB=<channel-blocked kernel>
+ * -DT_CB_LANES=<lanes> that kernel runs every case too. Exit status != 0 on mismatch. */
 #include "f32-dwconv/f32-dwconv.h"
 #include "ref.h"
 
@@ -17,6 +18,17 @@ static int run(const conv_p *p, ec_act act, int use_res, int before, size_t wrou
   f32_dwconv_run(&s, &a, NULL);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   double e = max_err(y, yr, ny);
+#ifdef T_CB /* the channel-blocked kernel on the same case */
+  f32_dwconv_cb_shape cs = {p->N, p->C, p->H, p->W, Ho, Wo, p->KH, p->KW, p->SH, p->SW, p->DH, p->DW,
+                            p->PT, p->PL, (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1,
+                            (Wo - 1) * p->SW + (p->KW - 1) * p->DW + 1, T_CB_LANES, T_CB};
+  float *xc = falloc(f32_dwconv_cb_scratch_bytes(&cs) / sizeof(float)), *yc = falloc(ny);
+  f32_dwconv_args ac = {x, yc, w, b, use_res ? r : NULL, before, act, xc};
+  f32_dwconv_cb_run(&cs, &ac, NULL);
+  const double ec = max_err(yc, yr, ny);
+  if (!(ec <= e)) e = ec;
+  free(xc), free(yc);
+#endif
   int bad = !(e < 1e-4);
   if (bad)
     printf("FAIL C%zu H%zu W%zu k%zux%zu s%zux%zu d%zu p%zu,%zu act%d res%d: %g\n", p->C, p->H,

@@ -1,0 +1,70 @@
+/* Channel-blocked depthwise body (see f32-dwconv.h) shared by the SIMD files: the includer picks
+ * the vocabulary and FN. */
+#define DWCB_TAPS_MAX 64
+#define DWCB_WO_MAX 256
+
+void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
+  const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = (item % nb) * EC_VL;
+  const size_t nc = EC_MIN((size_t)EC_VL, s->C - c0), H = s->H, W = s->W, Hp = s->Hp, Wp = s->Wp;
+  const size_t taps = s->KH * s->KW, Wo = s->Wo, HoWo = s->Ho * Wo;
+  float *xp = a->xp + item * Hp * Wp * EC_VL;
+  const float *x = a->x + (n * s->C + c0) * H * W;
+  if (taps > DWCB_TAPS_MAX || Wo > DWCB_WO_MAX) return; /* the emitter never picks this kernel then */
+  /* pack: zero, then scatter the nc planes into the interleaved layout */
+  for (size_t i = 0; i < Hp * Wp; i++) ec_vst(xp + i * EC_VL, ec_vzero());
+  const size_t r0 = s->PT, c0w = s->PL;
+  for (size_t l = 0; l < nc; l++)
+    for (size_t r = 0; r < H && r + r0 < Hp; r++)
+      for (size_t q = 0; q < W && q + c0w < Wp; q++) xp[((r + r0) * Wp + q + c0w) * EC_VL + l] = x[(l * H + r) * W + q];
+  /* taps and bias as vectors over the block's channels */
+  ec_v wv[DWCB_TAPS_MAX];
+  float lane[EC_VL];
+  for (size_t t = 0; t < taps; t++) {
+    for (size_t l = 0; l < EC_VL; l++) lane[l] = l < nc ? a->w[(c0 + l) * taps + t] : 0.0f;
+    wv[t] = ec_vld(lane);
+  }
+  for (size_t l = 0; l < EC_VL; l++) lane[l] = (a->bias && l < nc) ? a->bias[c0 + l] : 0.0f;
+  const ec_v bias = ec_vld(lane);
+  size_t toff[DWCB_TAPS_MAX];
+  for (size_t kh = 0; kh < s->KH; kh++)
+    for (size_t kw = 0; kw < s->KW; kw++) toff[kh * s->KW + kw] = (kh * s->DH * Wp + kw * s->DW) * EC_VL;
+  const int fused = a->res == NULL;
+  float tile[DWCB_WO_MAX * EC_VL];
+  const size_t step = s->SW * EC_VL;
+  for (size_t oh = 0; oh < s->Ho; oh++) {
+    const float *rowp = xp + oh * s->SH * Wp * EC_VL;
+    size_t ow = 0;
+    for (; ow + 4 <= Wo; ow += 4) { /* four independent FMA chains */
+      const float *p = rowp + ow * step;
+      ec_v a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+      for (size_t t = 0; t < taps; t++) {
+        const float *q = p + toff[t];
+        a0 = ec_vfma(a0, ec_vld(q), wv[t]);
+        a1 = ec_vfma(a1, ec_vld(q + step), wv[t]);
+        a2 = ec_vfma(a2, ec_vld(q + 2 * step), wv[t]);
+        a3 = ec_vfma(a3, ec_vld(q + 3 * step), wv[t]);
+      }
+      if (fused) a0 = ec_vact(a->act, a0), a1 = ec_vact(a->act, a1), a2 = ec_vact(a->act, a2), a3 = ec_vact(a->act, a3);
+      ec_vst(tile + ow * EC_VL, a0);
+      ec_vst(tile + (ow + 1) * EC_VL, a1);
+      ec_vst(tile + (ow + 2) * EC_VL, a2);
+      ec_vst(tile + (ow + 3) * EC_VL, a3);
+    }
+    for (; ow < Wo; ow++) {
+      const float *p = rowp + ow * step;
+      ec_v a0 = bias;
+      for (size_t t = 0; t < taps; t++) a0 = ec_vfma(a0, ec_vld(p + toff[t]), wv[t]);
+      ec_vst(tile + ow * EC_VL, fused ? ec_vact(a->act, a0) : a0);
+    }
+    /* transpose the row back to NCHW */
+    for (size_t l = 0; l < nc; l++) {
+      float *y = a->y + (n * s->C + c0 + l) * HoWo + oh * Wo;
+      if (fused) {
+        for (size_t w = 0; w < Wo; w++) y[w] = tile[w * EC_VL + l];
+      } else {
+        const float *res = a->res + (n * s->C + c0 + l) * HoWo + oh * Wo;
+        for (size_t w = 0; w < Wo; w++) y[w] = ec_epi_value(tile[w * EC_VL + l], res + w, a->res_before_act, a->act);
+      }
+    }
+  }
+}
