@@ -67,15 +67,11 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     import contextlib
     import io
 
-    from edgec.cli import console
     from edgec.cli.main import main
 
+    # The shared rich consoles follow sys.stdout/sys.stderr, so redirecting those is enough (pinning their
+    # .file would leak the redirect into every later test).
     out, err = io.StringIO(), io.StringIO()
-    old = console.out.file, console.err.file
-    console.out.file, console.err.file = out, err
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main(list(args))
-    finally:
-        console.out.file, console.err.file = old
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(args))
     return rc, out.getvalue(), err.getvalue()
