@@ -155,7 +155,8 @@ EC_INLINE void f32_gspc_run(const f32_gspc_shape *s, const f32_gspc_args *a, ec_
   }
   f32_gspc_job j = {s, a};
   ec_parallel_for(pool, np, 1, f32_gspc_pack_task, &j);
-  ec_parallel_for(pool, n, 1, f32_gspc_task, &j);
+  /* consecutive rows per chunk: rows of neighbouring items share cache lines of the output */
+  ec_parallel_for(pool, n, EC_MAX(s->Ho / 2, n / (8 * (size_t)ec_pool_threads(pool))), f32_gspc_task, &j);
 }
 
 #endif
