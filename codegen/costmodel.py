@@ -66,16 +66,20 @@ def _isa_family(target) -> str:
     return target.isa if target.isa in ("avx2", "avx512") else "scalar"
 
 
-def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int) -> Choice:
-    """Depthwise direct kernel when each group has one input and one output channel, else packed GEMM
-    per group (im2col into the GEMM's layout; 1x1 stride 1 packs without im2col)."""
+def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int, gspc: bool = False) -> Choice:
+    """Depthwise direct kernel when each group has one input and one output channel; GSPC for other
+    grouped convs when the target has an int8 GSPC kernel (gspc=True); else packed GEMM per group
+    (im2col into the GEMM's layout; 1x1 stride 1 packs without im2col)."""
     key = layer_key("q8conv", C=c_in, OC=c_out, g=groups, k=f"{k[0]}x{k[1]}", px=pixels)
     m = measured(target, key)
-    if m in ("q8-dwconv", "q8-gemm"):
+    if m in ("q8-dwconv", "q8-gemm") or (m == "q8-gspc" and gspc):
         return Choice(m, "tuning database")
     macs = c_out * pixels * (c_in // groups) * k[0] * k[1]
     if groups == c_in == c_out:
         return Choice("q8-dwconv", "depthwise: 1 input channel per output, GEMM rows would be 1/4 used",
+                      {"macs": macs})
+    if groups > 1 and gspc:
+        return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, 16 output channels per dot-product register",
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group
     where = "L1" if packed <= target.l1d_bytes else "L2" if packed <= target.l2_bytes else "memory"

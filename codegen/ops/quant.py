@@ -106,7 +106,8 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
     b = None if bias is None else bias.const.astype(np.int32)
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
-    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo)
+    has_gspc = ctx.target.arch == "x86_64" and "avx512_vnni" in ctx.target.features
+    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=has_gspc)
     X, Y = f"(const uint8_t *){ctx.ptr(x)}", f"(uint8_t *){ctx.ptr(y)}"
     if choice.algo == "q8-dwconv":
         isa = _dw_isa(ctx.target)
@@ -122,6 +123,9 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
         ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
         return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
                 f"q8_dwconv_run(q8_dwconv__{isa}, &p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
+    if choice.algo == "q8-gspc":
+        return _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), (k, s, d, pt, pl, Ho, Wo), (zx, zy, lo, hi),
+                          macs, choice)
     fn, src, signed = gemm_variant(ctx.target)
     ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
     ocg, cg = OC // g, C // g
@@ -143,6 +147,42 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
             f"{zx}, {0x80 if signed else 0}, {fn}}};\n"
             f"q8_conv(&p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
+
+
+def pack_gspc(wq: np.ndarray, g: int, t_o: int = 16) -> np.ndarray:
+    """int8 [OC][C/g][kh][kw] -> per group [ceil(K_PG/T_O)][ceil(C_PG/4)][kh][kw][T_O][4] (q8-gspc.h)."""
+    oc, cpg, kh, kw = wq.shape
+    kpg = oc // g
+    kp, cp = -(-kpg // t_o) * t_o, -(-cpg // 4) * 4
+    z = np.zeros((g, kp, cp, kh, kw), np.int8)
+    z[:, :kpg, :cpg] = wq.reshape(g, kpg, cpg, kh, kw)
+    z = z.reshape(g, kp // t_o, t_o, cp // 4, 4, kh, kw).transpose(0, 1, 3, 5, 6, 2, 4)
+    return np.ascontiguousarray(z).ravel()
+
+
+def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
+    N, C, H, W, OC, g = dims
+    k, s, d, pt, pl, Ho, Wo = geo
+    zx, zy, lo, hi = q
+    kpg, cpg = OC // g, C // g
+    kp = -(-kpg // 16) * 16
+    bias, mult, shift = (np.zeros(g * kp, np.int32) for _ in range(3))
+    mult[:], shift[:] = 1 << 30, 40  # padded lanes: defined, never stored
+    for j in range(g):
+        r = row_params(wq[j * kpg:(j + 1) * kpg].reshape(kpg, -1), None if b is None else b[j * kpg:(j + 1) * kpg],
+                       zx, scales[j * kpg:(j + 1) * kpg], False)
+        bias[j * kp:j * kp + kpg], mult[j * kp:j * kp + kpg], shift[j * kp:j * kp + kpg] = \
+            r.bias[:kpg], r.mult[:kpg], r.shift[:kpg]
+    wp = ctx.weight(f"{node.name}:gspc", pack_gspc(wq, g))
+    bp, mp, sp = (ctx.weight(f"{node.name}:{n}", a) for n, a in (("bias", bias), ("mult", mult), ("shift", shift)))
+    hp, wpx = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
+    scr = ctx.scratch(THREAD_SLICES * (-(-cpg // 4) * hp * wpx * 4 + 32 * s[1] + 64))
+    ctx.require("q8-gspc/q8-gspc.h", "q8-gspc/q8-gspc-scalar.c", "q8-gspc/q8-gspc-o16-avx512vnni.c")
+    ctx.note(algo="q8-gspc", macs=macs, kernel="q8_gspc_o16__avx512vnni", why=choice.why)
+    shape = ", ".join(str(v) for v in (N, g, cpg, kpg, H, W, k[0], k[1], s[0], s[1], d[0], d[1], pt, pl, Ho, Wo))
+    return (f"const q8_gspc_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
+            f"q8_gspc_o16__avx512vnni(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
+            f"(uint8_t *){scr}, {ctx.pool});\n")
 
 
 def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs, ys, yz, bias) -> str:

@@ -90,12 +90,13 @@ class PoolS(ctypes.Structure):
     _fields_ = [(k, ctypes.c_int) for k in "batch C H W kh kw sh sw dh dw pt pl Ho Wo".split()]
 
 
-def test_q8_maxpool_matches_onnxruntime(lib):
+@pytest.mark.parametrize("k,s,pad", [(3, 2, 1), (2, 2, 0), (3, 1, 0)])  # padded (checked) and inside paths
+def test_q8_maxpool_matches_onnxruntime(lib, k, s, pad):
     x = np.random.default_rng(3).integers(0, 256, (1, 5, 11, 10)).astype(np.uint8)
-    ref = _ort([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+    ref = _ort([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=[pad] * 4)],
                [_vi("x", TensorProto.UINT8, x.shape)], {}, [_vi("y", TensorProto.UINT8, None)], {"x": x})
     y = np.empty(ref.size, np.uint8)
-    lib.q8_maxpool(ctypes.byref(PoolS(1, 5, 11, 10, 3, 3, 2, 2, 1, 1, 1, 1, ref.shape[2], ref.shape[3])),
+    lib.q8_maxpool(ctypes.byref(PoolS(1, 5, 11, 10, k, k, s, s, 1, 1, pad, pad, ref.shape[2], ref.shape[3])),
                    x.ctypes.data_as(P), y.ctypes.data_as(P))
     assert np.array_equal(y, ref.ravel())
 

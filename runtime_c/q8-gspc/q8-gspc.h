@@ -1,0 +1,37 @@
+/* Int8 grouped convolution with GSPC (Grouped Spatial Pack Convolution, docs/../gspc.md): per group the
+ * input is padded with the zero point and packed [C_PG/4][Hp][Wp][4] (4 input channels of a pixel
+ * together, the T_I = 4 of a dot-product instruction), weights are packed offline
+ * [K_PG/T_O][C_PG/4][kh][kw][T_O][4], and each step multiplies one pixel's 4 input channels into T_O
+ * output channels held in one register. No im2col matrix; parallel over groups. u8 domain NCHW. */
+#ifndef Q8_GSPC_H
+#define Q8_GSPC_H
+
+#include "../q8-requant/q8-requant.h"
+#include "../ec_threadpool.h"
+
+typedef struct {
+    int batch, groups, cpg, kpg;        /* channels in / out per group */
+    int H, W, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo;
+    const int8_t *w;                    /* reference: [G*kpg][cpg][kh][kw]; SIMD: packed per group */
+    const int32_t *bias, *mult, *shift; /* [G * kpg_padded] (kpg padded to T_O for SIMD, kpg for the reference) */
+    int32_t zp, qmin, qmax;
+    uint8_t zx;
+} q8_gspc_params;
+
+static inline size_t q8_gspc_hp(const q8_gspc_params *p) { return (size_t)(p->Ho - 1) * p->sh + (size_t)(p->kh - 1) * p->dh + 1; }
+static inline size_t q8_gspc_wp(const q8_gspc_params *p) { return (size_t)(p->Wo - 1) * p->sw + (size_t)(p->kw - 1) * p->dw + 1; }
+/* one thread's scratch: the packed input of one group + over-read slack of the 8-pixel block */
+static inline size_t q8_gspc_scratch_bytes(const q8_gspc_params *p)
+{
+    return (size_t)(p->cpg + 3) / 4 * q8_gspc_hp(p) * q8_gspc_wp(p) * 4 + 32 * (size_t)p->sw + 64;
+}
+
+void q8_gspc__scalar(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
+/* T_O = 16 output channels per vpdpbusd; scratch: EC_MAX_THREADS slices of q8_gspc_scratch_bytes */
+void q8_gspc_o16__avx512vnni(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
+                             ec_pool *pool);
+
+/* pack one group's input (cpg x H x W) padded with zx into [cpg/4][hp][wp][4] */
+void q8_gspc_pack_input(const q8_gspc_params *p, const uint8_t *xg, uint8_t *dst);
+
+#endif

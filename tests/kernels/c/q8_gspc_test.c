@@ -1,0 +1,72 @@
+/* q8 GSPC variant KERNEL (T_O = TO) vs the direct scalar reference, bit-exact: groups 1..8, channels
+ * per group not multiples of 4 or T_O, kernels 1/3/5, strides 1-2, dilation, pads, odd widths, 2 threads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8-gspc/q8-gspc.h"
+
+static uint32_t rng = 31;
+static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int pad, ec_pool *pool)
+{
+    q8_gspc_params p = {1, G, cpg, kpg, H, W, k, k, s, s, d, d, pad, pad, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0};
+    p.Ho = (H + 2 * pad - d * (k - 1) - 1) / s + 1;
+    p.Wo = (W + 2 * pad - d * (k - 1) - 1) / s + 1;
+    if (p.Ho <= 0 || p.Wo <= 0)
+        return 0;
+    const int K = G * kpg, T = k * k, kpgp = (kpg + TO - 1) / TO * TO, c4n = (cpg + 3) / 4;
+    int8_t *w = malloc((size_t)K * cpg * T), *wp = calloc((size_t)G * kpgp * c4n * 4 * T, 1);
+    int32_t *b0 = malloc(4 * K), *m0 = malloc(4 * K), *s0 = malloc(4 * K);
+    int32_t *b1 = calloc(G * kpgp, 4), *m1 = calloc(G * kpgp, 4), *s1 = calloc(G * kpgp, 4);
+    size_t nx = (size_t)G * cpg * H * W, ny = (size_t)K * p.Ho * p.Wo;
+    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_gspc_scratch_bytes(&p) * EC_MAX_THREADS);
+    for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
+    for (int i = 0; i < K * cpg * T; i++) w[i] = (int8_t)rnd();
+    p.zx = (uint8_t)rnd();
+    p.zp = (int32_t)(rnd() & 255);
+    for (int oc = 0; oc < K; oc++) {
+        int32_t sw = 0;
+        for (int i = 0; i < cpg * T; i++) sw += w[oc * cpg * T + i];
+        b0[oc] = (int32_t)(rnd() % 40001) - 20000 - p.zx * sw;
+        m0[oc] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
+        s0[oc] = 38 + (int32_t)(rnd() % 5);
+        int g = oc / kpg, o = oc % kpg;
+        b1[g * kpgp + o] = b0[oc]; m1[g * kpgp + o] = m0[oc]; s1[g * kpgp + o] = s0[oc];
+        for (int c = 0; c < cpg; c++)  /* [g][ob][c4][kh][kw][TO][4] */
+            for (int t = 0; t < T; t++)
+                wp[(size_t)g * kpgp * c4n * 4 * T + ((((size_t)(o / TO) * c4n + c / 4) * T + t) * TO + o % TO) * 4 + c % 4] =
+                    w[((size_t)oc * cpg + c) * T + t];
+    }
+    for (int g = 0; g < G; g++) /* padded lanes: valid shift so the unused lanes stay defined */
+        for (int o = kpg; o < kpgp; o++) { m1[g * kpgp + o] = 1 << 30; s1[g * kpgp + o] = 40; }
+    if (rnd() & 1) { p.qmin = p.zp; p.qmax = 240; }
+    p.w = w; p.bias = b0; p.mult = m0; p.shift = s0;
+    q8_gspc__scalar(&p, x, y0, scr, NULL);
+    p.w = wp; p.bias = b1; p.mult = m1; p.shift = s1;
+    KERNEL(&p, x, y1, scr, pool);
+    int bad = memcmp(y0, y1, ny) != 0;
+    if (bad)
+        printf("MISMATCH G=%d cpg=%d kpg=%d H=%d W=%d k=%d s=%d d=%d pad=%d\n", G, cpg, kpg, H, W, k, s, d, pad);
+    free(w); free(wp); free(b0); free(m0); free(s0); free(b1); free(m1); free(s1); free(x); free(y0); free(y1); free(scr);
+    return bad;
+}
+
+int main(void)
+{
+    static const int Gs[] = {1, 2, 4, 8}, Cs[] = {1, 3, 4, 8, 17}, Ks[] = {1, 5, 16, 17};
+    ec_pool pool;
+    if (ec_pool_init(&pool, 2))
+        return 2;
+    int fails = 0, cases = 0;
+    for (int a = 0; a < 4; a++)
+        for (int c = 0; c < 5; c++)
+            for (int kk = 0; kk < 4; kk++, cases++) {
+                int k = 1 + 2 * (cases % 3), s = 1 + cases % 2, d = 1 + (cases % 5 == 0);
+                fails += run(Gs[a], Cs[c], Ks[kk], 5 + cases % 7, 3 + cases % 15, k, s, d, k / 2, cases % 3 ? &pool : NULL);
+            }
+    ec_pool_destroy(&pool);
+    printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
+    return fails != 0;
+}
