@@ -79,7 +79,7 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
         return Choice("q8-dwconv", "depthwise: 1 input channel per output, GEMM rows would be 1/4 used",
                       {"macs": macs})
     if groups > 1 and gspc:
-        return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, 16 output channels per dot-product register",
+        return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, a tile of output channels per register",
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group
     where = "L1" if packed <= target.l1d_bytes else "L2" if packed <= target.l2_bytes else "memory"

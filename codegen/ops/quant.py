@@ -106,7 +106,7 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
     b = None if bias is None else bias.const.astype(np.int32)
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
-    has_gspc = ctx.target.arch == "x86_64" and "avx512_vnni" in ctx.target.features
+    has_gspc = _gspc_variant(ctx.target) is not None
     choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=has_gspc)
     X, Y = f"(const uint8_t *){ctx.ptr(x)}", f"(uint8_t *){ctx.ptr(y)}"
     if choice.algo == "q8-dwconv":
@@ -149,14 +149,26 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
             f"q8_conv(&p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
-def pack_gspc(wq: np.ndarray, g: int, t_o: int = 16) -> np.ndarray:
-    """int8 [OC][C/g][kh][kw] -> per group [ceil(K_PG/T_O)][ceil(C_PG/4)][kh][kw][T_O][4] (q8-gspc.h)."""
+GSPC = {  # (C function, file, T_O, T_I)
+    "vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
+    "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
+}
+
+
+def _gspc_variant(target):
+    if target.arch == "x86_64" and "avx512_vnni" in target.features:
+        return GSPC["vnni"]
+    return GSPC["neon"] if target.arch == "aarch64" else None
+
+
+def pack_gspc(wq: np.ndarray, g: int, t_o: int = 16, t_i: int = 4) -> np.ndarray:
+    """int8 [OC][C/g][kh][kw] -> per group [ceil(K_PG/T_O)][ceil(C_PG/T_I)][kh][kw][T_O][T_I] (q8-gspc.h)."""
     oc, cpg, kh, kw = wq.shape
     kpg = oc // g
-    kp, cp = -(-kpg // t_o) * t_o, -(-cpg // 4) * 4
+    kp, cp = -(-kpg // t_o) * t_o, -(-cpg // t_i) * t_i
     z = np.zeros((g, kp, cp, kh, kw), np.int8)
     z[:, :kpg, :cpg] = wq.reshape(g, kpg, cpg, kh, kw)
-    z = z.reshape(g, kp // t_o, t_o, cp // 4, 4, kh, kw).transpose(0, 1, 3, 5, 6, 2, 4)
+    z = z.reshape(g, kp // t_o, t_o, cp // t_i, t_i, kh, kw).transpose(0, 1, 3, 5, 6, 2, 4)
     return np.ascontiguousarray(z).ravel()
 
 
@@ -165,7 +177,8 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
     kpg, cpg = OC // g, C // g
-    kp = -(-kpg // 16) * 16
+    fn, src, t_o, t_i = _gspc_variant(ctx.target)
+    kp = -(-kpg // t_o) * t_o
     bias, mult, shift = (np.zeros(g * kp, np.int32) for _ in range(3))
     mult[:], shift[:] = 1 << 30, 40  # padded lanes: defined, never stored
     for j in range(g):
@@ -173,15 +186,15 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
                        zx, scales[j * kpg:(j + 1) * kpg], False)
         bias[j * kp:j * kp + kpg], mult[j * kp:j * kp + kpg], shift[j * kp:j * kp + kpg] = \
             r.bias[:kpg], r.mult[:kpg], r.shift[:kpg]
-    wp = ctx.weight(f"{node.name}:gspc", pack_gspc(wq, g))
+    wp = ctx.weight(f"{node.name}:gspc", pack_gspc(wq, g, t_o, t_i))
     bp, mp, sp = (ctx.weight(f"{node.name}:{n}", a) for n, a in (("bias", bias), ("mult", mult), ("shift", shift)))
     hp, wpx = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
     scr = ctx.scratch(THREAD_SLICES * (-(-cpg // 4) * hp * wpx * 4 + 32 * s[1] + 64))
-    ctx.require("q8-gspc/q8-gspc.h", "q8-gspc/q8-gspc-scalar.c", "q8-gspc/q8-gspc-o16-avx512vnni.c")
-    ctx.note(algo="q8-gspc", macs=macs, kernel="q8_gspc_o16__avx512vnni", why=choice.why)
+    ctx.require("q8-gspc/q8-gspc.h", "q8-gspc/q8-gspc-scalar.c", src)
+    ctx.note(algo="q8-gspc", macs=macs, kernel=fn, why=choice.why)
     shape = ", ".join(str(v) for v in (N, g, cpg, kpg, H, W, k[0], k[1], s[0], s[1], d[0], d[1], pt, pl, Ho, Wo))
     return (f"const q8_gspc_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
-            f"q8_gspc_o16__avx512vnni(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
+            f"{fn}(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 
 

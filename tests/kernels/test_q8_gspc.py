@@ -14,15 +14,21 @@ from edgec.codegen.project import compile_model
 from qkit import ISAS, SANITIZE, build, require, run
 from test_q8_conv import _model_and_data
 
-FILES = ["q8_gspc_test.c", "q8-gspc/q8-gspc-scalar.c", "q8-gspc/q8-gspc-o16-avx512vnni.c", "ec_threadpool.c"]
-DEFS = {"KERNEL": "q8_gspc_o16__avx512vnni", "KERNEL_NAME": '"vnni"', "TO": "16"}
+VARIANTS = {  # isa -> (function, file, T_O, T_I)
+    "avx512vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
+    "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
+}
 
 
-@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["O2", "asan-ubsan"])
-def test_q8_gspc_vnni_matches_reference(extra, tmp_path):
-    isa = ISAS["avx512vnni"]
+@pytest.mark.parametrize("name,extra", [("avx512vnni", ()), ("avx512vnni", SANITIZE), ("neon", ())],
+                         ids=["vnni", "vnni-asan-ubsan", "neon-a72"])
+def test_q8_gspc_matches_reference(name, extra, tmp_path):
+    isa = ISAS[name]
     require(isa)
-    r = run(isa, build(isa, tmp_path / "gspc", FILES, DEFS, extra), timeout=300)
+    fn, src, t_o, t_i = VARIANTS[name]
+    files = ["q8_gspc_test.c", "q8-gspc/q8-gspc-scalar.c", src, "ec_threadpool.c"]
+    defs = {"KERNEL": fn, "KERNEL_NAME": f'"{name}"', "TO": str(t_o), "TI": str(t_i)}
+    r = run(isa, build(isa, tmp_path / "gspc", files, defs, extra), timeout=300)
     assert r.returncode == 0 and "80/80 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
 
 

@@ -1,4 +1,4 @@
-/* q8 GSPC variant KERNEL (T_O = TO) vs the direct scalar reference, bit-exact: groups 1..8, channels
+/* q8 GSPC variant KERNEL (T_O = TO, T_I = TI) vs the direct scalar reference, bit-exact: groups 1..8, channels
  * per group not multiples of 4 or T_O, kernels 1/3/5, strides 1-2, dilation, pads, odd widths, 2 threads. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +16,8 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
     p.Wo = (W + 2 * pad - d * (k - 1) - 1) / s + 1;
     if (p.Ho <= 0 || p.Wo <= 0)
         return 0;
-    const int K = G * kpg, T = k * k, kpgp = (kpg + TO - 1) / TO * TO, c4n = (cpg + 3) / 4;
-    int8_t *w = malloc((size_t)K * cpg * T), *wp = calloc((size_t)G * kpgp * c4n * 4 * T, 1);
+    const int K = G * kpg, T = k * k, kpgp = (kpg + TO - 1) / TO * TO, c4n = (cpg + TI - 1) / TI;
+    int8_t *w = malloc((size_t)K * cpg * T), *wp = calloc((size_t)G * kpgp * c4n * TI * T, 1);
     int32_t *b0 = malloc(4 * K), *m0 = malloc(4 * K), *s0 = malloc(4 * K);
     int32_t *b1 = calloc(G * kpgp, 4), *m1 = calloc(G * kpgp, 4), *s1 = calloc(G * kpgp, 4);
     size_t nx = (size_t)G * cpg * H * W, ny = (size_t)K * p.Ho * p.Wo;
@@ -34,9 +34,9 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
         s0[oc] = 38 + (int32_t)(rnd() % 5);
         int g = oc / kpg, o = oc % kpg;
         b1[g * kpgp + o] = b0[oc]; m1[g * kpgp + o] = m0[oc]; s1[g * kpgp + o] = s0[oc];
-        for (int c = 0; c < cpg; c++)  /* [g][ob][c4][kh][kw][TO][4] */
+        for (int c = 0; c < cpg; c++)  /* [g][ob][c/TI][kh][kw][TO][TI] */
             for (int t = 0; t < T; t++)
-                wp[(size_t)g * kpgp * c4n * 4 * T + ((((size_t)(o / TO) * c4n + c / 4) * T + t) * TO + o % TO) * 4 + c % 4] =
+                wp[(size_t)g * kpgp * c4n * TI * T + ((((size_t)(o / TO) * c4n + c / TI) * T + t) * TO + o % TO) * TI + c % TI] =
                     w[((size_t)oc * cpg + c) * T + t];
     }
     for (int g = 0; g < G; g++) /* padded lanes: valid shift so the unused lanes stay defined */
