@@ -53,9 +53,16 @@ def emit_maxpool(node: Node, ctx: EmitContext) -> str:
     if len(node.outputs) > 1 and node.outputs[1] is not None:
         raise EdgecError(f"node {node.name} (MaxPool): the Indices output is not supported")
     x, y, k, s, d, ins, outs, b, _ = _spatial(node)
-    ctx.require(HEADER)
     planes = x.shape[0] * x.shape[1]
-    ctx.note(algo="maxpool2d", macs=y.size * k[0] * k[1])
+    ctx.note(algo="maxpool2d-2pass", macs=y.size * (k[0] + k[1]))
+    if k[0] > 1 and k[1] > 1:
+        # separable: horizontal max into a row buffer, then vertical max
+        ctx.require("f32-pool/f32-maxpool-2pass-scalar.h")
+        rows = ctx.scratch(4 * ins[0] * outs[1])
+        return (f"ec_f32_maxpool2d_2pass_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+                f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {ctx.ptr(x)}, {ctx.ptr(y)}, (float *){rows});\n")
+    ctx.require(HEADER)
+    ctx.note(algo="maxpool2d")
     return (f"ec_f32_maxpool2d_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
             f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
 

@@ -18,7 +18,7 @@ static inline void ec_f32_maxpool2d_scalar(size_t planes, int H, int W, int OH, 
         for (int oh = 0; oh < OH; oh++) {
             for (int ow = 0; ow < OW; ow++) {
                 float m = -FLT_MAX;
-                int seen = 0;
+                int seen = 0; /* the first value is taken as is, so a NaN there propagates */
                 for (int kh = 0; kh < KH; kh++) {
                     int ih = oh * SH - PT + kh * DH;
                     if (ih < 0 || ih >= H) continue;
@@ -30,7 +30,7 @@ static inline void ec_f32_maxpool2d_scalar(size_t planes, int H, int W, int OH, 
                         seen = 1;
                     }
                 }
-                yp[oh * OW + ow] = seen ? m : 0.0f;
+                yp[oh * OW + ow] = m; /* -FLT_MAX for a window wholly in the padding, as onnxruntime */
             }
         }
     }

@@ -63,3 +63,54 @@ def test_gavgpool_simd_matches_scalar(tmp_path, target):
     run = [str(exe)] if runs_here else [*t.qemu, str(exe)]
     proc = subprocess.run(run, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
+
+
+MAXPOOL_DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include "f32-pool/f32-pool-scalar.h"
+#include "f32-pool/f32-maxpool-2pass-scalar.h"
+int main(void)
+{
+    static float x[2 * 40 * 40], y[2 * 40 * 40], r[2 * 40 * 40], rows[40 * 40];
+    static const int sizes[] = {1, 3, 7, 8, 15, 17, 33};
+    unsigned s = 7u;
+    for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 16777216.0f - 0.5f;
+    }
+    int bad = 0, n = 0;
+    for (int a = 0; a < 7; a++) for (int b = 0; b < 7; b++) for (int k = 2; k <= 3; k++)
+    for (int st = 1; st <= 2; st++) for (int p = 0; p < k; p++) for (int d = 1; d <= 2; d++) {
+        int H = sizes[a], W = sizes[b], ke = (k - 1) * d + 1;
+        int OH = (H + 2 * p - ke) / st + 1, OW = (W + 2 * p - ke) / st + 1;
+        if (OH < 1 || OW < 1) continue;
+        ec_f32_maxpool2d_2pass_scalar(2, H, W, OH, OW, k, k, st, st, d, d, p, p, x, y, rows);
+        ec_f32_maxpool2d_scalar(2, H, W, OH, OW, k, k, st, st, d, d, p, p, x, r);
+        n++;
+        if (memcmp(y, r, sizeof(float) * 2 * (size_t)OH * OW)) {
+            printf("H=%d W=%d k=%d s=%d p=%d d=%d differ\n", H, W, k, st, p, d);
+            bad = 1;
+        }
+    }
+    return bad || n < 100;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["generic", "x86_64-avx2", "x86_64-avx512", "aarch64-neon", "armv7-neon"])
+def test_maxpool_two_pass_matches_reference(tmp_path, target):
+    """The separable max pool, auto-vectorised with each target's flags, equals the direct reference."""
+    t = get_target(target)
+    if shutil.which(t.cc) is None:
+        pytest.skip(f"{t.cc} not installed")
+    runs_here = t.runs_natively()
+    if not runs_here and (t.qemu is None or shutil.which(t.qemu[0]) is None):
+        pytest.skip(f"{target}: this CPU lacks it and no qemu")
+    src, exe = tmp_path / "m.c", tmp_path / "m"
+    src.write_text(MAXPOOL_DRIVER)
+    cmd = [t.cc, *t.cflags, "-O3", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root()}", str(src), "-o",
+           str(exe)] + ([] if runs_here else ["-static"])
+    subprocess.run(cmd, check=True, capture_output=True)
+    proc = subprocess.run([str(exe)] if runs_here else [*t.qemu, str(exe)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
