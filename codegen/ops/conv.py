@@ -117,7 +117,7 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     kind = "gemm" if G == 1 else "gemm-grouped"
     shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
     x, y, epi = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0]), epilogue_fields(node, ctx, _bias(node, ctx))
-    if use_indirect(g):
+    if use_indirect(g, kernels.igemm_kernel(ctx.target).params["nr"]):
         return _emit_s1(node, ctx, g, k, wp, kind, macs, msplit, x, y, epi)
     per = kg * nc
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
@@ -128,12 +128,15 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
             f"f32_conv_run(&S, &A, {ctx.pool});\n")
 
 
-def use_indirect(g: dict) -> bool:
-    """Stride-1 windows read B in place when the dropped padded columns cost under 10%."""
+def use_indirect(g: dict, nr: int) -> bool:
+    """Stride-1 windows read B in place unless the padded-width columns cost over 10% more
+    NR-wide panels than the packed pixels (on small maps both round up to the same panels)."""
     if g["SH"] != 1 or g["SW"] != 1 or g["KH"] * g["KW"] == 1:
         return False
-    extra = (g["KW"] - 1) * g["DW"]
-    return extra <= 0.1 * (g["Wo"] + extra)
+    wp = g["Wo"] + (g["KW"] - 1) * g["DW"]
+    direct = -(-((g["Ho"] - 1) * wp + g["Wo"]) // nr)
+    packed = -(-(g["Ho"] * g["Wo"]) // nr)
+    return direct <= 1.1 * packed
 
 
 def _emit_s1(node, ctx, g, k, wp, kind, macs, msplit, x, y, epi) -> str:
