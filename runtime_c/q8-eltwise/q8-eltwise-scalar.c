@@ -69,23 +69,26 @@ void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32
     }
 }
 
-/* every window inside the image (no padding reached): no bounds checks, vectorisable */
+/* every window inside the image (no padding reached): no bounds checks. Shape in locals: the byte
+ * stores to y may alias *s, which would force a reload of every field in the inner loop. */
 static void maxpool_inside(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
-    for (int p = 0; p < s->batch * s->C; p++) {
-        const uint8_t *xc = x + (size_t)p * s->H * s->W;
-        uint8_t *yc = y + (size_t)p * s->Ho * s->Wo;
-        for (int oh = 0; oh < s->Ho; oh++) {
-            uint8_t *yr = yc + (size_t)oh * s->Wo;
-            for (int ow = 0; ow < s->Wo; ow++)
+    const int planes = s->batch * s->C, H = s->H, W = s->W, kh = s->kh, kw = s->kw, sh = s->sh, sw = s->sw;
+    const int dh = s->dh, dw = s->dw, Ho = s->Ho, Wo = s->Wo;
+    for (int p = 0; p < planes; p++) {
+        const uint8_t *xc = x + (size_t)p * H * W;
+        uint8_t *yc = y + (size_t)p * Ho * Wo;
+        for (int oh = 0; oh < Ho; oh++) {
+            uint8_t *yr = yc + (size_t)oh * Wo;
+            for (int ow = 0; ow < Wo; ow++)
                 yr[ow] = 0;
-            for (int i = 0; i < s->kh; i++) {
-                const uint8_t *xr = xc + (size_t)(oh * s->sh + i * s->dh) * s->W;
-                for (int j = 0; j < s->kw; j++)
-                    for (int ow = 0; ow < s->Wo; ow++) {
-                        const uint8_t v = xr[ow * s->sw + j * s->dw];
-                        yr[ow] = v > yr[ow] ? v : yr[ow];
-                    }
+            for (int i = 0; i < kh; i++) {
+                const uint8_t *xr = xc + (size_t)(oh * sh + i * dh) * W;
+                for (int j = 0; j < kw; j++) {
+                    const uint8_t *xj = xr + j * dw;
+                    for (int ow = 0; ow < Wo; ow++) /* runs along the output row */
+                        yr[ow] = xj[ow * sw] > yr[ow] ? xj[ow * sw] : yr[ow];
+                }
             }
         }
     }
