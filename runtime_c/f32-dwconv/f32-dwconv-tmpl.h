@@ -80,7 +80,7 @@ EC_INLINE void dw_pad_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
   for (size_t z = 0; z < F32_DWCONV_SLACK; z += EC_VL) ec_vst(a->xp + Hp * Wq + z, ec_vzero());
 }
 
-/* Stride 1, small plane: outputs taken over the padded width (j = oh*Wq + ow), so a 7x7 plane is
+/* Stride 1 both ways, small plane: outputs taken over the padded width (j = oh*Wq + ow), so a 7x7 plane is
  * 4 full vectors instead of 7 masked rows; the dropped columns fall out when the tile is copied
  * into NCHW by ec_epi_row (bias, residual, activation). Reads up to F32_DWCONV_SLACK floats past
  * the plane. */
@@ -116,7 +116,7 @@ F32_DWCONV_DECL(FN) {
       toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
       wv[kh * kw_n + kw] = ec_vset1(a->w[kh * kw_n + kw]);
     }
-  if (a->x && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
+  if (a->x && s->SH == 1 && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
     dw_flat(s, a, toff, wv);
     return;
   }

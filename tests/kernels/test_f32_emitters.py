@@ -88,6 +88,7 @@ def conv_model(path):
     g.out(g.node("Add", [g.conv(x4, 8, 8, 3, pads=[2, 1, 2, 1], dilations=[2, 1]), x4]))
     x5 = g.input("x5", [1, 4, 20, 21])                                       # depthwise, plane kernels
     g.out(g.node("Relu", [g.conv(x5, 4, 4, 3, group=4, pads=[1, 1, 1, 1])]))
+    g.out(g.conv(x5, 4, 4, 3, group=4, pads=[1, 1, 1, 1], strides=[2, 1]))          # SH != SW
     g.out(g.node("Add", [g.conv(x5, 4, 4, 3, group=4, pads=[1, 2, 1, 2], dilations=[1, 2], bias=False), x5]))
     x3 = g.input("x3", [1, 6, 29])                                                            # Conv1D
     g.out(g.conv(x3, 6, 10, 3, dims=1, pads=[1, 1], strides=[2], dilations=[2]))

@@ -43,10 +43,10 @@ int main(int argc, char **argv) {
   const size_t k = T_K ? T_K : 3;
   for (size_t i = 0; i < 7; i++) {
     for (size_t j = 0; j < 7; j += quick ? 3 : 1) {
-      const size_t s = 1 + (i + j) % 2, d = (T_K == 0 && j % 3 == 2) ? 2 : 1;
+      const size_t s = 1 + (i + j) % 2, d = (T_K == 0 && j % 3 == 2) ? 2 : 1, sh = j == 1 ? 3 - s : s;
       const size_t pad = (k - 1) * d / 2;
       /* widths 1..33 around the vector length; asymmetric pads on odd i */
-      conv_p p = {1 + j % 2, 1 + j % 3, odd[(i + j) % 7] + 2, odd[i], 0, 0, k, k, s, s, d, d,
+      conv_p p = {1 + j % 2, 1 + j % 3, odd[(i + j) % 7] + 2, odd[i], 0, 0, k, k, sh, s, d, d, /* SH != SW too */
                   pad, pad, pad + i % 2, pad + (i + 1) % 2};
       p.K = p.G = p.C;
       if (p.W + p.PL + p.PR < (k - 1) * d + 1) p.PR += (k - 1) * d + 1 - p.W - p.PL - p.PR;
