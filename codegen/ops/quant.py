@@ -151,6 +151,7 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
 
 GSPC = {  # (C function, file, T_O, T_I)
     "vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
+    "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
@@ -158,6 +159,8 @@ GSPC = {  # (C function, file, T_O, T_I)
 def _gspc_variant(target):
     if target.arch == "x86_64" and "avx512_vnni" in target.features:
         return GSPC["vnni"]
+    if target.arch == "x86_64" and "avx2" in target.features:
+        return GSPC["avx2"]
     return GSPC["neon"] if target.arch == "aarch64" else None
 
 
@@ -189,7 +192,7 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     wp = ctx.weight(f"{node.name}:gspc", pack_gspc(wq, g, t_o, t_i))
     bp, mp, sp = (ctx.weight(f"{node.name}:{n}", a) for n, a in (("bias", bias), ("mult", mult), ("shift", shift)))
     hp, wpx = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
-    scr = ctx.scratch(THREAD_SLICES * (-(-cpg // 4) * hp * wpx * 4 + 32 * s[1] + 64))
+    scr = ctx.scratch(THREAD_SLICES * 2 * (-(-cpg // 4) * hp * wpx * 4 + 32 * s[1] + 64))  # x2: AVX2 packs int16
     ctx.require("q8-gspc/q8-gspc.h", "q8-gspc/q8-gspc-scalar.c", src)
     ctx.note(algo="q8-gspc", macs=macs, kernel=fn, why=choice.why)
     shape = ", ".join(str(v) for v in (N, g, cpg, kpg, H, W, k[0], k[1], s[0], s[1], d[0], d[1], pt, pl, Ho, Wo))

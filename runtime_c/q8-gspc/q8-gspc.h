@@ -34,6 +34,10 @@ void q8_gspc_o16__avx512vnni(const q8_gspc_params *p, const uint8_t *x, uint8_t 
 /* T_O = 8, T_I = 1, vmlal (ARMv8.0); weights [ceil(K_PG/8)][cpg][kh][kw][8] */
 void q8_gspc_o8__neon(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 
+/* T_O = 8, T_I = 2, vpmaddwd (AVX2); weights [ceil(K_PG/8)][ceil(cpg/2)][kh][kw][8][2]; scratch: slices of
+ * 2 * q8_gspc_scratch_bytes (the input is packed as int16) */
+void q8_gspc_o8__avx2(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
+
 /* pack one group's input (cpg x H x W) padded with zx into [cpg/4][hp][wp][4] */
 void q8_gspc_pack_input(const q8_gspc_params *p, const uint8_t *xg, uint8_t *dst);
 

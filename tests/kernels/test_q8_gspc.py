@@ -1,5 +1,6 @@
-"""Int8 GSPC (grouped convolution without im2col) on AVX-512 VNNI vs the direct scalar reference,
-bit-exact, with 1 and 2 threads; then against onnxruntime's QLinearConv through the compiled model."""
+"""Int8 GSPC (grouped convolution without im2col) on AVX-512 VNNI, AVX2 and NEON (qemu cortex-a72) vs
+the direct scalar reference, bit-exact, with 1 and 2 threads; then against onnxruntime's QLinearConv
+through the compiled model."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ from test_q8_conv import _model_and_data
 
 VARIANTS = {  # isa -> (function, file, T_O, T_I)
     "avx512vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
+    "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
 
-@pytest.mark.parametrize("name,extra", [("avx512vnni", ()), ("avx512vnni", SANITIZE), ("neon", ())],
-                         ids=["vnni", "vnni-asan-ubsan", "neon-a72"])
+@pytest.mark.parametrize("name,extra", [("avx512vnni", ()), ("avx512vnni", SANITIZE), ("avx2", ()),
+                                        ("avx2", SANITIZE), ("neon", ())],
+                         ids=["vnni", "vnni-asan-ubsan", "avx2", "avx2-asan-ubsan", "neon-a72"])
 def test_q8_gspc_matches_reference(name, extra, tmp_path):
     isa = ISAS[name]
     require(isa)
@@ -32,9 +35,10 @@ def test_q8_gspc_matches_reference(name, extra, tmp_path):
     assert r.returncode == 0 and "80/80 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
+@pytest.mark.parametrize("target,isa", [("x86_64-avx512-vnni", "avx512vnni"), ("x86_64-avx2", "avx2")])
 @pytest.mark.parametrize("case", [(16, 9, 9, 32, 3, 1, 1, 1, 4, np.uint8), (12, 8, 11, 6, 3, 2, 1, 1, 2, np.int8)])
-def test_q8_gspc_model_vs_onnxruntime(case, tmp_path):
-    require(ISAS["avx512vnni"])
+def test_q8_gspc_model_vs_onnxruntime(case, target, isa, tmp_path):
+    require(ISAS[isa])
     model, x, _ = _model_and_data(case, np.random.default_rng(11))
     # float graph around the int8 conv: x -> QuantizeLinear -> QLinearConv -> DequantizeLinear
     g = model.graph
@@ -48,7 +52,7 @@ def test_q8_gspc_model_vs_onnxruntime(case, tmp_path):
     onnx.save(onnx.shape_inference.infer_shapes(model), path)
     xf = np.random.default_rng(2).normal(0, 1, x.shape).astype(np.float32)
     ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"xf": xf})[0]
-    b = compile_model(path, tmp_path / "out", target="x86_64-avx512-vnni", build=True, threads=2)
+    b = compile_model(path, tmp_path / "out", target=target, build=True, threads=2)
     assert [l["algo"] for l in b.layers].count("q8-gspc") == 1
     np.save(tmp_path / "in.npy", xf)
     r = subprocess.run([str(b.binaries["runner"]), str(tmp_path / "in.npy"), "--out", str(tmp_path)], capture_output=True,

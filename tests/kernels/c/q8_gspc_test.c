@@ -21,7 +21,7 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
     int32_t *b0 = malloc(4 * K), *m0 = malloc(4 * K), *s0 = malloc(4 * K);
     int32_t *b1 = calloc(G * kpgp, 4), *m1 = calloc(G * kpgp, 4), *s1 = calloc(G * kpgp, 4);
     size_t nx = (size_t)G * cpg * H * W, ny = (size_t)K * p.Ho * p.Wo;
-    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_gspc_scratch_bytes(&p) * EC_MAX_THREADS);
+    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_gspc_scratch_bytes(&p) * 2 * EC_MAX_THREADS);
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
     for (int i = 0; i < K * cpg * T; i++) w[i] = (int8_t)rnd();
     p.zx = (uint8_t)rnd();
