@@ -75,6 +75,9 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
     elif ctx.target.arch == "aarch64":
         fn = "q8_lut__neon"
         ctx.require("q8-eltwise/q8-lut-neon.c")
+    elif ctx.target.arch == "x86_64" and "avx2" in ctx.target.features:
+        fn = "q8_lut__avx2"
+        ctx.require("q8-eltwise/q8-lut-avx2.c")
     ctx.require(*FILES)
     ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
     return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"

@@ -23,6 +23,7 @@ void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p
 void q8_lut(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 void q8_lut__avx512vbmi(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 void q8_lut__neon(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
+void q8_lut__avx2(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 
 /* QLinearMul with b broadcast per outer index (SE blocks: [N,C,H,W] x [N,C,1,1]; inner = 1 for
  * same shape): y = clamp(nearbyint((a - za) * (b - zb) * scale) + zy), scale = a_s * b_s / y_s,

@@ -102,6 +102,7 @@ def test_q8_maxpool_matches_onnxruntime(lib, k, s, pad):
 
 
 @pytest.mark.parametrize("isa_name,fn,src", [("avx512vbmi", "q8_lut__avx512vbmi", "q8-eltwise/q8-lut-avx512vbmi.c"),
+                                             ("avx2", "q8_lut__avx2", "q8-eltwise/q8-lut-avx2.c"),
                                              ("neon", "q8_lut__neon", "q8-eltwise/q8-lut-neon.c")])
 def test_q8_lut_simd_matches_scalar(isa_name, fn, src, tmp_path):
     from qkit import require, run
