@@ -18,7 +18,7 @@ from edgec.errors import EdgecError
 Q8_GEMM = {
     "scalar": ("q8_gemm_4x8__scalar", "q8-gemm/q8-gemm-4x8-scalar.c", False),
     "avx2": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", False),
-    "avx512": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", False),
+    "avx512": ("q8_gemm_4x16__avx512bw", "q8-gemm/q8-gemm-4x16-avx512bw.c", False),
     "avx512vnni": ("q8_gemm_4x16__avx512vnni", "q8-gemm/q8-gemm-4x16-avx512vnni.c", False),
     "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", True),
     "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", True),
@@ -31,6 +31,8 @@ def gemm_variant(target) -> tuple[str, str, bool]:
         return Q8_GEMM["scalar"]
     if target.isa == "avx512" and "avx512_vnni" in target.features:
         return Q8_GEMM["avx512vnni"]
+    if target.isa == "avx512" and "avx512bw" not in target.features:
+        return Q8_GEMM["avx2"]
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
 
 
