@@ -69,7 +69,7 @@ def _compile_run(model, target, x, tmp_path, name="input"):
 
 
 @pytest.mark.parametrize("acts,target", [("u8", "native"), ("s8", "native"), ("s8", "aarch64-neon"),
-                                         ("u8", "aarch64-v82")])
+                                         ("u8", "aarch64-v82"), ("s8", "armv7-neon")])
 def test_digits_int8_matches_onnxruntime_int8(digits_int8, digits_cnn, acts, target, tmp_path):
     data = np.load(digits_cnn.data)
     x, labels = data["input"], data["labels"]
