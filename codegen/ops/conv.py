@@ -102,13 +102,8 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     if kg <= kc * 5 // 4:
         kc = kg
     nc = max(nr, min((t.l2_bytes // 4) // (kg * 4) // nr * nr, -(-howo // nr) * nr))
-    threads = max(1, int(getattr(ctx, "threads", 1)))
-    msplit = 1
-    items = g["N"] * G * -(-howo // nc)
-    if threads > 1 and items < 4 * threads:
-        nc = max(nr, min(nc, -(-howo // (4 * threads)) // nr * nr or nr))
-        items = g["N"] * G * -(-howo // nc)
-        msplit = max(1, min(-(-kpg // mr), -(-4 * threads // items)))
+    nc, _ = split_work(g["N"] * G, howo, nc, nr, kpg, mr)
+    msplit = 1  # here each M chunk would pack its B block again: split columns only
     mp = -(-kpg // mr) * mr
     packed = np.zeros((G, mp, kg), np.float32)
     packed[:, :kpg] = w.reshape(G, kpg, kg)
@@ -118,7 +113,7 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
     x, y, epi = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0]), epilogue_fields(node, ctx, _bias(node, ctx))
     if use_indirect(g, kernels.igemm_kernel(ctx.target).params["nr"]):
-        return _emit_s1(node, ctx, g, k, wp, kind, macs, msplit, x, y, epi)
+        return _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi)
     per = kg * nc
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(k.file, "f32-conv/f32-conv.h")
@@ -126,6 +121,20 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     return (f"static const f32_conv_shape S = {{{shape}, {mr}u, {nr}u, {kc}u, {nc}u, {msplit}u, {k.name}}};\n"
             f"const f32_conv_args A = {{{x}, {y}, {wp}, {epi}, (float *){scratch}, {per}u}};\n"
             f"f32_conv_run(&S, &A, {ctx.pool});\n")
+
+
+PAR_ITEMS = 8  # work items a layer offers, so run-time --threads up to ~4 keep both halves busy
+
+
+def split_work(groups: int, cols: int, nc: int, nr: int, kpg: int, mr: int) -> tuple[int, int]:
+    """(columns per item, M chunks): narrower column blocks first, then row chunks."""
+    items = groups * -(-cols // nc)
+    if items < PAR_ITEMS:
+        per = -(-PAR_ITEMS // groups)
+        nc = max(nr, -(-(-(-cols // per)) // nr) * nr)
+        items = groups * -(-cols // nc)
+    msplit = max(1, min(-(-kpg // mr), -(-PAR_ITEMS // items))) if items < PAR_ITEMS else 1
+    return nc, msplit
 
 
 def use_indirect(g: dict, nr: int) -> bool:
@@ -139,7 +148,7 @@ def use_indirect(g: dict, nr: int) -> bool:
     return direct <= 1.1 * packed
 
 
-def _emit_s1(node, ctx, g, k, wp, kind, macs, msplit, x, y, epi) -> str:
+def _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi) -> str:
     ik = kernels.igemm_kernel(ctx.target)
     mr, nr = ik.params["mr"], ik.params["nr"]
     G, kpg, cpg = g["G"], g["K"] // g["G"], g["C"] // g["G"]
@@ -149,6 +158,7 @@ def _emit_s1(node, ctx, g, k, wp, kind, macs, msplit, x, y, epi) -> str:
     kc = kg if kg <= 1152 else 576
     mp = -(-kpg // mr) * mr
     nc = max(nr, min(-(-cols // nr) * nr, (ctx.target.l2_bytes // 4) // (mp * 4) // nr * nr))
+    nc, msplit = split_work(g["N"] * G, cols, nc, nr, kpg, mr)
     c, kh, kw = np.meshgrid(np.arange(cpg), np.arange(g["KH"]), np.arange(g["KW"]), indexing="ij")
     koff = (c * hp * wp_ + kh * g["DH"] * wp_ + kw * g["DW"]).astype(np.int32).ravel()
     kp = ctx.weight(f"conv-koff:{node.name}", koff)
