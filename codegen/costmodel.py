@@ -37,6 +37,10 @@ SPARSE_BREAK_EVEN = {
     ("scalar", "1x1"): 0.50,
 }
 SPARSE_BLOCKS = ("4x4", "1x4", "4x1", "1x1")
+# int8 (4x1 blocks, q8-spmm) vs the int8 dense GEMM, same layer and protocol (C microbenchmark of the two
+# kernels, 1x1 conv 128->128 at 28x28): AVX2 0.70 (vs the AVX2 GEMM), AVX-512BW 0.70, VNNI 0.90 (the
+# VNNI GEMM is 2x the AVX2 one). NEON: estimate, not measured.
+Q8_SPARSE_BREAK_EVEN = {"avx2": 0.70, "avx512": 0.70, "avx512vnni": 0.90, "neon": 0.70}
 
 
 @functools.lru_cache(maxsize=4)
@@ -85,6 +89,23 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
     where = "L1" if packed <= target.l1d_bytes else "L2" if packed <= target.l2_bytes else "memory"
     return Choice("q8-gemm", f"{groups} group(s) x GEMM {c_out // groups}x{pixels}x{(c_in // groups) * k[0] * k[1]}, "
                   f"packed input in {where}", {"macs": macs, "packed_bytes": packed})
+
+
+def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
+    """int8 1x1 conv: 4x1-block sparse kernel or the dense GEMM, from the measured break-even."""
+    if override == "dense":
+        return Choice("dense", "override")
+    if override and override.startswith("sparse-"):
+        return Choice("q8-spmm", "override")
+    fam = _isa_family(target)
+    if fam == "avx512" and "avx512_vnni" in target.features:
+        fam = "avx512vnni"
+    be = Q8_SPARSE_BREAK_EVEN.get(fam)
+    s = block_sparsity(w2d, 4, 1)
+    if be is None or s <= be:
+        return Choice("dense", f"int8 4x1 block sparsity {s:.2f} below the {fam} break-even", {"sparsity": s})
+    return Choice("q8-spmm", f"int8 4x1 block sparsity {s:.2f} > break-even {be:.2f} on {fam}",
+                  {"sparsity": s, "break_even": be})
 
 
 def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:

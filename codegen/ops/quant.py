@@ -123,6 +123,11 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
         ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
         return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
                 f"q8_dwconv_run(q8_dwconv__{isa}, &p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
+    if g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and (Ho, Wo) == (H, W) and \
+            _spmm_kernel(ctx.target) is not None:
+        sp = costmodel.choose_int8_sparse(ctx.target, wq.reshape(OC, C), _sparse_mode())
+        if sp.algo == "q8-spmm":
+            return _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), (zx, zy, lo, hi), macs, sp)
     if choice.algo == "q8-gspc":
         return _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), (k, s, d, pt, pl, Ho, Wo), (zx, zy, lo, hi),
                           macs, choice)
@@ -173,6 +178,42 @@ def pack_gspc(wq: np.ndarray, g: int, t_o: int = 16, t_i: int = 4) -> np.ndarray
     z[:, :kpg, :cpg] = wq.reshape(g, kpg, cpg, kh, kw)
     z = z.reshape(g, kp // t_o, t_o, cp // t_i, t_i, kh, kw).transpose(0, 1, 3, 5, 6, 2, 4)
     return np.ascontiguousarray(z).ravel()
+
+
+def _sparse_mode() -> str | None:
+    from edgec.codegen.ops.sparse import _mode
+    mode = _mode()
+    return None if mode == "auto" else mode
+
+
+def _spmm_kernel(target):
+    if target.arch == "x86_64" and "avx2" in target.features:
+        return "q8_spmm_4x1__avx2", "q8-spmm/q8-spmm-4x1-avx2.c"
+    if target.arch == "aarch64":
+        return "q8_spmm_4x1__neon", "q8-spmm/q8-spmm-4x1-neon.c"
+    return None
+
+
+def _emit_spmm(node: Node, ctx: EmitContext, w2d, b, scales, dims, q, macs, choice) -> str:
+    """int8 1x1 conv with 4x1-block sparse weights (runtime_c/q8-spmm)."""
+    from edgec.codegen.ops.sparse import to_bsr
+    N, C, px = dims
+    zx, zy, lo, hi = q
+    M = w2d.shape[0]
+    r = row_params(w2d, b, zx, scales, False)
+    row_ptr, col, val = to_bsr(w2d.astype(np.float32), 4, 1)
+    fn, src = _spmm_kernel(ctx.target)
+    ctx.require("q8-spmm/q8-spmm.h", "q8-spmm/q8-spmm-scalar.c", src)
+    rp, cp = ctx.weight(f"{node.name}:rp", row_ptr), ctx.weight(f"{node.name}:col", col)
+    vp = ctx.weight(f"{node.name}:val", val.astype(np.int8))
+    bp, mp, sp = _rq_ptrs(ctx, node.name, r)
+    nnz = int(np.count_nonzero(w2d))
+    ctx.note(algo="q8-spmm-4x1", macs=N * nnz * px, kernel=fn, why=choice.why, density=round(nnz / w2d.size, 3))
+    X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
+    return (f"const q8_bsr w = {{4, 1, {rp}, {cp}, {vp}}};\n"
+            f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}}};\n"
+            f"for (int b = 0; b < {N}; b++)\n"
+            f"    {fn}({M}u, {px}u, &w, {X} + (size_t)b * {C * px}, {px}u, {Y} + (size_t)b * {M * px}, {px}u, &rq);\n")
 
 
 def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:

@@ -116,3 +116,31 @@ def test_sparse_fully_connected_batch1(op, tmp_path, monkeypatch):
     assert b.layers[0]["algo"].startswith("spmv-"), b.layers
     y = run_binary(b.binaries["runner"], get_target("native"), [x], tmp_path / "w")[0]
     assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("target", ["native", "aarch64-neon"])
+def test_int8_sparse_pointwise_conv(target, tmp_path, monkeypatch):
+    """90%-pruned (4x1 blocks) 1x1 convs quantized by onnxruntime run on the int8 sparse kernel
+    (within 1 LSB of onnxruntime's int8 run); EDGEC_SPARSE=dense switches back to the dense GEMM."""
+    from test_quant_e2e import _out_scale, quantize
+
+    rng = np.random.default_rng(4)
+    nodes, inits, cur = [], [], "x"
+    for i in range(2):
+        inits += [numpy_helper.from_array(_pruned(rng, (C, C, 1, 1), 0.9, 4, 1), f"w{i}"),
+                  numpy_helper.from_array(rng.normal(0, 0.1, C).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [cur, f"w{i}", f"b{i}"], [f"c{i}"]), helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        cur = f"r{i}"
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, C, H, W]) for n in ("x", cur)]
+    src = tmp_path / "pw.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "pw", vi[:1], vi[1:], inits),
+                                opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "pw_q.onnx", "x", [rng.normal(0, 1, (1, C, H, W)).astype(np.float32) for _ in range(4)])
+    x = rng.normal(0, 1, (1, C, H, W)).astype(np.float32)
+    ref = ort.InferenceSession(str(q), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    for mode, algo in (("auto", "q8-spmm-4x1"), ("dense", "q8-gemm")):
+        monkeypatch.setenv("EDGEC_SPARSE", mode)
+        b = compile_model(q, tmp_path / mode, target=target, build=True)
+        assert [l["algo"] for l in b.layers].count(algo) == 2, b.layers
+        y = run_binary(b.binaries["runner"], get_target(target), [x], tmp_path / f"w{mode}")[0]
+        assert np.abs(y - ref).max() <= _out_scale(q) * 1.001

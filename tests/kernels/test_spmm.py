@@ -44,3 +44,15 @@ def test_spmm_and_q8_gemm_clean_under_sanitizers(tmp_path):
                 {"KERNEL": "q8_gemm_4x8__avx2", "KERNEL_NAME": '"avx2-asan"', "X_SIGNED": "0"}, SANITIZE)
     r = run(isa, exe, timeout=300)
     assert r.returncode == 0 and "3240/3240" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]
+
+
+@pytest.mark.parametrize("isa_name,fn,src", [("avx2", "q8_spmm_4x1__avx2", "q8-spmm/q8-spmm-4x1-avx2.c"),
+                                             ("neon", "q8_spmm_4x1__neon", "q8-spmm/q8-spmm-4x1-neon.c")])
+def test_q8_spmm_matches_reference(isa_name, fn, src, tmp_path):
+    """int8 sparse x dense (4x1 blocks) bit-exact vs the scalar reference over sparsity 0, .5, .9, 1."""
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "q8spmm", ["q8_spmm_test.c", "q8-spmm/q8-spmm-scalar.c", src],
+                {"KERNEL": fn, "KERNEL_NAME": f'"{isa_name}"', "BR": "4", "BC": "1"})
+    r = run(isa, exe)
+    assert r.returncode == 0 and "576/576 cases match" in r.stdout, r.stdout + r.stderr
