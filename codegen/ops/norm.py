@@ -1,4 +1,4 @@
-"""Normalisations: LayerNormalization, InstanceNormalization, BatchNormalization left standalone
+"""Normalisations: LayerNormalization, InstanceNormalization, LRN, BatchNormalization left standalone
 (inference form, folded to one scale and shift per channel at compile time)."""
 
 from __future__ import annotations
@@ -62,6 +62,18 @@ def emit_instnorm(node: Node, ctx: EmitContext) -> str:
     ctx.note(algo="instnorm")
     return (f"ec_f32_instnorm_scalar({planes}u, {c}u, {hw}u, {float(node.attr('epsilon', 1e-5))!r}f, {ctx.ptr(x)}, "
             f"{s}, {b}, {ctx.ptr(y)});\n")
+
+
+@register("LRN")
+def emit_lrn(node: Node, ctx: EmitContext) -> str:
+    _f32(node)
+    x, y = node.inputs[0], node.outputs[0]
+    hw = x.size // max(x.shape[0] * x.shape[1], 1)
+    a, b, k = (float(node.attr(n, d)) for n, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    ctx.require(HEADER)
+    ctx.note(algo="lrn", macs=x.size * int(node.attr("size")))
+    return (f"ec_f32_lrn_scalar({x.shape[0]}u, {x.shape[1]}, {hw}u, {int(node.attr('size'))}, {a!r}f, {b!r}f, "
+            f"{k!r}f, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
 
 
 @register("BatchNormalization", inplace=True, epilogue=True)

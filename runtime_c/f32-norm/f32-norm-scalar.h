@@ -47,4 +47,24 @@ static inline void ec_f32_instnorm_scalar(size_t planes, size_t channels, size_t
     }
 }
 
+/* Local response normalisation across channels (NCHW, hw elements per plane):
+ * y = x / (bias + alpha / size * sum of x^2 over channels [c - (size-1)/2, c + size/2]) ^ beta */
+static inline void ec_f32_lrn_scalar(size_t n, int C, size_t hw, int size, float alpha, float beta, float bias,
+                                     const float *x, float *y)
+{
+    int lo = (size - 1) / 2, hi = size / 2;
+    for (size_t b = 0; b < n; b++) {
+        const float *xb = x + b * (size_t)C * hw;
+        float *yb = y + b * (size_t)C * hw;
+        for (int c = 0; c < C; c++) {
+            int c0 = c - lo < 0 ? 0 : c - lo, c1 = c + hi >= C ? C - 1 : c + hi;
+            for (size_t i = 0; i < hw; i++) {
+                float s = 0.0f;
+                for (int k = c0; k <= c1; k++) s += xb[(size_t)k * hw + i] * xb[(size_t)k * hw + i];
+                yb[(size_t)c * hw + i] = xb[(size_t)c * hw + i] / powf(bias + alpha / (float)size * s, beta);
+            }
+        }
+    }
+}
+
 #endif

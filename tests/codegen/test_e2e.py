@@ -48,7 +48,7 @@ def randomized(src, dst, seed=0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "resnet50"])
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "resnet50", "inception_v1"])
 def test_light_models_match_onnxruntime(onnx_light, tmp_path, name):
     model = randomized(onnx_light(name), tmp_path / f"{name}.onnx")
     r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-3, atol=1e-5)
