@@ -63,7 +63,7 @@ def test_scratch_lives_one_layer(tmp_path):
 
 
 def test_real_model_plans(onnx_light):
-    for name in ("squeezenet",):
+    for name in ("squeezenet", "resnet50", "inception_v1"):
         g = lower_file(onnx_light(name))
         rng = np.random.default_rng(0)
         scratch_sizes = [int(s) for s in rng.integers(64, 100_000, len(g.nodes))]
