@@ -7,7 +7,9 @@
 2. Model speedup: a 1x1-heavy stack (8 x [1x1 conv + Relu]) 90% block-sparse (4x4) vs the same
    model dense, whole-model median of --runs runs each, same binary settings.
 
-    python benchmarks/bench_sparse.py [--target native] [--runs 50] [--channels 128] [--hw 28]
+3. With --int8: the same chain pruned in 4x1 blocks and quantized (QDQ), int8 sparse vs int8 dense.
+
+    python benchmarks/bench_sparse.py [--target native] [--runs 50] [--channels 128] [--hw 28] [--int8]
 """
 
 from __future__ import annotations
@@ -74,6 +76,32 @@ def break_even(work: Path, target: str, c: int, hw: int, runs: int) -> dict:
     return res
 
 
+def int8_break_even(work: Path, target: str, c: int, hw: int, runs: int) -> dict:
+    """Same chain pruned in 4x1 blocks, quantized (QDQ, per-channel int8), int8 sparse vs int8 dense."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": np.random.default_rng(i).normal(0, 1, (1, c, hw, hw)).astype(np.float32)}
+                            for i in range(4)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    rng = np.random.default_rng(2)
+    f32 = chain(work / "q_chain.onnx", [pruned(rng, c, s, 4, 1) for s in LEVELS], c, hw)
+    q = work / "q_chain_int8.onnx"
+    quantize_static(str(f32), str(q), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    ms = {}
+    for mode in ("dense", "sparse-4x1"):
+        d = run_bench(q, work / f"q_{mode}", target, mode, runs, True)
+        ms[mode] = [l["ms"] for l in d["layers"] if l["op"] == "QLinearConv"]
+    be = next((s for s, a, b in zip(LEVELS, ms["sparse-4x1"], ms["dense"]) if a < b), None)
+    return {"dense_ms": dict(zip(LEVELS, ms["dense"])), "sparse_ms": dict(zip(LEVELS, ms["sparse-4x1"])),
+            "break_even": be}
+
+
 def model_speedup(work: Path, target: str, c: int, hw: int, runs: int) -> dict:
     rng = np.random.default_rng(1)
     ws = [pruned(rng, c, 0.9, 4, 4) for _ in range(8)]
@@ -90,11 +118,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--channels", type=int, default=128)
     ap.add_argument("--hw", type=int, default=28)
+    ap.add_argument("--int8", action="store_true", help="also the int8 4x1 sparse kernel vs the int8 GEMM")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         be = break_even(work, a.target, a.channels, a.hw, a.runs)
         sp = model_speedup(work, a.target, a.channels, a.hw, a.runs)
+        q8 = int8_break_even(work, a.target, a.channels, a.hw, a.runs) if a.int8 else None
     print(f"## 1x1 conv {a.channels}->{a.channels} at {a.hw}x{a.hw}, target {a.target}, 1 thread, "
           f"median of {a.runs} runs (ms per layer)\n")
     print("| block | dense | " + " | ".join(f"s={s}" for s in LEVELS) + " | break-even |")
@@ -104,7 +134,13 @@ def main() -> None:
         print(f"| {blk} | {r['dense_ms']:.3f} | {cells} | {r['break_even']} |")
     print(f"\n8 x (1x1 conv + Relu), 90% 4x4-block sparse: sparse {sp['sparse_ms']:.3f} ms, dense "
           f"{sp['dense_ms']:.3f} ms, speedup {sp['speedup']:.2f}x (layers: {sorted(set(sp['algos']))})")
-    print(json.dumps({"break_even": be, "stack": sp}, default=str))
+    if q8:
+        print(f"\nint8, 4x1 blocks, target {a.target} (ms per layer; dense = int8 GEMM on the same layer)\n")
+        print("| kernel | " + " | ".join(f"s={s}" for s in LEVELS) + " | break-even |")
+        print("|---|" + "---|" * len(LEVELS) + "---|")
+        for k in ("dense_ms", "sparse_ms"):
+            print(f"| {k[:-3]} | " + " | ".join(f"{q8[k][s]:.3f}" for s in LEVELS) + f" | {q8['break_even']} |")
+    print(json.dumps({"break_even": be, "stack": sp, "int8": q8}, default=str))
 
 
 if __name__ == "__main__":
