@@ -299,4 +299,7 @@ def write_project(out_dir: Path, p: str, g: Graph, plan: Plan, ctx: EmitContext,
     write_text_atomic(out_dir / "Makefile", makefile(p, ctx.target, sources))
     for name in ("runner.c", "bench.c", "ec_npy.c", "ec_npy.h"):
         write_text_atomic(out_dir / name, (TEMPLATES / name).read_text())
+    for name in (f"{p}.h", f"{p}.c", weights_name(p), "weights.S", "Makefile", "runner.c", "bench.c", "ec_npy.c",
+                 "ec_npy.h"):
+        (out_dir / name).chmod(0o644)  # atomic writes start private; a source tree is meant to be shared
     return sources
