@@ -114,29 +114,32 @@ static inline void ec_tile_epi_scalar(const ec_tile_epi *ep, float *c, size_t ld
 }
 
 /* dst[i] = epilogue(src[i] + bias) for one contiguous row; the activation switch sits outside
- * the loops so the common cases vectorise. */
+ * the loops, and the common cases are one pass (re-reading dst right after storing it stalls). */
 static inline void ec_epi_row(const float *EC_RESTRICT src, float *EC_RESTRICT dst, size_t n,
                               float bias, const float *EC_RESTRICT res, int before, ec_act act) {
-  if (res && before)
-    for (size_t i = 0; i < n; i++) dst[i] = src[i] + bias + res[i];
-  else
-    for (size_t i = 0; i < n; i++) dst[i] = src[i] + bias;
-  switch (act.kind) {
-  case EC_ACT_NONE: break;
-  case EC_ACT_RELU:
-    for (size_t i = 0; i < n; i++) dst[i] = dst[i] > 0.0f ? dst[i] : 0.0f;
-    break;
-  case EC_ACT_CLIP:
-    for (size_t i = 0; i < n; i++) {
-      const float v = dst[i] < act.a ? act.a : dst[i];
-      dst[i] = v > act.b ? act.b : v;
+  if (!res) {
+    switch (act.kind) {
+    case EC_ACT_NONE:
+      for (size_t i = 0; i < n; i++) dst[i] = src[i] + bias;
+      return;
+    case EC_ACT_RELU:
+      for (size_t i = 0; i < n; i++) {
+        const float v = src[i] + bias;
+        dst[i] = v > 0.0f ? v : 0.0f;
+      }
+      return;
+    case EC_ACT_CLIP:
+      for (size_t i = 0; i < n; i++) {
+        const float v = src[i] + bias < act.a ? act.a : src[i] + bias;
+        dst[i] = v > act.b ? act.b : v;
+      }
+      return;
+    default:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_act_apply(act, src[i] + bias);
+      return;
     }
-    break;
-  default:
-    for (size_t i = 0; i < n; i++) dst[i] = ec_act_apply(act, dst[i]);
   }
-  if (res && !before)
-    for (size_t i = 0; i < n; i++) dst[i] += res[i];
+  for (size_t i = 0; i < n; i++) dst[i] = ec_epi_value(src[i] + bias, res + i, before, act);
 }
 
 #endif
