@@ -13,9 +13,13 @@ void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
   /* pack: zero, then scatter the nc planes into the interleaved layout */
   for (size_t i = 0; i < Hp * Wp; i++) ec_vst(xp + i * EC_VL, ec_vzero());
   const size_t r0 = s->PT, c0w = s->PL;
-  for (size_t l = 0; l < nc; l++)
-    for (size_t r = 0; r < H && r + r0 < Hp; r++)
-      for (size_t q = 0; q < W && q + c0w < Wp; q++) xp[((r + r0) * Wp + q + c0w) * EC_VL + l] = x[(l * H + r) * W + q];
+  const size_t rows = EC_MIN(H, Hp - r0), cols = EC_MIN(W, Wp - c0w);
+  for (size_t r = 0; r < rows; r++) /* contiguous vector stores; the nc loads gather across planes */
+    for (size_t q = 0; q < cols; q++) {
+      float *d = xp + ((r + r0) * Wp + q + c0w) * EC_VL;
+      const float *src = x + r * W + q;
+      for (size_t l = 0; l < nc; l++) d[l] = src[l * H * W];
+    }
   /* taps and bias as vectors over the block's channels */
   ec_v wv[DWCB_TAPS_MAX];
   float lane[EC_VL];
@@ -57,11 +61,15 @@ void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
       ec_vst(tile + ow * EC_VL, fused ? ec_vact(a->act, a0) : a0);
     }
     /* transpose the row back to NCHW */
+    if (fused) { /* contiguous tile reads, one store per channel plane */
+      float *y = a->y + (n * s->C + c0) * HoWo + oh * Wo;
+      for (size_t w = 0; w < Wo; w++)
+        for (size_t l = 0; l < nc; l++) y[l * HoWo + w] = tile[w * EC_VL + l];
+      continue;
+    }
     for (size_t l = 0; l < nc; l++) {
       float *y = a->y + (n * s->C + c0 + l) * HoWo + oh * Wo;
-      if (fused) {
-        for (size_t w = 0; w < Wo; w++) y[w] = tile[w * EC_VL + l];
-      } else {
+      {
         const float *res = a->res + (n * s->C + c0 + l) * HoWo + oh * Wo;
         for (size_t w = 0; w < Wo; w++) y[w] = ec_epi_value(tile[w * EC_VL + l], res + w, a->res_before_act, a->act);
       }
