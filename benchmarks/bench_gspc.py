@@ -69,7 +69,7 @@ def macs(c: int, h: int, stride: int, g: int, depth: int) -> int:
 
 def bench_shape(c, h, stride, depth, threads_list, runs, warmup, target, tmp: Path) -> list[dict]:
     rows = []
-    for g in (1, 2, 4, 8, 16, c):
+    for g in sorted({1, 2, 4, 8, 16, c}):  # G(16) is G(N) when c == 16
         path = stack_model(tmp / f"m{c}_{h}_{stride}_{g}.onnx", c, h, stride, g, depth)
         b = compile_model(path, tmp / f"p{c}_{h}_{stride}_{g}", target=target, threads=max(threads_list))
         bench = build_project(b.dir, target, jobs=2)["bench"]
