@@ -112,7 +112,8 @@ def emit_resize(node: Node, ctx: EmitContext) -> str:
         oc = np.arange(n_out, dtype=np.float64)
         c = source_coord(ctm, oc, scales[k], n_in, n_out)
         if mode == "nearest":
-            idx = np.clip(nearest(node.attr("nearest_mode", "round_prefer_floor"), c, scales[k]), 0, n_in - 1)
+            nmode = "floor" if node.op == "Upsample" else node.attr("nearest_mode", "round_prefer_floor")
+            idx = np.clip(nearest(nmode, c, scales[k]), 0, n_in - 1)
             if n_in == n_out and np.array_equal(idx, oc):
                 terms.append([(f"i{k} * {xs[k]}", None)])
             else:

@@ -104,7 +104,7 @@ def test_sanitizers_and_threads(ppocr_cls, tmp_path):
     """ASan + UBSan build, run with 1 and 2 threads: clean and equal to onnxruntime."""
     san = "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all " + STRICT
     b = compile_model(ppocr_cls, tmp_path / "p", input_shapes={"x": [1, 3, 48, 192]}, threads=2)
-    bins = build_project(b.dir, "native", cflags=san, ldflags="-fsanitize=address,undefined")
+    bins = build_project(b.dir, "native", cflags=san, ldflags="-fsanitize=address,undefined", jobs=2)
     x = np.random.default_rng(1).standard_normal((1, 3, 48, 192)).astype(np.float32)
     _, (want,) = onnxruntime_outputs(ppocr_cls, {"x": x})
     for threads in (1, 2):
