@@ -1,4 +1,4 @@
-"""Resize / Upsample: nearest and (multi-)linear, the common coordinate transformation modes.
+"""Resize / Upsample: nearest, (multi-)linear and cubic, the common coordinate transformation modes.
 
 Source coordinates depend only on shapes, so per-dimension index and weight tables are
 computed here and stored with the weights; the generated loop is a table lookup.
@@ -53,6 +53,22 @@ def nearest(mode: str, c: np.ndarray, scale: float) -> np.ndarray:
     return i
 
 
+def cubic_taps(c: np.ndarray, n_in: int, a: float, exclude_outside: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Four (clamped index, weight) tables per output position (Keys cubic, ONNX reference conventions)."""
+    whole = c == np.floor(c)
+    base = np.where(whole, c - 2, np.floor(c) - 1)
+    t = np.where(whole, 1.0, c - np.floor(c))
+    u = 1 - t
+    w = [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a, ((a + 2) * t - (a + 3)) * t * t + 1,
+         ((a + 2) * u - (a + 3)) * u * u + 1, ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a]
+    idx = [base + j for j in range(4)]
+    if exclude_outside:
+        w = [np.where((i < 0) | (i >= n_in), 0.0, wj) for i, wj in zip(idx, w)]
+        total = sum(w)
+        w = [wj / total for wj in w]
+    return [(np.clip(i, 0, n_in - 1), wj) for i, wj in zip(idx, w)]
+
+
 def _scales(node: Node, x, y) -> list[float]:
     r = len(x.shape)
     if node.op == "Upsample":
@@ -69,6 +85,14 @@ def _scales(node: Node, x, y) -> list[float]:
                 full[a % r] = v
             return full
         return vals
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    sizes = node.input(3)
+    if policy != "stretch" and sizes is not None and sizes.size:
+        # one scale for the listed axes: the largest that fits (not_larger) or the smallest that covers
+        ax = [a % r for a in (axes or range(r))]
+        ratios = [float(v) / x.shape[a] for a, v in zip(ax, sizes.const.reshape(-1))]
+        k = min(ratios) if policy == "not_larger" else max(ratios)
+        return [k if d in ax else 1.0 for d in range(r)]
     return [o / i for o, i in zip(y.shape, x.shape)]
 
 
@@ -79,14 +103,12 @@ def _check(node: Node):
         ctm = "asymmetric"
         mode = "linear" if mode in ("linear", "bilinear") else mode
     why = None
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "cubic"):
         why = f"mode {mode}"
     elif ctm not in COORD:
         why = f"coordinate_transformation_mode {ctm}"
     elif node.attr("antialias", 0):
         why = "antialias"
-    elif node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        why = "keep_aspect_ratio_policy"
     for i in (2, 3) if node.op == "Resize" else (1,):
         t = node.input(i)
         if t is not None and not t.is_const:
@@ -96,42 +118,49 @@ def _check(node: Node):
     return mode, ctm
 
 
+def _taps(node: Node, mode: str, c: np.ndarray, oc: np.ndarray, n_in: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """(source index table, weight table or None) per tap along one dimension."""
+    if mode == "nearest":
+        nmode = "floor" if node.op == "Upsample" else node.attr("nearest_mode", "round_prefer_floor")
+        return [(np.clip(nearest(nmode, c, 1.0), 0, n_in - 1), None)]
+    if mode == "cubic":
+        return cubic_taps(c, n_in, float(node.attr("cubic_coeff_a", -0.75)), bool(node.attr("exclude_outside", 0)))
+    lo = np.floor(c)
+    w = c - lo
+    if not w.any():
+        return [(np.clip(lo, 0, n_in - 1), None)]
+    return [(np.clip(lo, 0, n_in - 1), 1 - w), (np.clip(lo + 1, 0, n_in - 1), w)]
+
+
+def _dim_terms(node: Node, ctx: EmitContext, k: int, taps, stride: int, oc: np.ndarray) -> list[tuple[str, str | None]]:
+    """C expressions per tap: an identity mapping needs no table."""
+    if len(taps) == 1 and taps[0][1] is None and len(taps[0][0]) == len(oc) and np.array_equal(taps[0][0], oc):
+        return [(f"i{k} * {stride}", None)]
+    out = []
+    for j, (idx, wt) in enumerate(taps):
+        ti = ctx.weight(f"rs:{node.name}:{k}:i{j}", (idx * stride).astype(np.int32))
+        tw = None if wt is None else f"{ctx.weight(f'rs:{node.name}:{k}:w{j}', wt.astype(np.float32))}[i{k}]"
+        out.append((f"{ti}[i{k}]", tw))
+    return out
+
+
 @register("Resize", "Upsample")
 def emit_resize(node: Node, ctx: EmitContext) -> str:
     x, y = node.inputs[0], node.outputs[0]
     mode, ctm = _check(node)
     scales = _scales(node, x, y)
     xs = strides(x.shape)
-    r = len(x.shape)
     terms: list[list[tuple[str, str | None]]] = []  # per dim: [(index expr, weight expr or None)]
-    for k in range(r):
+    for k in range(len(x.shape)):
         n_in, n_out = x.shape[k], y.shape[k]
         if n_in == 1:
             terms.append([("0", None)])
             continue
         oc = np.arange(n_out, dtype=np.float64)
         c = source_coord(ctm, oc, scales[k], n_in, n_out)
-        if mode == "nearest":
-            nmode = "floor" if node.op == "Upsample" else node.attr("nearest_mode", "round_prefer_floor")
-            idx = np.clip(nearest(nmode, c, scales[k]), 0, n_in - 1)
-            if n_in == n_out and np.array_equal(idx, oc):
-                terms.append([(f"i{k} * {xs[k]}", None)])
-            else:
-                t = ctx.weight(f"rs:{node.name}:{k}", (idx * xs[k]).astype(np.int32))
-                terms.append([(f"{t}[i{k}]", None)])
-            continue
-        lo = np.floor(c)
-        w = (c - lo).astype(np.float32)
-        lo_i, hi_i = np.clip(lo, 0, n_in - 1), np.clip(lo + 1, 0, n_in - 1)
-        if n_in == n_out and np.array_equal(lo_i, oc) and not w.any():
-            terms.append([(f"i{k} * {xs[k]}", None)])
-            continue
-        tl = ctx.weight(f"rs:{node.name}:{k}:lo", (lo_i * xs[k]).astype(np.int32))
-        th = ctx.weight(f"rs:{node.name}:{k}:hi", (hi_i * xs[k]).astype(np.int32))
-        tw = ctx.weight(f"rs:{node.name}:{k}:w", w)
-        terms.append([(f"{tl}[i{k}]", f"(1.0f - {tw}[i{k}])"), (f"{th}[i{k}]", f"{tw}[i{k}]")])
-    if sum(len(t) > 1 for t in terms) > 3:
-        raise EdgecError(f"node {node.name} ({node.op}): linear resize over more than 3 dimensions is not supported")
+        terms.append(_dim_terms(node, ctx, k, _taps(node, mode, c, oc, n_in), xs[k], oc))
+    if int(np.prod([len(t) for t in terms])) > 64:
+        raise EdgecError(f"node {node.name} ({node.op}): {mode} resize over this many dimensions is not supported")
     xp, yp = ctx.ptr(x), ctx.ptr(y)
     parts = []
     for combo in itertools.product(*terms):

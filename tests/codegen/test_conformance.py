@@ -24,7 +24,7 @@ EXCLUDED = [
     (r"float16|bfloat16|float8|e4m3|e5m2|int4|uint4|int2|uint2|float4|e8m0|string|fp16|bf16|flexattention_double",
      "dtype outside the fp32/integer set the C generator handles (fp16 has its own kernels)"),
     (r"_3d(_|$)", "3-D pooling / ConvTranspose are not implemented (1-D and 2-D are)"),
-    (r"resize_.*(cubic|antialias|tf_crop_and_resize|not_larger|not_smaller)",
+    (r"resize_.*(antialias|tf_crop_and_resize)",
      "Resize mode outside nearest/linear with the common coordinate modes"),
     (r"maxpool_with_argmax|maxpool_2d_uint8", "MaxPool Indices output / integer MaxPool not implemented"),
     (r"training_mode|training_dropout", "training-mode ops: edgec compiles inference graphs"),
