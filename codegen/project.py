@@ -10,7 +10,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgec import __version__
 from edgec.codegen import registry
 from edgec.codegen.emit import EmitContext, LayerInfo
 from edgec.codegen.ir import Graph
@@ -74,8 +73,7 @@ def compile_model(model_path, out_dir, *, target="native", threads: int = 1, inp
     if out_dir.exists() and not out_dir.is_dir():
         raise EdgecError(f"output {out_dir} exists and is not a folder")
     g = lower_file(model_path, input_shapes)
-    stamp = {"edgec": __version__,
-             "command": command or "edgec compile " + shlex.join([str(model_path), "-o", str(out_dir),
+    stamp = {"command": command or "edgec compile " + shlex.join([str(model_path), "-o", str(out_dir),
                                                                   "--target", tgt.name]),
              "model": f"{model_path.name} sha256 {g.source.get('sha256', '?')}"}
     b = generate(g, out_dir, tgt, threads=threads, stamp=stamp)
