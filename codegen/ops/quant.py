@@ -103,47 +103,58 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     zx, zy = to_u8_domain(xz.const, x.dtype), to_u8_domain(yz.const, y.dtype)
     ys_f = _scalar(node, ys, "y_scale")
     scales = requant_scales(_scalar(node, xs, "x_scale"), ws.const, ys_f, OC)
-    lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
+    q = (zx, zy, *act_clamp(node.attr("ec_act"), {}, ys_f, zy))
     b = None if bias is None else bias.const.astype(np.int32)
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
-    has_gspc = _gspc_variant(ctx.target) is not None
-    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=has_gspc)
-    X, Y = f"(const uint8_t *){ctx.ptr(x)}", f"(uint8_t *){ctx.ptr(y)}"
+    geo = (k, s, d, pt, pl, Ho, Wo)
+    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None)
     if choice.algo == "q8-dwconv":
-        isa = _dw_isa(ctx.target)
-        ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
-                    *([DW_FILES[isa]] if isa in DW_FILES else []))
-        rows = row_params(wq.reshape(OC, -1), b, zx, scales, False)
-        wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(OC, -1)))
-        bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
-        shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
-        nbytes = s[1] * ((Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1) * \
-            ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32)
-        scr = ctx.scratch(nbytes * THREAD_SLICES)
-        ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
-        return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
-                f"q8_dwconv_run(q8_dwconv__{isa}, &p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
+        return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
     if g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and (Ho, Wo) == (H, W) and \
             _spmm_kernel(ctx.target) is not None:
         sp = costmodel.choose_int8_sparse(ctx.target, wq.reshape(OC, C), _sparse_mode())
         if sp.algo == "q8-spmm":
-            return _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), (zx, zy, lo, hi), macs, sp)
+            return _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, sp)
     if choice.algo == "q8-gspc":
-        return _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), (k, s, d, pt, pl, Ho, Wo), (zx, zy, lo, hi),
-                          macs, choice)
+        return _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+    return _emit_gemm_conv(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+
+
+def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
+    """Depthwise: direct kernel over a zero-point padded, stride-phase-split copy of each channel."""
+    N, C, H, W = dims
+    k, s, d, pt, pl, Ho, Wo = geo
+    zx, zy, lo, hi = q
+    isa = _dw_isa(ctx.target)
+    ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
+                *([DW_FILES[isa]] if isa in DW_FILES else []))
+    rows = row_params(wq.reshape(C, -1), b, zx, scales, False)
+    wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(C, -1)))
+    bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
+    shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
+    nbytes = s[1] * ((Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1) * \
+        ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32)  # q8_dwconv_scratch_bytes
+    scr = ctx.scratch(nbytes * THREAD_SLICES)
+    ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
+    return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
+            f"q8_dwconv_run(q8_dwconv__{isa}, &p, (const uint8_t *){ctx.ptr(node.inputs[0])}, "
+            f"(uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
+
+
+def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
+    """Dense / grouped conv as one packed GEMM per group (im2col, or a plain interleave for 1x1)."""
+    N, C, H, W, OC, g = dims
+    k, s, d, pt, pl, Ho, Wo = geo
+    zx, zy, lo, hi = q
     fn, src, signed = gemm_variant(ctx.target)
     ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
     ocg, cg = OC // g, C // g
-    packs, brs = [], []
-    for j in range(g):
-        wg = wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1)
-        packs.append(pack_w(wg))
-        brs.append(row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx,
-                              scales[j * ocg:(j + 1) * ocg], signed))
-    wp = ctx.weight(f"{node.name}:wp", np.concatenate(packs))
-    bp = ctx.weight(f"{node.name}:bias", np.concatenate([r.bias for r in brs]))
-    mp = ctx.weight(f"{node.name}:mult", np.concatenate([r.mult for r in brs]))
-    sp = ctx.weight(f"{node.name}:shift", np.concatenate([r.shift for r in brs]))
+    wgs = [wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1) for j in range(g)]
+    brs = [row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], signed)
+           for j, wg in enumerate(wgs)]
+    wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w(wg) for wg in wgs]))
+    bp, mp, sp = (ctx.weight(f"{node.name}:{f}", np.concatenate([getattr(r, f) for r in brs]))
+                  for f in ("bias", "mult", "shift"))
     K = cg * k[0] * k[1]
     hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
     scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_)  # packed + padded input
@@ -151,7 +162,8 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
             f"{zx}, {0x80 if signed else 0}, {fn}}};\n"
-            f"q8_conv(&p, {X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
+            f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
+            f"(uint8_t *){scr}, {ctx.pool});\n")
 
 
 GSPC = {  # (C function, file, T_O, T_I)
