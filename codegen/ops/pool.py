@@ -74,6 +74,13 @@ def emit_avgpool(node: Node, ctx: EmitContext) -> str:
     planes = x.shape[0] * x.shape[1]
     cip = int(node.attr("count_include_pad", 0))
     # ceil_mode only adds output cells; their divisor is clipped to the declared end pad (as onnxruntime)
+    if k[0] > 1 and k[1] > 1:
+        ctx.require("f32-pool/f32-avgpool-2pass-scalar.h")
+        ctx.note(algo="avgpool2d-2pass", macs=y.size * (k[0] + k[1]))
+        rows = ctx.scratch(4 * ins[0] * outs[1])
+        return (f"ec_f32_avgpool2d_2pass_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+                f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {ctx.ptr(x)}, {ctx.ptr(y)}, "
+                f"(float *){rows});\n")
     ctx.note(algo="avgpool2d", macs=y.size * k[0] * k[1])
     return (f"ec_f32_avgpool2d_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
             f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")

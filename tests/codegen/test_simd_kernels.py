@@ -70,6 +70,8 @@ MAXPOOL_DRIVER = r"""
 #include <string.h>
 #include "f32-pool/f32-pool-scalar.h"
 #include "f32-pool/f32-maxpool-2pass-scalar.h"
+#include "f32-pool/f32-avgpool-2pass-scalar.h"
+#include <math.h>
 int main(void)
 {
     static float x[2 * 40 * 40], y[2 * 40 * 40], r[2 * 40 * 40], rows[40 * 40];
@@ -92,6 +94,19 @@ int main(void)
             printf("H=%d W=%d k=%d s=%d p=%d d=%d differ\n", H, W, k, st, p, d);
             bad = 1;
         }
+        for (int cip = 0; cip <= 1; cip++) {  /* average pool, end pads one short of the begin pads */
+            int pe = p > 0 ? p - 1 : 0;
+            int AH = (H + p + pe - ke) / st + 1, AW = (W + p + pe - ke) / st + 1;
+            if (AH < 1 || AW < 1) continue;
+            ec_f32_avgpool2d_2pass_scalar(2, H, W, AH, AW, k, k, st, st, d, d, p, p, pe, pe, cip, x, y, rows);
+            ec_f32_avgpool2d_scalar(2, H, W, AH, AW, k, k, st, st, d, d, p, p, pe, pe, cip, x, r);
+            for (int i = 0; i < 2 * AH * AW; i++)
+                if (fabsf(y[i] - r[i]) > 1e-5f) {
+                    printf("avg H=%d W=%d k=%d s=%d p=%d d=%d cip=%d: %g vs %g\n", H, W, k, st, p, d, cip, y[i], r[i]);
+                    bad = 1;
+                    break;
+                }
+        }
     }
     return bad || n < 100;
 }
@@ -99,8 +114,8 @@ int main(void)
 
 
 @pytest.mark.parametrize("target", ["generic", "x86_64-avx2", "x86_64-avx512", "aarch64-neon", "armv7-neon"])
-def test_maxpool_two_pass_matches_reference(tmp_path, target):
-    """The separable max pool, auto-vectorised with each target's flags, equals the direct reference."""
+def test_pool_two_pass_matches_reference(tmp_path, target):
+    """The separable max and average pools, auto-vectorised with each target's flags, equals the direct reference."""
     t = get_target(target)
     if shutil.which(t.cc) is None:
         pytest.skip(f"{t.cc} not installed")
@@ -110,7 +125,7 @@ def test_maxpool_two_pass_matches_reference(tmp_path, target):
     src, exe = tmp_path / "m.c", tmp_path / "m"
     src.write_text(MAXPOOL_DRIVER)
     cmd = [t.cc, *t.cflags, "-O3", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root()}", str(src), "-o",
-           str(exe)] + ([] if runs_here else ["-static"])
+           str(exe), "-lm"] + ([] if runs_here else ["-static"])
     subprocess.run(cmd, check=True, capture_output=True)
     proc = subprocess.run([str(exe)] if runs_here else [*t.qemu, str(exe)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
