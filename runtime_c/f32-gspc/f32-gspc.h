@@ -40,6 +40,10 @@ void f32_gspc_row_o8__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a
 void f32_gspc_row_o8__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 void f32_gspc_row_o4__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 void f32_gspc_row_o4__neon(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+/* along ow: T_O = Kpg <= 8, T_I = 1, SW = 1 */
+void f32_gspc_row_ow__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_ow__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_ow__neon(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 
 typedef struct {
   const float *x;

@@ -78,6 +78,7 @@ def conv_model(path):
     c = g.conv(x, 16, 48, 3, group=16, auto_pad="VALID")                                      # Kpg = 3
     g.out(g.node("Mul", [c, g.node("Sigmoid", [c])]))                                        # SiLU
     g.out(g.conv(x, 16, 16, 1, group=2, strides=[2, 2], bias=False))
+    g.out(g.node("HardSwish", [g.conv(x, 16, 32, 3, group=2, pads=[1, 1, 1, 1])]))   # Kpg 16: T_O tiles
     g.out(g.conv(x, 16, 33, 5, strides=[1, 2], pads=[2, 0, 1, 3]))
     x2 = g.input("x2", [2, 8, 9, 9])
     g.out(g.node("Relu", [g.conv(x2, 8, 8, 3, group=8, pads=[1, 1, 1, 1])]))
@@ -143,7 +144,9 @@ def test_conv_emitter_matches_onnxruntime(tmp_path, target):
     algos = {l["algo"].split("-")[0] for l in b.layers if l["op"] == "Conv"}
     assert algos == {"gemm", "gspc", "dwconv"}, b.layers
     assert any("-s1-" in l["algo"] for l in b.layers), b.layers
-    if get_target(target).f32_lanes > 1:  # both depthwise kernels: channel-blocked (small maps) and planes
+    if get_target(target).f32_lanes > 1:  # GSPC along T_O and along ow; both depthwise kernels
+        gspc = {l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("gspc")}
+        assert "ow" in gspc and any(t.startswith("o") and t != "ow" for t in gspc), gspc
         assert {l["algo"].split("-")[1][0] for l in b.layers if l["algo"].startswith("dwconv")} >= {"c", "3"}
 
 

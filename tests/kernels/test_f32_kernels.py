@@ -30,6 +30,8 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
                                      "T_NR": k.params["nr"]}, [other.file])
     if k.op == "gspc":
         return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": k.params["t_o"]}, []
+    if k.op == "gspc_ow":  # Kpg around 4 and 7: below/at/above the shapes main() builds
+        return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": 4, "TEST_OW": 1}, []
     if k.op == "dwconv_cb":  # with the generic plane kernel of its isa on every case
         plane = next(o for o in kernels.KERNELS if o.op == "dwconv" and o.isa == k.isa and o.tile == "kxk"
                      and o.arch in (None, k.arch))
