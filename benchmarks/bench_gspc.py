@@ -4,6 +4,7 @@ compiled by edgec vs onnxruntime on the same models in the same run.
     python benchmarks/bench_gspc.py                 # ResNet34 + MobileNetV2 subset, a few minutes
     python benchmarks/bench_gspc.py --full          # every layer shape of WRN-40-2, ResNet34, MobileNetV2
     python benchmarks/bench_gspc.py --threads 1,2 --runs 50 --depth 4 --md
+    python benchmarks/bench_gspc.py --shape 128:28:1 --shape 64:56:1   # chosen shapes only
 
 Each model is `depth` stacked (grouped 3x3 conv C->C + ReLU) layers (1 for strided shapes).
 Per g it prints the median ms of edgec and onnxruntime, their ratio, and edgec's time against
@@ -124,10 +125,14 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=4, help="stacked layers per model (strided shapes use 1)")
     ap.add_argument("--target", default="native")
     ap.add_argument("--md", action="store_true", help="markdown table")
+    ap.add_argument("--shape", action="append", default=[], metavar="C:H:S",
+                    help="only this layer shape (repeatable), e.g. 128:28:1")
     ap.add_argument("--json", type=Path, help="also write every row to this file")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     sets = SCALING if a.full else SUBSET
+    if a.shape:
+        sets = {"selected": [tuple(int(v) for v in sh.split(":")) + (1,) for sh in a.shape]}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for net, shapes in sets.items():
