@@ -93,10 +93,15 @@ EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_
         for (size_t q = hi; q < Wq; q++) d[q] = 0.0f;
         continue;
       }
-      for (size_t q = 0; q < Wq; q++) {
-        const ptrdiff_t iw = (ptrdiff_t)(q * SW + p) - (ptrdiff_t)s->PL;
-        d[q] = (iw >= 0 && iw < (ptrdiff_t)W) ? sr[iw] : 0.0f;
-      }
+      /* columns q with 0 <= q*SW + p - PL < W, bounds hoisted so the copy loop vectorises */
+      const ptrdiff_t off = (ptrdiff_t)p - (ptrdiff_t)s->PL;
+      size_t qlo = off >= 0 ? 0 : (size_t)((-off + (ptrdiff_t)SW - 1) / (ptrdiff_t)SW);
+      size_t qhi = (ptrdiff_t)W - off <= 0 ? 0 : (size_t)(((ptrdiff_t)W - off + (ptrdiff_t)SW - 1) / (ptrdiff_t)SW);
+      qhi = EC_MIN(qhi, Wq);
+      qlo = EC_MIN(qlo, qhi);
+      for (size_t q = 0; q < qlo; q++) d[q] = 0.0f;
+      for (size_t q = qlo; q < qhi; q++) d[q] = sr[(ptrdiff_t)(q * SW) + off];
+      for (size_t q = qhi; q < Wq; q++) d[q] = 0.0f;
     }
   }
 }
