@@ -188,7 +188,7 @@ def pack_gspc_weights(w: np.ndarray, G: int, t_o: int, t_i: int) -> np.ndarray:
 def gspc_tiles(target, g: dict):
     """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel."""
     kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
-    ow = kernels.gspc_ow_kernel(target, kpg, g["SW"])
+    ow = kernels.gspc_ow_kernel(target, kpg)
     if ow is not None:
         return ow, kpg, 1, 1  # vectors along ow, all Kpg channels in one tile
     k, t_o = kernels.gspc_kernel(target, kpg)
@@ -204,12 +204,15 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     k, t_o, t_i, owb = gspc_tiles(ctx.target, g)
     hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
     wp_ = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    ph = 1
+    if k.op == "gspc_ow":  # strided rows read as SW column phases
+        ph, wp_ = g["SW"], g["Wo"] + (g["KW"] - 1) * g["DW"] // g["SW"]
     wp = ctx.weight(f"conv-gspc-{t_o}x{t_i}:{node.name}", pack_gspc_weights(w, g["G"], t_o, t_i))
-    scratch = ctx.scratch(g["N"] * g["C"] * hp * wp_ * 4)
+    scratch = ctx.scratch(g["N"] * g["C"] * ph * hp * wp_ * 4)
     ctx.require(k.file, "f32-gspc/f32-gspc.h")
     ctx.note(algo=f"gspc-{k.tile}-{k.isa}", macs=macs, kernel=k.name, t_o=t_o, t_i=t_i, owb=owb)
     shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
-    return (f"static const f32_gspc_shape S = {{{shape}, {t_o}u, {t_i}u, {owb}u, {hp}u, {wp_}u, {k.name}}};\n"
+    return (f"static const f32_gspc_shape S = {{{shape}, {t_o}u, {t_i}u, {owb}u, {hp}u, {wp_}u, {ph}u, {k.name}}};\n"
             f"const f32_gspc_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
             f"f32_gspc_run(&S, &A, {ctx.pool});\n")

@@ -1,10 +1,11 @@
 /* GSPC row kernel vectorised along ow instead of T_O, for groups with few output channels
- * (Kpg <= 8): T_O = Kpg (one tile), T_I = 1, stride 1 along W. Each input vector (VL output
+ * (Kpg <= 8): T_O = Kpg (one tile), T_I = 1; strided layers read the PH column phases of the
+ * packed input (tap kw: phase (kw*DW) % PH, offset (kw*DW) / PH). Each input vector (VL output
  * columns) feeds Kpg accumulators with broadcast weights, and rows are stored straight into NCHW
  * with the epilogue (no transpose). The includer picks the vocabulary and FN. */
 
 EC_INLINE void gspc_ow_row(const f32_gspc_shape *s, const f32_gspc_row_args *a, const int KPG) {
-  const size_t Wp = s->Wp, Wo = s->Wo, HoWo = s->Ho * s->Wo, cpg = s->C / s->G;
+  const size_t Wp = s->Wp, Wo = s->Wo, HoWo = s->Ho * s->Wo, cpg = s->C / s->G, PH = s->PH;
   const size_t taps = s->KH * s->KW;
   for (size_t ow = 0; ow < Wo; ow += EC_VL) {
     const size_t n = EC_MIN((size_t)EC_VL, Wo - ow);
@@ -13,10 +14,10 @@ EC_INLINE void gspc_ow_row(const f32_gspc_shape *s, const f32_gspc_row_args *a, 
     for (int k = 0; k < KPG; k++) acc[k] = ec_vzero();
     const float *w = a->w;
     for (size_t c = 0; c < cpg; c++) {
-      const float *xc = a->xp + (c * s->Hp + a->oh * s->SH) * Wp + ow;
+      const float *xc = a->xp + (c * PH * s->Hp + a->oh * s->SH) * Wp + ow;
       for (size_t t = 0; t < taps; t++, w += KPG) {
-        const size_t kh = t / s->KW, kw = t % s->KW;
-        const float *p = xc + kh * s->DH * Wp + kw * s->DW;
+        const size_t kh = t / s->KW, col = (t % s->KW) * s->DW;
+        const float *p = xc + ((col % PH) * s->Hp + kh * s->DH) * Wp + col / PH;
         const ec_v xv = n == EC_VL ? ec_vld(p) : ec_vld_n(p, n);
 #pragma GCC unroll 8
         for (int k = 0; k < KPG; k++) acc[k] = ec_vfma(acc[k], xv, ec_vset1(w[k]));

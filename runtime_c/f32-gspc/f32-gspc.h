@@ -30,7 +30,8 @@ struct f32_gspc_shape {
   size_t N, C, H, W, K, Ho, Wo, G;
   size_t KH, KW, SH, SW, DH, DW, PT, PL;
   size_t T_O, T_I, OWB; /* OWB: ow register block, <= the row kernel's maximum */
-  size_t Hp, Wp;        /* padded input extent actually read */
+  size_t Hp, Wp;        /* padded input extent actually read (per column phase when PH > 1) */
+  size_t PH;            /* column phases: 1, or SW for the along-ow kernel (T_I = 1) */
   f32_gspc_row_fn row;
 };
 
@@ -57,16 +58,35 @@ typedef struct {
 } f32_gspc_args;
 
 static inline size_t f32_gspc_scratch_bytes(const f32_gspc_shape *s) {
-  return s->N * s->C * s->Hp * s->Wp * sizeof(float);
+  return s->N * s->C * s->PH * s->Hp * s->Wp * sizeof(float);
 }
 
 EC_INLINE size_t f32_gspc_pack_items(const f32_gspc_shape *s) {
   return s->N * s->G * (s->C / s->G / s->T_I);
 }
 
+/* PH > 1 (T_I = 1): one channel as PH column phases [PH][Hp][Wp], phase p holding padded columns
+ * p, p+PH, ..., so a strided row is read with unit-stride vectors. */
+EC_INLINE void f32_gspc_pack_phases(const f32_gspc_shape *s, const float *src, float *dst) {
+  const size_t PH = s->PH, Hp = s->Hp, Wp = s->Wp, H = s->H, W = s->W;
+  for (size_t p = 0; p < PH; p++)
+    for (size_t ih = 0; ih < Hp; ih++) {
+      float *d = dst + (p * Hp + ih) * Wp;
+      const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT, off = (ptrdiff_t)p - (ptrdiff_t)s->PL;
+      for (size_t q = 0; q < Wp; q++) {
+        const ptrdiff_t iw = (ptrdiff_t)(q * PH) + off;
+        d[q] = (r >= 0 && r < (ptrdiff_t)H && iw >= 0 && iw < (ptrdiff_t)W) ? src[(size_t)r * W + (size_t)iw] : 0.0f;
+      }
+    }
+}
+
 /* Packs one (n, group, input-channel tile): [Hp][T_I][Wp] with zero padding. */
 EC_INLINE void f32_gspc_pack_item(const f32_gspc_shape *s, const f32_gspc_args *a, size_t item) {
   const size_t TI = s->T_I, Hp = s->Hp, Wp = s->Wp, H = s->H, W = s->W;
+  if (s->PH > 1) {
+    f32_gspc_pack_phases(s, a->x + item * H * W, a->xp + item * s->PH * Hp * Wp);
+    return;
+  }
   float *dst = a->xp + item * Hp * TI * Wp;
   const float *src = a->x + item * TI * H * W; /* items enumerate channels in NCHW order */
   for (size_t ih = 0; ih < Hp; ih++) {
@@ -101,7 +121,7 @@ EC_INLINE void f32_gspc_item(const f32_gspc_shape *s, const f32_gspc_args *a, si
   const size_t ch = g * Kpg + oc * s->T_O, HoWo = s->Ho * s->Wo;
   const size_t yoff = (n * s->K + ch) * HoWo + oh * s->Wo;
   f32_gspc_row_args r;
-  r.xp = a->xp + (n * s->C + g * Cpg) * s->Hp * s->Wp;
+  r.xp = a->xp + (n * s->C + g * Cpg) * s->PH * s->Hp * s->Wp;
   r.w = a->w + (g * tiles + oc) * Cpg * s->KH * s->KW * s->T_O;
   r.y = a->y + yoff;
   r.bias = a->bias ? a->bias + ch : NULL;

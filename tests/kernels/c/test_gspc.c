@@ -1,5 +1,5 @@
 /* GSPC (f32-gspc.h + one row kernel) vs the naive reference. -DT_ROW=<row kernel> -DTEST_TO=<lanes>
- * (0 = scalar: T_O chosen per case); -DTEST_OW for the along-ow kernel (T_O = Kpg).
+ * (0 = scalar: T_O chosen per case); -DTEST_OW for the along-ow kernel (T_O = Kpg, SW phases).
  * Exit status != 0 on mismatch. */
 #include "f32-gspc/f32-gspc.h"
 #include "ref.h"
@@ -31,12 +31,13 @@ static int g_ran = 0; /* cases a kernel with restrictions (TEST_OW) actually ran
 
 static int run(const conv_p *p, size_t TO, size_t owb, ec_act act, int use_res, int before) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kpg = p->K / p->G, Cpg = p->C / p->G;
-#ifdef TEST_OW /* the along-ow kernel: one tile of all Kpg <= 8 channels, T_I = 1, stride 1 in W */
-  if (p->SW != 1 || Kpg > 8) return 0;
+#ifdef TEST_OW /* the along-ow kernel: one tile of all Kpg <= 8 channels, T_I = 1, SW phases */
+  if (Kpg > 8) return 0;
   TO = Kpg;
-  const size_t TI = 1, tiles = 1;
+  const size_t TI = 1, tiles = 1, PH = p->SW, WP = Wo + (p->KW - 1) * p->DW / p->SW;
 #else
-  const size_t TI = largest_div(Cpg, TO), tiles = EC_DIV_UP(Kpg, TO);
+  const size_t TI = largest_div(Cpg, TO), tiles = EC_DIV_UP(Kpg, TO), PH = 1;
+  const size_t WP = (Wo - 1) * p->SW + (p->KW - 1) * p->DW + 1;
 #endif
   const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
   float *x = falloc(nx), *w = falloc(p->K * Cpg * p->KH * p->KW), *b = falloc(p->K);
@@ -46,8 +47,7 @@ static int run(const conv_p *p, size_t TO, size_t owb, ec_act act, int use_res, 
   g_ran++;
   f32_gspc_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->SH, p->SW,
                       p->DH, p->DW, p->PT, p->PL, TO, TI, owb,
-                      (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1,
-                      (Wo - 1) * p->SW + (p->KW - 1) * p->DW + 1, T_ROW};
+                      (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1, WP, PH, T_ROW};
   float *xp = falloc(f32_gspc_scratch_bytes(&s) / sizeof(float));
   f32_gspc_args a = {x, y, wp, b, use_res ? r : NULL, before, act, xp};
   for (size_t i = 0; i < f32_gspc_pack_items(&s); i++) f32_gspc_pack_item(&s, &a, i);
