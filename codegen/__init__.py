@@ -47,9 +47,8 @@ def __getattr__(name: str):
         from edgec.codegen.lower import supported_ops
         return supported_ops()
     if name == "verify":
-        # the submodule is callable (see verify.py), so edgec.codegen.verify(...) works either way
-        import importlib
-        return importlib.import_module("edgec.codegen.verify")
+        from edgec.codegen.verifier import verify
+        return verify
     if name in ("compile_model", "build_project", "Build"):
         from edgec.codegen import project
         return getattr(project, name)

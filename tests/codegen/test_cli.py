@@ -9,7 +9,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from edgec.cli.main import main
-from edgec.codegen.verify import compare
+from edgec.codegen.verifier import compare
 
 
 def _model(path):

@@ -17,7 +17,7 @@ from onnx import numpy_helper
 
 from edgec.codegen import build_project, compile_model, verify
 from edgec.codegen.targets import get_target
-from edgec.codegen.verify import onnxruntime_outputs, run_binary
+from edgec.codegen.verifier import onnxruntime_outputs, run_binary
 
 STRICT = "-O2 -Wall -Wextra -Werror"
 

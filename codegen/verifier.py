@@ -4,9 +4,7 @@ output with onnxruntime on the same inputs."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
-import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,13 +162,3 @@ def load_npz(path: Path) -> dict[str, np.ndarray]:
             return {k: z[k] for k in z.files}
     except (ValueError, OSError) as e:
         raise EdgecError(f"{path} is not a readable .npz of input arrays: {str(e)[:200]}") from None
-
-
-class _CallableModule(types.ModuleType):
-    """`edgec.codegen.verify` is both this module and the verify() function of the public API."""
-
-    def __call__(self, *args, **kwargs):
-        return verify(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
