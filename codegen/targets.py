@@ -73,7 +73,10 @@ def detect_native(arch: str | None = None, flags: frozenset[str] | None = None) 
     arch = arch or _host_arch()
     flags = _cpu_flags() if flags is None else flags
     if arch == "x86_64":
-        if "avx512f" in flags and "avx512bw" in flags and "avx512vl" in flags:
+        if {"avx512f", "avx512bw", "avx512vl"} <= flags:
+            # VNNI + VBMI (Ice Lake, Zen 4 and newer) run int8 on vpdpbusd and table lookups on vpermi2b
+            if {"avx512dq", "avx512_vnni", "avx512vbmi"} <= flags:
+                return "x86_64-avx512-vnni"
             return "x86_64-avx512"
         if "avx2" in flags and "fma" in flags:
             return "x86_64-avx2"

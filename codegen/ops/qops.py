@@ -69,7 +69,7 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
     x, lut = node.inputs[0], node.inputs[1]
     y = node.outputs[0]
     fn = "q8_lut"
-    if ctx.target.arch == "x86_64" and "avx512_vbmi" in ctx.target.features:
+    if ctx.target.arch == "x86_64" and "avx512vbmi" in ctx.target.features:
         fn = "q8_lut__avx512vbmi"
         ctx.require("q8-eltwise/q8-lut-avx512vbmi.c")
     elif ctx.target.arch == "aarch64":

@@ -104,6 +104,8 @@ def test_emitter_text_without_compiling():
 
 def test_targets_are_data():
     assert detect_native("x86_64", frozenset({"avx512f", "avx512bw", "avx512vl", "avx2", "fma"})) == "x86_64-avx512"
+    vnni = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512vbmi", "avx2", "fma"}
+    assert detect_native("x86_64", frozenset(vnni)) == "x86_64-avx512-vnni"
     assert detect_native("x86_64", frozenset({"avx2", "fma"})) == "x86_64-avx2"
     assert detect_native("x86_64", frozenset({"sse2"})) == "generic"
     assert detect_native("aarch64", frozenset({"asimd"})) == "aarch64-neon"
