@@ -1,5 +1,6 @@
 /* runner: ./runner IN_0.npy [IN_1.npy ...] --out DIR [--threads N]
  * Reads the inputs (graph order), runs the model once, writes DIR/output_<i>.npy. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +55,11 @@ int main(int argc, char **argv)
         const model_tensor_info *t = &model_outputs[i];
         char path[4096];
         snprintf(path, sizeof(path), "%s/output_%d.npy", out_dir, i);
-        if (ec_npy_write(path, t->npy_descr, t->rank, t->shape, outs[i], t->numel * (size_t)t->elem_size))
-            return die("cannot write output file");
+        errno = 0;
+        if (ec_npy_write(path, t->npy_descr, t->rank, t->shape, outs[i], t->numel * (size_t)t->elem_size)) {
+            fprintf(stderr, "runner: cannot write %s: %s\n", path, errno ? strerror(errno) : "write failed");
+            return 2;
+        }
         free(outs[i]);
     }
     model_deinit();
