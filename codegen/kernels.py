@@ -91,8 +91,9 @@ KERNELS: tuple[Kernel, ...] = (
            {"t_o": 4, "bmax": 12, "lpc": 8}, arch="armv7", scratch="N x C x Hp x Wp x 4"),
     # along ow (groups of <= 8 output channels, chosen at stride 1): measured 1.3-2.6x the o4/o8
     # tiles there
-    *(Kernel(f"f32_gspc_row_ow__{isa}", "f32", "gspc_ow", isa, "ow", f"{_GS}ow-{isa}.c", {"kmax": 8},
-             scratch="N x C x Hp x Wp x 4") for isa in ("avx2", "avx512", "neon")),
+    *(Kernel(f"f32_gspc_row_ow__{isa}", "f32", "gspc_ow", isa, "ow", f"{_GS}ow-{isa}.c",
+             {"kmax": 8, "lanes": lanes}, scratch="N x C x Hp x Wp x 4")
+      for isa, lanes in (("avx2", 8), ("avx512", 16), ("neon", 4))),
     Kernel("f32_dwconv_kxk__scalar", "f32", "dwconv", "scalar", "kxk", _DW + "kxk-scalar.c",
            {"k": None}, scratch="N x C x SW x Hp x Wq x 4 (column phases)"),
     *(Kernel(f"f32_dwconv_{t}__{isa}", "f32", "dwconv", isa, t, f"{_DW}{t}-{isa}.c",
@@ -135,11 +136,12 @@ def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:
     return best[1], best[2]
 
 
-def gspc_ow_kernel(target: Target, kpg: int, sw: int) -> Kernel | None:
+def gspc_ow_kernel(target: Target, kpg: int, sw: int, wo: int) -> Kernel | None:
     """The along-ow GSPC row kernel for few output channels per group at stride 1 (strided rows
     work through column phases but measured slower than the T_O tiles: 0.25 vs 0.13-0.15 ms on
     ResNet34's 64ch 56x56 stride-2 layer at g=8/16)."""
-    ks = [k for k in usable(target, "gspc_ow") if kpg <= k.params["kmax"]] if sw == 1 else []
+    ks = [k for k in usable(target, "gspc_ow") if kpg <= k.params["kmax"] and wo >= k.params["lanes"]]
+    ks = ks if sw == 1 else []  # rows narrower than a vector leave lanes idle: T_O tiles then
     return ks[0] if ks else None
 
 

@@ -188,7 +188,7 @@ def pack_gspc_weights(w: np.ndarray, G: int, t_o: int, t_i: int) -> np.ndarray:
 def gspc_tiles(target, g: dict):
     """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel."""
     kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
-    ow = kernels.gspc_ow_kernel(target, kpg, g["SW"])
+    ow = kernels.gspc_ow_kernel(target, kpg, g["SW"], g["Wo"])
     if ow is not None:
         return ow, kpg, 1, 1  # vectors along ow, all Kpg channels in one tile
     k, t_o = kernels.gspc_kernel(target, kpg)

@@ -87,6 +87,7 @@ def conv_model(path):
     x4 = g.input("x4", [1, 8, 6, 40])                                       # wide rows: stride-1 indirect GEMM
     g.out(g.node("Clip", [g.conv(x4, 8, 13, 3, pads=[1, 1, 1, 1]), g.const(np.array(-1.0)), g.const(np.array(1.0))]))
     g.out(g.node("Add", [g.conv(x4, 8, 8, 3, pads=[2, 1, 2, 1], dilations=[2, 1]), x4]))
+    g.out(g.node("Relu", [g.node("Add", [g.conv(x4, 8, 8, 3, group=2, pads=[1, 1, 1, 1]), x4])]))  # GSPC along ow
     x5 = g.input("x5", [1, 4, 20, 21])                                       # depthwise, plane kernels
     g.out(g.node("Relu", [g.conv(x5, 4, 4, 3, group=4, pads=[1, 1, 1, 1])]))
     g.out(g.conv(x5, 4, 4, 3, group=4, pads=[1, 1, 1, 1], strides=[2, 1]))          # SH != SW
