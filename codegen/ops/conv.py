@@ -140,12 +140,20 @@ def split_work(groups: int, cols: int, nc: int, nr: int, kpg: int, mr: int) -> t
 def use_indirect(g: dict, nr: int) -> bool:
     """Stride-1 windows read B in place unless the padded-width columns cost over 10% more
     NR-wide panels than the packed pixels (on small maps both round up to the same panels)."""
-    if g["SH"] != 1 or g["SW"] != 1 or g["KH"] * g["KW"] == 1:
+    if g["SH"] != 1 or g["SW"] != 1:
         return False
+    if g["KH"] * g["KW"] == 1:
+        return is_direct(g)
     wp = g["Wo"] + (g["KW"] - 1) * g["DW"]
     direct = -(-((g["Ho"] - 1) * wp + g["Wo"]) // nr)
     packed = -(-(g["Ho"] * g["Wo"]) // nr)
     return direct <= 1.1 * packed
+
+
+def is_direct(g: dict) -> bool:
+    """1x1, stride 1, no padding: B rows are the input channels themselves."""
+    return g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
+        and g["Ho"] == g["H"] and g["Wo"] == g["W"]
 
 
 def _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi) -> str:
@@ -162,15 +170,19 @@ def _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi) -> str:
     c, kh, kw = np.meshgrid(np.arange(cpg), np.arange(g["KH"]), np.arange(g["KW"]), indexing="ij")
     koff = (c * hp * wp_ + kh * g["DH"] * wp_ + kw * g["DW"]).astype(np.int32).ravel()
     kp = ctx.weight(f"conv-koff:{node.name}", koff)
-    pad = ctx.scratch((g["N"] * g["C"] * hp * wp_ + wp_ + nr) * 4)
-    tper = mp * -(-nc // nr) * nr
+    direct = is_direct(g)
+    kpan = ctx.weight(f"conv-kpan-{nr}:{node.name}", (np.arange(kg) * nr).astype(np.int32)) if direct else "NULL"
+    pad = x if direct else ctx.scratch((g["N"] * g["C"] * hp * wp_ + wp_ + nr) * 4)
+    tper = mp * -(-nc // nr) * nr + (kg * nr if direct else 0)
     tmp = ctx.scratch(kernels.SCRATCH_THREADS * tper * 4)
     ctx.require(ik.file, "f32-conv/f32-conv.h")
-    ctx.note(algo=f"{kind}-s1-{ik.tile}-{ik.isa}", macs=macs, kernel=ik.name, kc=kc, nc=nc, msplit=msplit)
+    ctx.note(algo=f"{kind}-{'1x1' if direct else 's1'}-{ik.tile}-{ik.isa}", macs=macs, kernel=ik.name, kc=kc,
+             nc=nc, msplit=msplit)
     shape = _shape_init(g, "N C H W K Ho Wo G KH KW DH DW PT PL")
     return (f"static const f32_conv_s1_shape S = {{{shape}, {hp}u, {wp_}u, {mr}u, {nr}u, {kc}u, {nc}u, "
-            f"{msplit}u, {ik.name}}};\n"
-            f"const f32_conv_s1_args A = {{{x}, {y}, {wp}, {kp}, {epi}, (float *){pad}, (float *){tmp}, {tper}u}};\n"
+            f"{msplit}u, {int(direct)}u, {ik.name}}};\n"
+            f"const f32_conv_s1_args A = {{{x}, {y}, {wp}, {kp}, {kpan}, {epi}, (float *){pad}, (float *){tmp}, "
+            f"{tper}u}};\n"
             f"f32_conv_s1_run(&S, &A, {ctx.pool});\n")
 
 

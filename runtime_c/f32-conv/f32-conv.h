@@ -156,6 +156,7 @@ typedef struct {
   size_t KH, KW, DH, DW, PT, PL;
   size_t Hp, Wp; /* Hp = Ho + (KH-1)*DH, Wp = Wo + (KW-1)*DW */
   size_t MR, NR, KC, NC, MSPLIT;
+  size_t DIRECT; /* 1x1, no padding: B is the input itself; a partial last panel is copied */
   f32_igemm_ukernel_fn uk;
 } f32_conv_s1_shape;
 
@@ -164,12 +165,13 @@ typedef struct {
   float *y;
   const float *w;       /* packed like f32_conv_shape's */
   const int32_t *koff;  /* [Cpg*KH*KW] */
+  const int32_t *kpan;  /* DIRECT: [Cpg] = k*NR, rows of a copied tail panel */
   const float *bias;
   const float *res;
   int res_before_act;
   ec_act act;
   float *xpad;          /* f32_conv_s1_pad_floats */
-  float *tmp;           /* threads x tmp_floats_per_thread */
+  float *tmp;           /* threads x tmp_floats_per_thread: tile Mp x NC (+ Kg x NR tail panel) */
   size_t tmp_floats_per_thread;
 } f32_conv_s1_args;
 
@@ -216,16 +218,24 @@ EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_ar
   const size_t m0 = ms * mchunk, m1 = EC_MIN(Kpg, m0 + mchunk);
   if (m0 >= m1) return;
   const size_t n0 = nb * s->NC, nc = EC_MIN(s->NC, cols - n0), ldt = EC_ROUND_UP(s->NC, s->NR);
-  const float *xb = a->xpad + (n * s->C + g * Cpg) * s->Hp * s->Wp + n0;
+  const float *xb = (s->DIRECT ? a->x : a->xpad) + (n * s->C + g * Cpg) * s->Hp * s->Wp + n0;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, MR) * Kg;
   float *tb = a->tmp + tid * a->tmp_floats_per_thread;
+  float *tail = tb + EC_ROUND_UP(Kpg, MR) * ldt; /* DIRECT: the last partial panel, copied */
+  const int tail_here = s->DIRECT && nc % s->NR != 0;
+  if (tail_here) {
+    const size_t j0 = nc / s->NR * s->NR, nr = nc - j0;
+    for (size_t k = 0; k < Kg; k++)
+      for (size_t j = 0; j < s->NR; j++) tail[k * s->NR + j] = j < nr ? xb[a->koff[k] + j0 + j] : 0.0f;
+  }
   for (size_t k0 = 0; k0 < Kg; k0 += s->KC) {
     const size_t kc = EC_MIN(s->KC, Kg - k0);
     for (size_t j0 = 0; j0 < nc; j0 += s->NR) {
       const size_t nr = EC_MIN(s->NR, nc - j0);
+      const int copied = tail_here && nr < s->NR; /* reading in place would run past the input */
       for (size_t i0 = m0; i0 < m1; i0 += MR)
-        s->uk(EC_MIN(MR, m1 - i0), nr, kc, wg + i0 * Kg + k0 * MR, xb + j0, a->koff + k0,
-              tb + (i0 - m0) * ldt + j0, ldt, k0 != 0, NULL);
+        s->uk(EC_MIN(MR, m1 - i0), nr, kc, wg + i0 * Kg + k0 * MR, copied ? tail : xb + j0,
+              (copied ? a->kpan : a->koff) + k0, tb + (i0 - m0) * ldt + j0, ldt, k0 != 0, NULL);
     }
   }
   const size_t HoWo = s->Ho * s->Wo, yoff = (n * s->K + g * Kpg) * HoWo;
@@ -263,12 +273,12 @@ static inline void f32_conv_s1_task(void *ctx, size_t tid, size_t begin, size_t 
 EC_INLINE void f32_conv_s1_run(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, ec_pool *pool) {
   const size_t planes = s->N * s->C, n = f32_conv_s1_items(s);
   if (ec_pool_threads(pool) <= 1) {
-    for (size_t i = 0; i < planes; i++) f32_conv_s1_pad_plane(s, a, i);
+    for (size_t i = 0; i < planes && !s->DIRECT; i++) f32_conv_s1_pad_plane(s, a, i);
     for (size_t i = 0; i < n; i++) f32_conv_s1_item(s, a, 0, i);
     return;
   }
   f32_conv_s1_job j = {s, a};
-  ec_parallel_for(pool, planes, 4, f32_conv_s1_pad_task, &j);
+  if (!s->DIRECT) ec_parallel_for(pool, planes, 4, f32_conv_s1_pad_task, &j);
   ec_parallel_for_tid(pool, n, 1, f32_conv_s1_task, &j);
 }
 
