@@ -173,7 +173,7 @@ def _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi) -> str:
     direct = is_direct(g)
     kpan = ctx.weight(f"conv-kpan-{nr}:{node.name}", (np.arange(kg) * nr).astype(np.int32)) if direct else "NULL"
     pad = x if direct else ctx.scratch((g["N"] * g["C"] * hp * wp_ + wp_ + nr) * 4)
-    tper = mp * -(-nc // nr) * nr + (kg * nr if direct else 0)
+    tper = kg * nr if direct else mp * -(-nc // nr) * nr  # direct: only a copied tail panel
     tmp = ctx.scratch(kernels.SCRATCH_THREADS * tper * 4)
     ctx.require(ik.file, "f32-conv/f32-conv.h")
     ctx.note(algo=f"{kind}-{'1x1' if direct else 's1'}-{ik.tile}-{ik.isa}", macs=macs, kernel=ik.name, kc=kc,

@@ -221,24 +221,36 @@ EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_ar
   const float *xb = (s->DIRECT ? a->x : a->xpad) + (n * s->C + g * Cpg) * s->Hp * s->Wp + n0;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, MR) * Kg;
   float *tb = a->tmp + tid * a->tmp_floats_per_thread;
-  float *tail = tb + EC_ROUND_UP(Kpg, MR) * ldt; /* DIRECT: the last partial panel, copied */
+  float *tail = tb; /* DIRECT: the last partial panel, copied (no tile buffer needed then) */
   const int tail_here = s->DIRECT && nc % s->NR != 0;
   if (tail_here) {
     const size_t j0 = nc / s->NR * s->NR, nr = nc - j0;
     for (size_t k = 0; k < Kg; k++)
       for (size_t j = 0; j < s->NR; j++) tail[k * s->NR + j] = j < nr ? xb[a->koff[k] + j0 + j] : 0.0f;
   }
+  const size_t HoWo = s->Ho * s->Wo, yoff = (n * s->K + g * Kpg) * HoWo;
   for (size_t k0 = 0; k0 < Kg; k0 += s->KC) {
     const size_t kc = EC_MIN(s->KC, Kg - k0);
+    const int last = k0 + kc == Kg;
     for (size_t j0 = 0; j0 < nc; j0 += s->NR) {
       const size_t nr = EC_MIN(s->NR, nc - j0);
       const int copied = tail_here && nr < s->NR; /* reading in place would run past the input */
-      for (size_t i0 = m0; i0 < m1; i0 += MR)
-        s->uk(EC_MIN(MR, m1 - i0), nr, kc, wg + i0 * Kg + k0 * MR, copied ? tail : xb + j0,
-              (copied ? a->kpan : a->koff) + k0, tb + (i0 - m0) * ldt + j0, ldt, k0 != 0, NULL);
+      for (size_t i0 = m0; i0 < m1; i0 += MR) {
+        const float *ap = wg + i0 * Kg + k0 * MR, *bp = copied ? tail : xb + j0;
+        const int32_t *ko = (copied ? a->kpan : a->koff) + k0;
+        if (!s->DIRECT) {
+          s->uk(EC_MIN(MR, m1 - i0), nr, kc, ap, bp, ko, tb + (i0 - m0) * ldt + j0, ldt, k0 != 0, NULL);
+          continue;
+        }
+        /* 1x1: columns are output pixels, so the tile goes straight to NCHW with its epilogue */
+        const size_t o = yoff + i0 * HoWo + n0 + j0;
+        ec_tile_epi te = {a->bias ? a->bias + g * Kpg + i0 : NULL, NULL, a->res ? a->res + o : NULL,
+                          a->res_before_act, a->act};
+        s->uk(EC_MIN(MR, m1 - i0), nr, kc, ap, bp, ko, a->y + o, HoWo, k0 != 0, last ? &te : NULL);
+      }
     }
   }
-  const size_t HoWo = s->Ho * s->Wo, yoff = (n * s->K + g * Kpg) * HoWo;
+  if (s->DIRECT) return;
   for (size_t i = m0; i < m1; i++) {
     const float *src = tb + (i - m0) * ldt;
     const float bias = a->bias ? a->bias[g * Kpg + i] : 0.0f;
