@@ -12,7 +12,8 @@ import numpy as np
 
 from edgec.codegen import kernels
 from edgec.codegen.emit import EmitContext
-from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.ir import Epilogue, Node, Tensor
+from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.conv import act_literal
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
@@ -44,7 +45,7 @@ def _check_f32(node: Node):
 
 def _emit(node: Node, ctx: EmitContext, a: Tensor, b: Tensor, *, M: int, N: int, K: int, trans_a: bool,
           trans_b: bool, alpha: float, batch: int = 1, ab: int = 1, bb: int = 1, a_idx=None, b_idx=None,
-          bias_r="NULL", bias_c="NULL", res: str | None = None) -> str:
+          bias_r="NULL", bias_c="NULL", res: str | None = None, epilogue: Epilogue | None = None) -> str:
     k = kernels.gemm_kernel(ctx.target)
     mr, nr = k.params["mr"], k.params["nr"]
     a_rs, a_cs = (1, M) if trans_a else (K, 1)
@@ -74,7 +75,7 @@ def _emit(node: Node, ctx: EmitContext, a: Tensor, b: Tensor, *, M: int, N: int,
     sh = f"{', '.join(f'{v}u' for v in shape.values())}, {int(a_packed)}, {int(b_packed)}, " \
          f"{a_rs}u, {a_cs}u, {b_rs}u, {b_cs}u, {nch}u, {k.name}"
     s = ctx.scratch(4 * ((0 if a_packed else ab * -(-M // mr) * mr * K) + (0 if b_packed else bb * -(-N // nr) * nr * K)))
-    ep = node.epilogue
+    ep = node.epilogue if epilogue is None else epilogue
     if ep.residual is not None and res is not None:
         raise EdgecError(f"node {node.name} ({node.op}): a full-matrix C and a fused residual together")
     res_expr = res or (ctx.ptr(ep.residual) if ep.residual is not None else "NULL")
@@ -110,16 +111,45 @@ def _gemm_c(node: Node, ctx: EmitContext, c: Tensor | None, beta: float, M: int,
     raise EdgecError(f"node {node.name} (Gemm): C of shape {c.shape} is not supported")
 
 
+def _c_fits(c: Tensor | None, beta: float, M: int, N: int) -> bool:
+    """Whether C can ride in the GEMM's store loop (a constant, or a run-time bias/matrix with beta 1)."""
+    if c is None or beta == 0.0 or c.is_const:
+        return True
+    shp = (1,) * (2 - len(c.shape)) + tuple(c.shape)
+    return beta == 1.0 and shp in ((1, N), (M, 1), (M, N))
+
+
+def _emit_general(node: Node, ctx: EmitContext, a: Tensor, b: Tensor, c: Tensor | None, *, M: int, N: int,
+                  K: int, ta: bool, tb: bool, alpha: float, beta: float) -> str:
+    """Y = alpha*A*B + beta*C for run-time operands: a plain GEMM, then one pass that scales, adds the
+    broadcast C and applies the fused epilogue (rare in exported models; the fused path is the fast one)."""
+    code = _emit(node, ctx, a, b, M=M, N=N, K=K, trans_a=ta, trans_b=tb, alpha=1.0, epilogue=Epilogue())
+    ep = node.epilogue
+    c_term, use_c = "0.0f", c is not None and beta != 0.0
+    if use_c:
+        c0, c1 = (1,) * (2 - len(c.shape)) + tuple(c.shape)
+        cptr = ctx.ptr(c) if not c.is_const else ctx.weight(f"gemm-craw:{node.name}", c.const.astype(np.float32))
+        c_term = f"{flt(beta)} * ((const float *){cptr})[{'m' if c0 > 1 else '0'} * {c1}u + {'n' if c1 > 1 else '0'}]"
+    res = f"({ctx.ptr(ep.residual)}) + m * {N}u + n" if ep.residual is not None else "NULL"
+    return code + (
+        f"{{ float *y = {ctx.ptr(node.outputs[0])};\n"
+        f"  for (size_t m = 0; m < {M}u; m++) for (size_t n = 0; n < {N}u; n++)\n"
+        f"    y[m * {N}u + n] = ec_epi_value({flt(alpha)} * y[m * {N}u + n] + {c_term}, {res}, "
+        f"{int(ep.residual_before_act)}, (ec_act){act_literal(ep.act, ep.act_params)}); }}\n")
+
+
 @register("Gemm", epilogue=True)
 def emit_gemm(node: Node, ctx: EmitContext) -> str:
     _check_f32(node)
     a, b, c = node.inputs[0], node.inputs[1], node.input(2)
     ta, tb = bool(node.attr("transA", 0)), bool(node.attr("transB", 0))
+    alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
     M, K = (a.shape[1], a.shape[0]) if ta else a.shape
     N = b.shape[0] if tb else b.shape[1]
-    cx = _gemm_c(node, ctx, c, float(node.attr("beta", 1.0)), M, N)
-    return _emit(node, ctx, a, b, M=M, N=N, K=K, trans_a=ta, trans_b=tb, alpha=float(node.attr("alpha", 1.0)),
-                 **cx)
+    if (alpha != 1.0 and not (a.is_const or b.is_const)) or not _c_fits(c, beta, M, N):
+        return _emit_general(node, ctx, a, b, c, M=M, N=N, K=K, ta=ta, tb=tb, alpha=alpha, beta=beta)
+    cx = _gemm_c(node, ctx, c, beta, M, N)
+    return _emit(node, ctx, a, b, M=M, N=N, K=K, trans_a=ta, trans_b=tb, alpha=alpha, **cx)
 
 
 @register("MatMul", epilogue=True)

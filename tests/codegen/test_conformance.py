@@ -35,8 +35,6 @@ EXCLUDED = [
     (r"center_crop_pad_.*_expanded", "shape inference cannot make the expanded function static"),
     (r"quantizelinear|qlinear|dynamicquantizelinear",
      "quantisation cases with run-time scales or non-int8 types (quant ops need constant per-tensor scales)"),
-    (r"gemm_(all_attributes|alpha|beta|default_scalar_bias|default_single_elem_vector_bias)$",
-     "Gemm alpha/beta with a run-time C, and scalar C: not handled by codegen/ops/gemm.py yet"),
 ]
 
 

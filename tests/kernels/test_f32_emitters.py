@@ -112,6 +112,10 @@ def gemm_model(path):
     g.out(g.node("MatMul", [b3, g.const(RNG.standard_normal((40, 13)))]))   # shared constant B
     g.out(g.node("MatMul", [g.const(RNG.standard_normal((13, 40))), g.input("b4", [2, 40, 6])]))
     g.out(g.node("MatMul", [g.input("v", [17]), g.const(RNG.standard_normal((17, 4)))]))  # 1-D
+    # all-run-time Gemm: alpha/beta and a broadcast C applied after the GEMM, then the fused Relu + residual
+    ga, gb, gc, gr = g.input("ga", [6, 11]), g.input("gb", [9, 11]), g.input("gc", [9]), g.input("gr", [6, 9])
+    g.out(g.node("Add", [g.node("Relu", [g.node("Gemm", [ga, gb, gc], transB=1, alpha=0.7, beta=-1.5)]), gr]))
+    g.out(g.node("Gemm", [ga, gb, g.input("gs", [])], transB=1, alpha=2.0))                 # scalar run-time C
     return g.save(path)
 
 
