@@ -109,13 +109,19 @@ def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
 
 
 def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:
-    """Why the dense fp32 conv emitter's algorithm fits this layer (its rule: groups == C -> depthwise,
-    1 < groups -> GSPC, else spatial-pack GEMM)."""
+    """Why the dense fp32 conv emitter's algorithm fits this layer, read from the algorithm it recorded."""
+    if algo.startswith("dwconv-c"):
+        return "depthwise on a small map: channels interleaved so every tap is a full-width FMA"
     if algo.startswith("dwconv"):
-        return "depthwise (groups = channels): direct kernel, no packing; GSPC's packing would dominate"
+        return "depthwise (groups = channels): direct plane kernel, no packing; GSPC's packing would dominate"
     if algo.startswith("gspc"):
         return f"{groups} groups of {c_in // groups} channels: GSPC, weights tiled per group, parallel over groups"
-    return "dense: spatial-pack GEMM with a register-blocked microkernel"
+    per_group = f"one GEMM per group ({groups} groups), " if algo.startswith("gemm-grouped") else ""
+    if "-1x1-" in algo:
+        return per_group + "1x1 stride 1: GEMM reading the input in place, epilogue fused into the NCHW store"
+    if "-s1-" in algo:
+        return per_group + "stride 1: indirect GEMM over one padded copy of the input (no im2col)"
+    return per_group + "spatial-pack GEMM with a register-blocked microkernel"
 
 
 def block_sparsity(w2d, br: int, bc: int) -> float:
