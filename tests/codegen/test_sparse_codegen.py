@@ -4,6 +4,8 @@ natively and for the Pi 4 target under qemu, against onnxruntime."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -91,7 +93,7 @@ def test_compile_explain_shows_choices(model, tmp_path, monkeypatch):
     r = subprocess.run(["edgec", "compile", str(model), "-o", str(tmp_path / "o"), "--explain"], capture_output=True,
                        text=True, env={**__import__("os").environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
-    assert "spmm-4x4" in r.stdout and "break-even" in r.stdout and "spatial-pack GEMM" in r.stdout
+    assert "spmm-4x4" in r.stdout and "break-even" in r.stdout and "GEMM" in r.stdout
 
 
 @pytest.mark.parametrize("op", ["Gemm", "MatMul"])
@@ -118,12 +120,16 @@ def test_sparse_fully_connected_batch1(op, tmp_path, monkeypatch):
     assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
 
 
-@pytest.mark.parametrize("target", ["native", "aarch64-neon"])
+# x86_64-avx2, not native: 90% is above AVX2's int8 break-even (0.7) but at VNNI's (0.9), where dense may win
+@pytest.mark.parametrize("target", ["x86_64-avx2", "aarch64-neon"])
 def test_int8_sparse_pointwise_conv(target, tmp_path, monkeypatch):
     """90%-pruned (4x1 blocks) 1x1 convs quantized by onnxruntime run on the int8 sparse kernel
     (within 1 LSB of onnxruntime's int8 run); EDGEC_SPARSE=dense switches back to the dense GEMM."""
     from test_quant_e2e import _out_scale, quantize
 
+    t = get_target(target)
+    if not t.runs_natively() and not (t.qemu and shutil.which(t.qemu[0]) and shutil.which(t.cc)):
+        pytest.skip(f"{target} neither runs on this CPU nor has its cross compiler and qemu here")
     rng = np.random.default_rng(4)
     nodes, inits, cur = [], [], "x"
     for i in range(2):
