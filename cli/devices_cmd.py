@@ -263,10 +263,13 @@ def bench_cmd(
 
     def work(dev, progress):
         with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
-            dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=layers,
+            dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=False,
                          progress=progress)
+            # per-layer timers cost time themselves: latency from the plain build, layers from a profiled one
+            ldep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=True,
+                          progress=progress) if layers else None
             progress("run", f"{warmup}+{runs} runs", 0)
-            return bench(dep, runs=runs, warmup=warmup, threads=threads, compare_ort=compare_ort)
+            return bench(dep, runs=runs, warmup=warmup, threads=threads, compare_ort=compare_ort, layers_dep=ldep)
 
     reports, errors = _run_all(device, work)
     if json_out:

@@ -117,23 +117,32 @@ def check_outputs(dep: Deployment, input_shapes: dict | None = None, seed: int =
 
 
 def bench(dep: Deployment, *, runs: int = 50, warmup: int = 5, threads: int = 1, compare_ort: bool = False,
-          timeout: float = 1800) -> dict:
-    """Run the bench program on the board and return the full report (report.make_report)."""
+          timeout: float = 1800, layers_dep: Deployment | None = None) -> dict:
+    """Run the bench program on the board and return the full report (report.make_report).
+
+    With layers_dep (a profiling build of the same model), latency comes from dep and only the per-layer
+    times from a shorter run of layers_dep: the per-layer timers would otherwise inflate the latency."""
     if runs < 1 or warmup < 0 or threads < 1:
         raise EdgecError("--runs and --threads must be at least 1, --warmup at least 0")
     t = dep.transport
     before = probe.state(t)
-    res = t.check(dep.command("bench", "--runs", runs, "--warmup", warmup, "--threads", threads), "bench",
-                  timeout=timeout)
+    raw = _run_bench(dep, runs, warmup, threads, timeout)
     after = probe.state(t)
-    try:
-        raw = json.loads(res.out.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        raise EdgecError(f"bench on {dep.device.name} printed no JSON result: "
-                         f"{last_line(res.out) or last_line(res.err) or 'nothing'}") from None
+    if layers_dep is not None:
+        raw["layers"] = _run_bench(layers_dep, max(10, runs // 5), min(warmup, 5), threads, timeout).get("layers", [])
     ort_res = ort_on_board(dep, runs, warmup, threads, timeout) if compare_ort else None
     return make_report(raw, device=dep.device, before=before, after=after, binary_bytes=dep.binary_bytes,
                        warmup=warmup, ort=ort_res, mode=dep.mode, build_info=dep.build_info)
+
+
+def _run_bench(dep: Deployment, runs: int, warmup: int, threads: int, timeout: float) -> dict:
+    res = dep.transport.check(dep.command("bench", "--runs", runs, "--warmup", warmup, "--threads", threads),
+                              "bench", timeout=timeout)
+    try:
+        return json.loads(res.out.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        raise EdgecError(f"bench on {dep.device.name} printed no JSON result: "
+                         f"{last_line(res.out) or last_line(res.err) or 'nothing'}") from None
 
 
 def ort_on_board(dep: Deployment, runs: int, warmup: int, threads: int, timeout: float) -> dict:

@@ -10,6 +10,7 @@ Default: cross when the cross compiler is on PATH, else on-device.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -71,6 +72,21 @@ def _key(*parts) -> str:
     return hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1)
+def _codegen_fingerprint() -> str:
+    """Changes whenever the code generator or the C runtime does, so a cached project never goes stale."""
+    import edgec.codegen
+    from edgec.runtime_c import root as runtime_root
+
+    h = hashlib.sha256()
+    for top in (Path(edgec.codegen.__file__).parent, runtime_root()):
+        for p in sorted(top.rglob("*")):
+            if p.is_file() and p.suffix in (".py", ".c", ".h", ".S", ".yaml", ".mk"):
+                h.update(p.relative_to(top).as_posix().encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: bool = True,
                     input_shapes: dict | None = None, model: Path | None = None) -> tuple[Path, Path | None]:
     """MODEL.onnx -> a generated C project for the device's target (cached); BUILD_DIR -> itself."""
@@ -87,8 +103,12 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
         from edgec.codegen import compile_model
     except ImportError as e:  # pragma: no cover - packaging problem
         raise EdgecError(f"the code generator is not available: {e}") from None
+    from edgec.codegen.targets import get_target
+
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
-    out = cache_dir() / "builds" / f"{source.stem}-{device.target}-{_key(sha, threads, input_shapes, __version__)}"
+    target = get_target(device.target).name  # "native" resolves per CPU
+    key = _key(sha, threads, input_shapes, profile, target, __version__, _codegen_fingerprint())
+    out = cache_dir() / "builds" / f"{source.stem}-{target}-{key}"
     stamp = out / ".edgec-source.json"
     # One compile at a time: the code generator is not thread-safe (and is CPU-bound Python anyway).
     with _LOCKS["compile"]:

@@ -281,3 +281,16 @@ def test_cli_disk_full(board, edgec_env, tiny_model):
         assert rc != 0 and "disk full on full" in err and "Traceback" not in err, err
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+def test_compile_cache_keys_profile_and_resolved_target(edgec_env, tiny_model):
+    """A profiled and a plain build never share a cached project, and "native" is cached under the target it
+    resolves to on this CPU (a cache shared between machines must not hand one CPU's code to another)."""
+    from edgec.codegen.targets import detect_native
+    from edgec.devices.deploy import prepare_project
+
+    local = Inventory().get("local")
+    plain, _ = prepare_project(tiny_model, local, profile=False)
+    profiled, _ = prepare_project(tiny_model, local, profile=True)
+    assert plain != profiled
+    assert plain.name.startswith(f"{tiny_model.stem}-{detect_native()}-")
