@@ -20,19 +20,12 @@ from pathlib import Path
 from typing import Callable
 
 from edgec.devices.transport import Transport
+from edgec.files import sha256_file
 
 MARKER = ".edgec-complete"
 
 # progress(event, name, nbytes): event in "skip", "send", "sent"
 Progress = Callable[[str, str, int], None]
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass
@@ -45,7 +38,7 @@ class Manifest:
         if rel.startswith("/") or ".." in Path(rel).parts:
             raise ValueError(f"upload path must be relative: {rel}")
         mode = mode if mode is not None else (0o755 if path.stat().st_mode & 0o111 else 0o644)
-        self.files[rel] = (Path(path), file_sha256(path), mode)
+        self.files[rel] = (Path(path), sha256_file(path), mode)
 
     def digest(self) -> str:
         doc = sorted((rel, sha, mode) for rel, (_, sha, mode) in self.files.items())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -45,3 +46,12 @@ def write_bytes_atomic(dest: str | os.PathLike, data: bytes) -> None:
 
 def write_text_atomic(dest: str | os.PathLike, text: str) -> None:
     write_bytes_atomic(dest, text.encode())
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks (models and weights can be large)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgec.errors import EdgecError
-from edgec.files import write_bytes_atomic
+from edgec.files import sha256_file, write_bytes_atomic
 
 PPOCR_WHEEL = "rapidocr-onnxruntime==1.4.4"
 PPOCR_MEMBER = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
@@ -35,18 +35,10 @@ def cache_dir() -> Path:
     return base
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def ppocr_cls() -> Path:
     """The trained PaddleOCR text-direction classifier (input x: [N,3,48,192], opset 11)."""
     dest = cache_dir() / "models" / PPOCR_SHA256[:16] / "ppocr_cls.onnx"
-    if dest.exists() and _sha256(dest) == PPOCR_SHA256:
+    if dest.exists() and sha256_file(dest) == PPOCR_SHA256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
