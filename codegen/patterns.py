@@ -84,7 +84,30 @@ def _affine(m: _Match, y: Tensor, op: str, norm_shape) -> tuple[Node, Tensor] | 
     return (n, val) if val is not None else None
 
 
+def _replace(g: Graph, top: Node, chain: list[Node], new: Node) -> bool:
+    """Put `new` where `top` was and drop the rest of the matched chain; True so callers can loop."""
+    drop = {id(n) for n in chain}
+    g.nodes[g.nodes.index(top)] = new
+    g.nodes = [n for n in g.nodes if id(n) not in drop]
+    return True
+
+
+def _fixpoint(g: Graph, rewrite_once) -> Graph:
+    """Apply a one-match rewrite until nothing matches (a loop: models can hold thousands of matches)."""
+    while rewrite_once(g):
+        pass
+    return g
+
+
+def _merged(nodes: list[Node]) -> list[str]:
+    return [nm for n in nodes for nm in n.onnx_names]
+
+
 def fuse_layernorm(g: Graph) -> Graph:
+    return _fixpoint(g, _layernorm_once)
+
+
+def _layernorm_once(g: Graph) -> bool:
     m = _Match(g)
     for div in list(g.nodes):
         found = _layernorm_at(m, div)
@@ -107,17 +130,17 @@ def fuse_layernorm(g: Graph) -> Graph:
         ln = Node(div.name + "__layernorm", "LayerNormalization",
                   [x, Tensor(y.name + "__scale", norm_shape, np.float32, scale),
                    Tensor(y.name + "__bias", norm_shape, np.float32, bias)], [y],
-                  {"axis": axis, "epsilon": eps}, onnx_names=[nm for n in nodes for nm in n.onnx_names])
-        drop = {id(n) for n in nodes}
-        at = g.nodes.index(nodes[-1])
-        g.nodes[at] = ln
-        g.nodes = [n for n in g.nodes if id(n) not in drop]
-        return fuse_layernorm(g)
-    return g
+                  {"axis": axis, "epsilon": eps}, onnx_names=_merged(nodes))
+        return _replace(g, nodes[-1], nodes, ln)
+    return False
 
 
 def fuse_hardswish(g: Graph) -> Graph:
     """x * Clip(x + 3, 0, 6) / 6 (Div by 6 or Mul by 1/6, in either order) -> HardSwish(x)."""
+    return _fixpoint(g, _hardswish_once)
+
+
+def _hardswish_once(g: Graph) -> bool:
     from edgec.codegen.fuse import activation_of
 
     m = _Match(g)
@@ -125,26 +148,18 @@ def fuse_hardswish(g: Graph) -> Graph:
         found = _scaled_product(m, top, activation_of)
         if found:
             x, chain = found
-            hs = Node(top.name + "__hardswish", "HardSwish", [x], [top.outputs[0]],
-                      onnx_names=[nm for n in chain + [top] for nm in n.onnx_names])
-            drop = {id(n) for n in chain}
-            g.nodes[g.nodes.index(top)] = hs
-            g.nodes = [n for n in g.nodes if id(n) not in drop]
-            return fuse_hardswish(g)
+            hs = Node(top.name + "__hardswish", "HardSwish", [x], [top.outputs[0]], onnx_names=_merged(chain + [top]))
+            return _replace(g, top, chain, hs)
     for mul in list(g.nodes):
         if mul.op != "Mul" or len(mul.inputs) != 2:
             continue
         for x, other in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
             chain = _relu6_over_6(m, x, other, activation_of)
-            if chain is None:
-                continue
-            hs = Node(mul.name + "__hardswish", "HardSwish", [x], [mul.outputs[0]],
-                      onnx_names=[nm for n in chain + [mul] for nm in n.onnx_names])
-            drop = {id(n) for n in chain}
-            g.nodes[g.nodes.index(mul)] = hs
-            g.nodes = [n for n in g.nodes if id(n) not in drop]
-            return fuse_hardswish(g)
-    return g
+            if chain is not None:
+                hs = Node(mul.name + "__hardswish", "HardSwish", [x], [mul.outputs[0]],
+                          onnx_names=_merged(chain + [mul]))
+                return _replace(g, mul, chain, hs)
+    return False
 
 
 def _is_sixth(n: Node) -> bool:
@@ -202,18 +217,18 @@ def _relu6_over_6(m: _Match, x: Tensor, t: Tensor, activation_of) -> list[Node] 
 
 def fuse_gelu(g: Graph) -> Graph:
     """x * (1 + Erf(x / sqrt(2))) * 0.5 (the exact GELU exporters emit before opset 20) -> Gelu(x)."""
+    return _fixpoint(g, _gelu_once)
+
+
+def _gelu_once(g: Graph) -> bool:
     m = _Match(g)
     for top in list(g.nodes):
         found = _gelu_at(m, top)
         if found:
             x, chain = found
-            ge = Node(top.name + "__gelu", "Gelu", [x], [top.outputs[0]],
-                      onnx_names=[nm for n in chain + [top] for nm in n.onnx_names])
-            drop = {id(n) for n in chain}
-            g.nodes[g.nodes.index(top)] = ge
-            g.nodes = [n for n in g.nodes if id(n) not in drop]
-            return fuse_gelu(g)
-    return g
+            ge = Node(top.name + "__gelu", "Gelu", [x], [top.outputs[0]], onnx_names=_merged(chain + [top]))
+            return _replace(g, top, chain, ge)
+    return False
 
 
 def _other(n: Node, t: Tensor) -> Tensor | None:
