@@ -6,7 +6,6 @@
 #include "q8-dwconv.h"
 #include "../q8-requant/q8-rq-avx512.h"
 
-#define Q8_DW_MAX_TAPS 64
 
 static void dw_row512(const q8_dw_params *p, int c, int T, const uint8_t *const *tap, const int32_t *wpair,
                       uint8_t *yr, const q8_rq *rq)
@@ -45,23 +44,17 @@ void q8_dwconv__avx512(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint
         q8_dwconv__scalar(p, x, y, scratch);
         return;
     }
-    const size_t rows = q8_dw_rows(p), wq = q8_dw_wq(p);
+    const size_t wq = q8_dw_wq(p);
     const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
     size_t off[Q8_DW_MAX_TAPS];
-    for (int i = 0; i < p->kh; i++)
-        for (int j = 0; j < p->kw; j++) {
-            const int col = j * p->dw;
-            off[i * p->kw + j] = ((size_t)(col % p->sw) * rows + (size_t)i * p->dh) * wq + (size_t)(col / p->sw);
-        }
+    q8_dw_tap_offsets(p, off);
     for (int b = 0; b < p->batch; b++)
         for (int c = 0; c < p->C; c++) {
             const size_t plane = (size_t)b * p->C + c;
             q8_dw_pad_channel(p, x + plane * p->H * p->W, scratch);
             const int8_t *wc = p->w + (size_t)c * T;
             int32_t wpair[Q8_DW_MAX_TAPS / 2 + 1];
-            for (int t = 0; t < T; t += 2)
-                wpair[t / 2] = (int32_t)(((uint32_t)(uint16_t)(t + 1 < T ? wc[t + 1] : 0) << 16) |
-                                         (uint16_t)(int16_t)wc[t]);
+            q8_dw_pair_weights(wc, T, wpair);
             for (int oh = 0; oh < p->Ho; oh++) {
                 const uint8_t *tap[Q8_DW_MAX_TAPS + 1];
                 for (int t = 0; t < T; t++)

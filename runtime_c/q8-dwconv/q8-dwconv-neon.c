@@ -5,7 +5,6 @@
 #include "q8-dwconv.h"
 #include "../q8-requant/q8-rq-neon.h"
 
-#define Q8_DW_MAX_TAPS 64
 
 void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
 {
@@ -14,14 +13,10 @@ void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_
         q8_dwconv__scalar(p, x, y, scratch);
         return;
     }
-    const size_t rows = q8_dw_rows(p), wq = q8_dw_wq(p);
+    const size_t wq = q8_dw_wq(p);
     const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
-    size_t off[Q8_DW_MAX_TAPS]; /* tap start inside the padded, phase-split channel */
-    for (int i = 0; i < p->kh; i++)
-        for (int j = 0; j < p->kw; j++) {
-            const int col = j * p->dw;
-            off[i * p->kw + j] = ((size_t)(col % p->sw) * rows + (size_t)i * p->dh) * wq + (size_t)(col / p->sw);
-        }
+    size_t off[Q8_DW_MAX_TAPS];
+    q8_dw_tap_offsets(p, off);
     for (int b = 0; b < p->batch; b++)
         for (int c = 0; c < p->C; c++) {
             const size_t plane = (size_t)b * p->C + c;

@@ -26,6 +26,26 @@ static inline size_t q8_dw_wq(const q8_dw_params *p)
     size_t wp = (size_t)(p->Wo - 1) * p->sw + (size_t)(p->kw - 1) * p->dw + 1;
     return (wp + p->sw - 1) / p->sw + 32;
 }
+#define Q8_DW_MAX_TAPS 64 /* larger kernels use the scalar reference */
+
+/* Start of each tap inside the padded, phase-split channel (see q8_dw_pad_channel). */
+static inline void q8_dw_tap_offsets(const q8_dw_params *p, size_t off[Q8_DW_MAX_TAPS])
+{
+    const size_t rows = q8_dw_rows(p), wq = q8_dw_wq(p);
+    for (int i = 0; i < p->kh; i++)
+        for (int j = 0; j < p->kw; j++) {
+            const int col = j * p->dw;
+            off[i * p->kw + j] = ((size_t)(col % p->sw) * rows + (size_t)i * p->dh) * wq + (size_t)(col / p->sw);
+        }
+}
+
+/* Weights of one channel as int16 pairs in an int32 (for vpmaddwd); an odd tap count pairs with 0. */
+static inline void q8_dw_pair_weights(const int8_t *wc, int T, int32_t *wpair)
+{
+    for (int t = 0; t < T; t += 2)
+        wpair[t / 2] = (int32_t)(((uint32_t)(uint16_t)(t + 1 < T ? wc[t + 1] : 0) << 16) | (uint16_t)(int16_t)wc[t]);
+}
+
 static inline size_t q8_dwconv_scratch_bytes(const q8_dw_params *p)
 {
     return (size_t)p->sw * q8_dw_rows(p) * q8_dw_wq(p);
