@@ -168,14 +168,15 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
 
 GSPC = {  # (C function, file, T_O, T_I)
     "vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
+    "vnni-o8": ("q8_gspc_o8__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 8, 4),
     "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
 
-def _gspc_variant(target):
+def _gspc_variant(target, kpg: int = 16):
     if target.arch == "x86_64" and "avx512_vnni" in target.features:
-        return GSPC["vnni"]
+        return GSPC["vnni-o8" if kpg <= 8 else "vnni"]  # <= 8 channels per group: ymm, no idle lanes
     if target.arch == "x86_64" and "avx2" in target.features:
         return GSPC["avx2"]
     return GSPC["neon"] if target.arch == "aarch64" else None
@@ -233,7 +234,7 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
     kpg, cpg = OC // g, C // g
-    fn, src, t_o, t_i = _gspc_variant(ctx.target)
+    fn, src, t_o, t_i = _gspc_variant(ctx.target, kpg)
     kp = -(-kpg // t_o) * t_o
     bias, mult, shift = (np.zeros(g * kp, np.int32) for _ in range(3))
     mult[:], shift[:] = 1 << 30, 40  # padded lanes: defined, never stored

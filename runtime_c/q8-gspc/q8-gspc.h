@@ -30,6 +30,9 @@ void q8_gspc__scalar(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint
 /* T_O = 16 output channels per vpdpbusd; scratch: EC_MAX_THREADS slices of q8_gspc_scratch_bytes */
 void q8_gspc_o16__avx512vnni(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
                              ec_pool *pool);
+/* the same with T_O = 8 in ymm registers (groups of <= 8 output channels); weights packed with T_O = 8 */
+void q8_gspc_o8__avx512vnni(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
+                            ec_pool *pool);
 
 /* T_O = 8, T_I = 1, vmlal (ARMv8.0); weights [ceil(K_PG/8)][cpg][kh][kw][8] */
 void q8_gspc_o8__neon(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);

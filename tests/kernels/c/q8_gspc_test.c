@@ -66,6 +66,14 @@ int main(void)
                 int k = 1 + 2 * (cases % 3), s = 1 + cases % 2, d = 1 + (cases % 5 == 0);
                 fails += run(Gs[a], Cs[c], Ks[kk], 5 + cases % 7, 3 + cases % 15, k, s, d, k / 2, cases % 3 ? &pool : NULL);
             }
+    /* small maps (pixel blocks span rows), wide rows (several 16-pixel packing steps), pads wider
+     * than the kernel reach */
+    static const int extra[][9] = {{2, 16, 16, 8, 8, 3, 1, 1, 1}, {4, 8, 8, 8, 8, 3, 1, 1, 1}, {4, 8, 16, 4, 4, 3, 1, 1, 1},
+                                   {3, 5, 24, 2, 3, 3, 1, 1, 1}, {2, 9, 7, 6, 37, 3, 2, 1, 1}, {1, 4, 33, 3, 41, 5, 1, 2, 4}};
+    for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++, cases++) {
+        const int *a = extra[e];
+        fails += run(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], e % 2 ? &pool : NULL);
+    }
     ec_pool_destroy(&pool);
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;
