@@ -132,8 +132,10 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(C, -1)))
     bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
     shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
-    nbytes = s[1] * ((Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1) * \
-        ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32)  # q8_dwconv_scratch_bytes
+    rows = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1
+    flat_wp = Wo - 1 + (k[1] - 1) * d[1] + 1
+    nbytes = max(s[1] * rows * ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32),
+                 rows * flat_wp + 64 + (Ho - 1) * flat_wp + Wo)  # q8_dwconv_scratch_bytes
     scr = ctx.scratch(nbytes * THREAD_SLICES)
     ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
     return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"

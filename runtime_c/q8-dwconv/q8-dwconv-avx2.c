@@ -42,6 +42,10 @@ void q8_dwconv__avx2(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_
     const size_t wq = q8_dw_wq(p);
     const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
     size_t off[Q8_DW_MAX_TAPS];
+    if (q8_dw_use_flat(p, 16)) {
+        q8_dwconv_flat(p, x, y, scratch, &rq, dw_row);
+        return;
+    }
     q8_dw_tap_offsets(p, off);
     for (int b = 0; b < p->batch; b++)
         for (int c = 0; c < p->C; c++) {

@@ -36,6 +36,18 @@ void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf)
         }
 }
 
+void q8_dw_pad_flat(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf)
+{
+    const size_t rows = q8_dw_rows(p), wp = q8_dw_flat_wp(p);
+    const size_t wi = wp > (size_t)p->pl ? (wp - (size_t)p->pl < (size_t)p->W ? wp - (size_t)p->pl : (size_t)p->W) : 0;
+    memset(buf, p->zx, rows * wp + 64);
+    for (size_t r = 0; r < rows; r++) {
+        const int ih = (int)r - p->pt;
+        if (ih >= 0 && ih < p->H)
+            memcpy(buf + r * wp + (size_t)p->pl, xc + (size_t)ih * p->W, wi);
+    }
+}
+
 void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
 {
     (void)scratch;

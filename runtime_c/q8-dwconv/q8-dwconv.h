@@ -6,6 +6,8 @@
 #ifndef Q8_DWCONV_H
 #define Q8_DWCONV_H
 
+#include <string.h>
+
 #include "../q8-requant/q8-requant.h"
 #include "../ec_threadpool.h"
 
@@ -46,9 +48,56 @@ static inline void q8_dw_pair_weights(const int8_t *wc, int T, int32_t *wpair)
         wpair[t / 2] = (int32_t)(((uint32_t)(uint16_t)(t + 1 < T ? wc[t + 1] : 0) << 16) | (uint16_t)(int16_t)wc[t]);
 }
 
+/* Stride 1, narrow maps: the channel padded with row stride wp (no per-row slack, q8_dw_pad_flat) is
+ * computed as one run of (Ho-1)*wp + Wo outputs over the flattened plane (the wp - Wo outputs between
+ * rows are dropped when copying out): fewer vector steps than one per output row when Wo is short of
+ * the vector width. */
+static inline size_t q8_dw_flat_wp(const q8_dw_params *p) { return (size_t)(p->Wo - 1) + (size_t)(p->kw - 1) * p->dw + 1; }
+static inline size_t q8_dw_flat_n(const q8_dw_params *p) { return (size_t)(p->Ho - 1) * q8_dw_flat_wp(p) + (size_t)p->Wo; }
+static inline int q8_dw_use_flat(const q8_dw_params *p, size_t vec)
+{
+    return p->sh == 1 && p->sw == 1 &&
+           (q8_dw_flat_n(p) + vec - 1) / vec < (size_t)p->Ho * (((size_t)p->Wo + vec - 1) / vec);
+}
+/* flat layout: rows x wp padded plane, 64 bytes of over-read slack, then the nf-byte output run */
+static inline size_t q8_dw_flat_bytes(const q8_dw_params *p) { return q8_dw_rows(p) * q8_dw_flat_wp(p) + 64 + q8_dw_flat_n(p); }
+
 static inline size_t q8_dwconv_scratch_bytes(const q8_dw_params *p)
 {
-    return (size_t)p->sw * q8_dw_rows(p) * q8_dw_wq(p);
+    const size_t phased = (size_t)p->sw * q8_dw_rows(p) * q8_dw_wq(p);
+    return phased > q8_dw_flat_bytes(p) ? phased : q8_dw_flat_bytes(p);
+}
+
+/* One output row of channel c from T tap pointers (vector kernels' inner step). */
+typedef void (*q8_dw_row_fn)(const q8_dw_params *p, int c, int T, const uint8_t *const *tap, const int32_t *wpair,
+                             uint8_t *yr, const q8_rq *rq);
+
+void q8_dw_pad_flat(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf);
+
+/* The flat path (see q8_dw_use_flat) over a vector kernel's row step: the whole run as one "row". */
+static inline void q8_dwconv_flat(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
+                                  const q8_rq *rq, q8_dw_row_fn row)
+{
+    const int T = p->kh * p->kw;
+    const size_t wp = q8_dw_flat_wp(p), nf = q8_dw_flat_n(p), hw = (size_t)p->Ho * p->Wo;
+    uint8_t *run = scratch + q8_dw_rows(p) * wp + 64;
+    q8_dw_params q = *p;
+    q.Wo = (int)nf;
+    for (int b = 0; b < p->batch; b++)
+        for (int c = 0; c < p->C; c++) {
+            const size_t plane = (size_t)b * p->C + c;
+            q8_dw_pad_flat(p, x + plane * p->H * p->W, scratch);
+            int32_t wpair[Q8_DW_MAX_TAPS / 2 + 1];
+            q8_dw_pair_weights(p->w + (size_t)c * T, T, wpair);
+            const uint8_t *tap[Q8_DW_MAX_TAPS + 1];
+            for (int i = 0; i < p->kh; i++)
+                for (int j = 0; j < p->kw; j++)
+                    tap[i * p->kw + j] = scratch + (size_t)i * p->dh * wp + (size_t)j * p->dw;
+            tap[T] = tap[0]; /* odd tap count: paired with a zero weight */
+            row(&q, c, T, tap, wpair, run, rq);
+            for (int oh = 0; oh < p->Ho; oh++)
+                memcpy(y + plane * hw + (size_t)oh * p->Wo, run + (size_t)oh * wp, (size_t)p->Wo);
+        }
 }
 
 /* Runs fn over channel slices in parallel (pool may be NULL); scratch holds EC_MAX_THREADS slices of

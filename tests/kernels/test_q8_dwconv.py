@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 
 from edgec.codegen.ops.qpack import requant_scales, row_params, to_u8_domain
-from qkit import ISAS, build, require, run
+from qkit import ISAS, SANITIZE, build, require, run
 from test_q8_conv import _model_and_data
 
 VARIANTS = {"scalar": "q8_dwconv__scalar", "avx2": "q8_dwconv__avx2", "avx512": "q8_dwconv__avx512",
@@ -23,12 +23,14 @@ def _srcs(name, main):
     return files + ([f"q8-dwconv/q8-dwconv-{name}.c"] if name != "scalar" else [])
 
 
-@pytest.mark.parametrize("name", ["avx2", "avx512", "neon"])
-def test_q8_dwconv_matches_reference(name, tmp_path):
+@pytest.mark.parametrize("name,extra", [("avx2", ()), ("avx2", SANITIZE), ("avx512", ()), ("avx512", SANITIZE),
+                                        ("neon", ())],
+                         ids=["avx2", "avx2-asan-ubsan", "avx512", "avx512-asan-ubsan", "neon"])
+def test_q8_dwconv_matches_reference(name, extra, tmp_path):
     isa = ISAS[name]
     require(isa)
     exe = build(isa, tmp_path / "dw", _srcs(name, "q8_dw_test.c"),
-                {"KERNEL": VARIANTS[name], "KERNEL_NAME": f'"{name}"'})
+                {"KERNEL": VARIANTS[name], "KERNEL_NAME": f'"{name}"'}, extra)
     r = run(isa, exe)
     assert r.returncode == 0 and "180/180 cases match" in r.stdout, r.stdout + r.stderr
 
