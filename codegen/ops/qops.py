@@ -80,7 +80,16 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
         ctx.require("q8-eltwise/q8-lut-avx2.c")
     ctx.require(*FILES)
     ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
-    return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
+    if lut.size == 256:
+        return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
+    # one table per channel ([C, 256], codegen/ops/qlut.py) over NC... planes
+    C = lut.shape[0]
+    if len(x.shape) < 2 or x.shape[1] != C or lut.size != C * 256:
+        raise EdgecError(f"node {node.name} (EcQLut): per-channel table [{C}, 256] does not fit input {x.shape}")
+    inner = int(np.prod(x.shape[2:]))
+    return (f"for (size_t p = 0; p < {x.shape[0] * C}u; p++)\n"
+            f"    {fn}({inner}u, (const uint8_t *){ctx.ptr(x)} + p * {inner}u, {ctx.ptr(lut)} + p % {C}u * 256u, "
+            f"(uint8_t *){ctx.ptr(y)} + p * {inner}u);\n")
 
 
 @register("EcQMul")

@@ -78,8 +78,9 @@ def test_digits_int8_matches_onnxruntime_int8(digits_int8, digits_cnn, acts, tar
     b, y = _compile_run(digits_int8[acts], target, x, tmp_path)
     ref = _ort(digits_int8[acts], {"input": x})
     algos = [l["algo"] for l in b.layers]
-    assert {"q8-gemm", "q8-dwconv", "q8-add", "q8-maxpool", "q8-gavgpool"} <= set(algos), algos
-    assert algos.count("q8-quantize") <= 2 and algos.count("q8-dequantize") <= 2  # only at region edges
+    assert {"q8-gemm", "q8-dwconv", "q8-add", "q8-maxpool", "q8-gavgpool", "q8-lut"} <= set(algos), algos
+    # one int8 region: the standalone BatchNorm is a per-channel table, not a float island
+    assert algos.count("q8-quantize") == 1 and algos.count("q8-dequantize") == 1, algos
     assert np.abs(y - ref).max() <= _out_scale(digits_int8[acts]) * 1.001  # within 1 LSB of the int8 logits
     acc, acc_ort = (y.argmax(1) == labels).mean(), (ref.argmax(1) == labels).mean()
     assert abs(acc - acc_ort) <= 1 / len(labels) + 1e-9
@@ -103,6 +104,50 @@ def test_int8_mlp_matmul_and_residual_relu(tmp_path):
     q = quantize(src, tmp_path / "mlp_q.onnx", "x", [rng.normal(0, 1, (5, 24)).astype(np.float32) for _ in range(8)])
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     assert [l["op"] for l in b.layers].count("QLinearMatMul") == 2
+    assert np.abs(y - _ort(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
+def _channelwise_model(kind: str, rng):
+    """A float op with per-channel constants between two quantized layers (onnxruntime leaves it in float
+    between a DequantizeLinear and a QuantizeLinear)."""
+    C = 6
+    if kind == "bn1d":  # rank 2: MatMul -> BatchNormalization -> Relu -> MatMul
+        shape = [5, 24]
+        inits = {"w1": rng.normal(0, 0.3, (24, C)), "w2": rng.normal(0, 0.3, (C, 7))}
+        first, last = helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("MatMul", ["a", "w2"], ["y"])
+        out = [5, 7]
+    else:
+        shape = [2, 3, 7, 9]
+        inits = {"w1": rng.normal(0, 0.3, (C, 3, 3, 3)), "w2": rng.normal(0, 0.3, (4, C, 1, 1))}
+        first = helper.make_node("Conv", ["x", "w1"], ["h"], pads=[1, 1, 1, 1])
+        last = helper.make_node("Conv", ["a", "w2"], ["y"])
+        out = [2, 4, 7, 9]
+    if kind in ("bn", "bn1d"):
+        inits.update(g=rng.uniform(0.5, 2, C), b=rng.normal(0, 0.5, C), m=rng.normal(0, 0.5, C), v=rng.uniform(0.2, 2, C))
+        mid = [helper.make_node("BatchNormalization", ["h", "g", "b", "m", "v"], ["n"]),
+               helper.make_node("Relu", ["n"], ["a"])]
+    else:  # Mul by [1, C, 1, 1], Add of [C, 1, 1]
+        inits.update(s=rng.uniform(-2, 2, (1, C, 1, 1)), t=rng.normal(0, 0.5, (C, 1, 1)))
+        mid = [helper.make_node("Mul", ["h", "s"], ["n"]), helper.make_node("Add", ["n", "t"], ["a"])]
+    g = helper.make_graph([first, *mid, last], kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)],
+                          [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), shape
+
+
+@pytest.mark.parametrize("acts", ["u8", "s8"])
+@pytest.mark.parametrize("kind", ["bn", "bn1d", "mul-add"])
+def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
+    rng = np.random.default_rng(5)
+    model, shape = _channelwise_model(kind, rng)
+    src = tmp_path / "m.onnx"
+    onnx.save(model, src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)],
+                 QuantType.QUInt8 if acts == "u8" else QuantType.QInt8)
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    b, y = _compile_run(q, "native", x, tmp_path, name="x")
+    algos = [l["algo"] for l in b.layers]
+    assert "q8-lut" in algos and algos.count("q8-dequantize") == 1 and algos.count("q8-quantize") == 1, algos
     assert np.abs(y - _ort(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
