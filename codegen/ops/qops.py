@@ -41,12 +41,20 @@ def emit_qmaxpool(node: Node, ctx: EmitContext) -> str:
     k = list(node.attr("kernel_shape"))
     s, d = list(node.attr("strides", [1, 1])), list(node.attr("dilations", [1, 1]))
     b, _ = window_pads(node, list(x.shape[2:]), list(y.shape[2:]), k, s, d)
+    fn = "q8_maxpool"
+    if k == [2, 2] and s == [2, 2] and d == [1, 1] and ctx.target.arch == "x86_64":  # else the portable code
+        if "avx512bw" in ctx.target.features:
+            fn = "q8_maxpool__avx512"
+            ctx.require("q8-eltwise/q8-maxpool-avx512.c")
+        elif "avx2" in ctx.target.features:
+            fn = "q8_maxpool__avx2"
+            ctx.require("q8-eltwise/q8-maxpool-avx2.c")
     ctx.require(*FILES)
-    ctx.note(algo="q8-maxpool", macs=y.size * k[0] * k[1])
+    ctx.note(algo="q8-maxpool", macs=y.size * k[0] * k[1], kernel=fn)
     shape = ", ".join(str(v) for v in (x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1],
                                        d[0], d[1], b[0], b[1], y.shape[2], y.shape[3]))
     return (f"const q8_pool_shape s = {{{shape}}};\n"
-            f"q8_maxpool(&s, (const uint8_t *){ctx.ptr(x)}, (uint8_t *){ctx.ptr(y)});\n")
+            f"{fn}(&s, (const uint8_t *){ctx.ptr(x)}, (uint8_t *){ctx.ptr(y)});\n")
 
 
 @register("EcQGlobalAveragePool")

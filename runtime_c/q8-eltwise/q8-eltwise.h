@@ -40,5 +40,14 @@ typedef struct {
     int batch, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, Ho, Wo;
 } q8_pool_shape;
 void q8_maxpool(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
+/* 2x2 windows, stride 2, no dilation, every window inside the image: the SIMD variants' case (they
+ * call q8_maxpool for anything else) */
+static inline int q8_maxpool_is_2x2s2(const q8_pool_shape *s)
+{
+    return s->kh == 2 && s->kw == 2 && s->sh == 2 && s->sw == 2 && s->dh == 1 && s->dw == 1 && s->pt == 0 &&
+           s->pl == 0 && 2 * s->Ho <= s->H && 2 * s->Wo <= s->W;
+}
+void q8_maxpool__avx512(const q8_pool_shape *s, const uint8_t *x, uint8_t *y); /* AVX-512BW */
+void q8_maxpool__avx2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
 
 #endif

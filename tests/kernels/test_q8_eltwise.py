@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgec.codegen.ops.qpack import add_multipliers, quantize_multiplier
-from qkit import ISAS, build
+from qkit import ISAS, SANITIZE, build, require, run
 
 P = ctypes.c_void_p
 
@@ -112,3 +112,18 @@ def test_q8_lut_simd_matches_scalar(isa_name, fn, src, tmp_path):
                 {"KERNEL": fn, "KERNEL_NAME": f'"{isa_name}"'})
     r = run(isa, exe)
     assert r.returncode == 0 and "all match" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("isa_name,fn,src,extra", [
+    ("avx512", "q8_maxpool__avx512", "q8-eltwise/q8-maxpool-avx512.c", ()),
+    ("avx512", "q8_maxpool__avx512", "q8-eltwise/q8-maxpool-avx512.c", SANITIZE),
+    ("avx2", "q8_maxpool__avx2", "q8-eltwise/q8-maxpool-avx2.c", ()),
+    ("avx2", "q8_maxpool__avx2", "q8-eltwise/q8-maxpool-avx2.c", SANITIZE)],
+    ids=["avx512", "avx512-asan-ubsan", "avx2", "avx2-asan-ubsan"])
+def test_q8_maxpool_simd_matches_portable(isa_name, fn, src, extra, tmp_path):
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "mp", ["q8_maxpool_test.c", "q8-eltwise/q8-eltwise-scalar.c", src],
+                {"KERNEL": fn, "KERNEL_NAME": f'"{isa_name}"'}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and "66/66 cases match" in r.stdout, r.stdout + r.stderr

@@ -1,0 +1,44 @@
+/* q8 MaxPool variant KERNEL vs the portable q8_maxpool, bit-exact: 2x2 stride 2 on odd and even sizes
+ * (widths around the 16/32-output steps), plus shapes the variant hands to the portable code (pads,
+ * 3x3, stride 1, dilation). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8-eltwise/q8-eltwise.h"
+
+static uint32_t rng = 99;
+static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static int run(int N, int C, int H, int W, int k, int st, int d, int pad)
+{
+    q8_pool_shape s = {N, C, H, W, k, k, st, st, d, d, pad, pad, 0, 0};
+    s.Ho = (H + 2 * pad - d * (k - 1) - 1) / st + 1;
+    s.Wo = (W + 2 * pad - d * (k - 1) - 1) / st + 1;
+    if (s.Ho <= 0 || s.Wo <= 0)
+        return 0;
+    const size_t nx = (size_t)N * C * H * W, ny = (size_t)N * C * s.Ho * s.Wo;
+    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny);
+    for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
+    q8_maxpool(&s, x, y0);
+    KERNEL(&s, x, y1);
+    const int bad = memcmp(y0, y1, ny) != 0;
+    if (bad)
+        printf("MISMATCH N=%d C=%d H=%d W=%d k=%d s=%d d=%d pad=%d\n", N, C, H, W, k, st, d, pad);
+    free(x); free(y0); free(y1);
+    return bad;
+}
+
+int main(void)
+{
+    static const int Ws[] = {2, 3, 5, 8, 9, 16, 31, 32, 33, 34, 63, 64, 65, 66, 129};
+    int fails = 0, cases = 0;
+    for (int wi = 0; wi < 15; wi++)
+        for (int h = 2; h <= 5; h++, cases++)
+            fails += run(1 + h % 2, 3, h, Ws[wi], 2, 2, 1, 0);
+    static const int other[][4] = {{2, 2, 1, 1}, {3, 2, 1, 1}, {2, 1, 1, 0}, {3, 1, 2, 0}, {2, 2, 2, 0}, {3, 3, 1, 1}};
+    for (int o = 0; o < 6; o++, cases++)
+        fails += run(2, 3, 9, 11, other[o][0], other[o][1], other[o][2], other[o][3]);
+    printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
+    return fails != 0;
+}
