@@ -42,13 +42,14 @@ class Kernel:
         return f"{self.dtype}-{_FAMILY[self.op]}/{self.dtype}-{_FAMILY[self.op]}.h"
 
 
-_FAMILY = {"gemm": "gemm", "igemm": "gemm", "gspc": "gspc", "gspc_ow": "gspc", "dwconv": "dwconv",
+_FAMILY = {"gemm": "gemm", "igemm": "gemm", "gspc": "gspc", "gspc_ow": "gspc", "gspc_mg": "gspc", "dwconv": "dwconv",
            "dwconv_cb": "dwconv"}
 _G = "f32-gemm/f32-gemm-"
 _GS = "f32-gspc/f32-gspc-"
 _I = "f32-igemm/f32-igemm-"
 _IGEMM_SCRATCH = "padded input N*C*Hp*Wp + Wp + NR, plus threads x Mp x NC tile buffers (x 4 bytes)"
 _DW = "f32-dwconv/f32-dwconv-"
+_MG_SCRATCH = "N x ceil(G/gb) x gb x C/G x Hp x Wp x 4 (packed input, groups interleaved)"
 _GEMM_SCRATCH = "conv: threads x Cpg*KH*KW x NC x 4; Gemm/MatMul: packed runtime operands"
 
 KERNELS: tuple[Kernel, ...] = (
@@ -94,6 +95,16 @@ KERNELS: tuple[Kernel, ...] = (
     *(Kernel(f"f32_gspc_row_ow__{isa}", "f32", "gspc_ow", isa, "ow", f"{_GS}ow-{isa}.c",
              {"kmax": 8, "lanes": lanes}, scratch="N x C x Hp x Wp x 4")
       for isa, lanes in (("avx2", 8), ("avx512", 16), ("neon", 4))),
+    # several groups per vector (gb groups x kp lanes, lane = k*gb + group) for groups narrower than
+    # half a vector; the scalar one (any layout) is the reference the SIMD ones are tested against
+    Kernel("f32_gspc_mg_row__scalar", "f32", "gspc_mg", "scalar", "any", _GS + "mg-scalar.c",
+           {"gb": 0, "kp": 0, "bmax": 1}, scratch=_MG_SCRATCH),
+    *(Kernel(f"f32_gspc_mg_row_g{gb}x{kp}__{isa}", "f32", "gspc_mg", isa, f"g{gb}x{kp}",
+             f"{_GS}g{gb}x{kp}-{isa}.c", {"gb": gb, "kp": kp, "bmax": bmax}, arch=arch, scratch=_MG_SCRATCH)
+      for isa, gb, kp, bmax, arch in (("avx512", 2, 8, 28, None), ("avx512", 4, 4, 28, None),
+                                      ("avx512", 8, 2, 28, None), ("avx2", 2, 4, 14, None),
+                                      ("avx2", 4, 2, 14, None), ("neon", 2, 2, 24, "aarch64"),
+                                      ("neon", 2, 2, 12, "armv7"))),
     Kernel("f32_dwconv_kxk__scalar", "f32", "dwconv", "scalar", "kxk", _DW + "kxk-scalar.c",
            {"k": None}, scratch="N x C x SW x Hp x Wq x 4 (column phases)"),
     *(Kernel(f"f32_dwconv_{t}__{isa}", "f32", "dwconv", isa, t, f"{_DW}{t}-{isa}.c",
@@ -143,6 +154,24 @@ def gspc_ow_kernel(target: Target, kpg: int, sw: int, wo: int) -> Kernel | None:
     ks = [k for k in usable(target, "gspc_ow") if kpg <= k.params["kmax"] and wo >= k.params["lanes"]]
     ks = ks if sw == 1 else []  # rows narrower than a vector leave lanes idle: T_O tiles then
     return ks[0] if ks else None
+
+
+def gspc_mg_kernel(target: Target, kpg: int) -> Kernel | None:
+    """The multi-group GSPC row kernel for Kpg channels per group: the best isa's narrowest
+    lanes-per-group >= Kpg, if at least two groups then share a vector."""
+    ks = [k for k in usable(target, "gspc_mg") if k.params["gb"] and k.params["kp"] >= kpg]
+    if not ks:
+        return None
+    best = ISA_USES[target.isa].index(ks[0].isa)
+    ks = [k for k in ks if ISA_USES[target.isa].index(k.isa) == best]
+    return min(ks, key=lambda k: k.params["kp"])
+
+
+def gspc_mg_wins(target: Target, mg: Kernel, kpg: int) -> bool:
+    """Whether the multi-group kernel beats one group per tile: when the best single-group tile
+    would leave lanes idle (its width > Kpg) or run on a narrower vector than mg's."""
+    k, t_o = gspc_kernel(target, kpg)
+    return t_o > kpg or k.params["lpc"] < mg.params["gb"] * mg.params["kp"]
 
 
 def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:

@@ -28,5 +28,14 @@ EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) {
   memcpy(p, t, n * sizeof(float));
 }
 
+/* r[i] lane j -> r[j] lane i (4x4). */
+EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
+  const float32x4x2_t a = vtrnq_f32(r[0], r[1]), b = vtrnq_f32(r[2], r[3]);
+  r[0] = vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0]));
+  r[1] = vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1]));
+  r[2] = vcombine_f32(vget_high_f32(a.val[0]), vget_high_f32(b.val[0]));
+  r[3] = vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1]));
+}
+
 #include "ec_simd_act.h"
 #endif

@@ -27,5 +27,8 @@ EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) {
   memcpy(p, t, n * sizeof(float));
 }
 
+/* r[i] lane j -> r[j] lane i (4x4). */
+EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]); }
+
 #include "ec_simd_act.h"
 #endif

@@ -9,6 +9,8 @@ shape goes into a static const struct so the inlined C driver folds every bound.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from edgec.codegen import kernels
@@ -197,23 +199,45 @@ def pack_gspc_weights(w: np.ndarray, G: int, t_o: int, t_i: int) -> np.ndarray:
     return np.ascontiguousarray(wg.transpose(0, 1, 3, 5, 6, 4, 2))
 
 
+GSPC_MODES = ("auto", "tile", "ow", "mg")
+
+
 def gspc_tiles(target, g: dict):
-    """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel."""
+    """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel.
+    EDGEC_GSPC=tile|ow|mg forces one row-kernel family on every layer it can run (benchmarks)."""
     kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
-    ow = kernels.gspc_ow_kernel(target, kpg, g["SW"], g["Wo"])
+    mode = os.environ.get("EDGEC_GSPC", "auto")
+    if mode not in GSPC_MODES:
+        raise EdgecError(f"EDGEC_GSPC={mode!r} is not one of {', '.join(GSPC_MODES)}")
+    mg = kernels.gspc_mg_kernel(target, kpg) if mode in ("auto", "mg") else None
+    if mg is not None and (mode == "mg" or kernels.gspc_mg_wins(target, mg, kpg)):
+        return mg, mg.params["kp"], mg.params["gb"], _owb(g["Wo"], mg.params["bmax"])
+    ow = kernels.gspc_ow_kernel(target, kpg, 1 if mode == "ow" else g["SW"], g["Wo"]) if mode != "tile" else None
     if ow is not None:
         return ow, kpg, 1, 1  # vectors along ow, all Kpg channels in one tile
     k, t_o = kernels.gspc_kernel(target, kpg)
     t_i = kernels._largest_divisor(cpg, t_o)
-    bmax = k.params["bmax"] if k.params["t_o"] else 1
-    owb = kernels._largest_divisor(g["Wo"], bmax)
-    if owb < bmax // 2 and g["Wo"] > bmax:
-        owb = bmax  # a tail block beats many tiny ones
-    return k, t_o, t_i, owb
+    return k, t_o, t_i, _owb(g["Wo"], k.params["bmax"] if k.params["t_o"] else 1)
+
+
+def _owb(wo: int, bmax: int) -> int:
+    owb = kernels._largest_divisor(wo, bmax)
+    return bmax if owb < bmax // 2 and wo > bmax else owb  # a tail block beats many tiny ones
+
+
+def pack_gspc_mg_weights(w: np.ndarray, G: int, gb: int, kp: int) -> np.ndarray:
+    """[K][Cpg][KH][KW] -> [ceil(G/gb)][Cpg][KH][KW][kp][gb] (lane = k*gb + group), zero-padded."""
+    K, cpg, kh, kw = w.shape
+    kpg, nblk = K // G, -(-G // gb)
+    wg = np.zeros((nblk * gb, kp, cpg, kh, kw), np.float32)
+    wg[:G, :kpg] = w.reshape(G, kpg, cpg, kh, kw)
+    return np.ascontiguousarray(wg.reshape(nblk, gb, kp, cpg, kh, kw).transpose(0, 3, 4, 5, 2, 1))
 
 
 def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     k, t_o, t_i, owb = gspc_tiles(ctx.target, g)
+    if k.op == "gspc_mg":
+        return _emit_gspc_mg(node, ctx, g, w, macs, k, owb)
     hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
     wp_ = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
     ph = 1
@@ -230,9 +254,25 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
             f"f32_gspc_run(&S, &A, {ctx.pool});\n")
 
 
+def _emit_gspc_mg(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, k, owb: int) -> str:
+    gb, kp = k.params["gb"], k.params["kp"]
+    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
+    wp_ = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    wp = ctx.weight(f"conv-gspc-g{gb}x{kp}:{node.name}", pack_gspc_mg_weights(w, g["G"], gb, kp))
+    scratch = ctx.scratch(g["N"] * -(-g["G"] // gb) * gb * (g["C"] // g["G"]) * hp * wp_ * 4)
+    ctx.require(k.file, "f32-gspc/f32-gspc.h", "f32-gspc/f32-gspc-mg.h")
+    ctx.note(algo=f"gspc-{k.tile}-{k.isa}", macs=macs, kernel=k.name, gb=gb, kp=kp, owb=owb)
+    shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
+    return (f"static const f32_gspc_mg_shape S = {{{shape}, {gb}u, {kp}u, {owb}u, {hp}u, {wp_}u, {k.name}}};\n"
+            f"const f32_gspc_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
+            f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
+            f"f32_gspc_mg_run(&S, &A, {ctx.pool});\n")
+
+
 def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     cb = kernels.dwconv_cb_kernel(ctx.target)
-    if cb is not None and g["Ho"] * g["Wo"] <= 256 and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
+    small = g["Ho"] * g["Wo"] <= 256 or g["SW"] > 1  # strided planes need column phases: cb does not
+    if cb is not None and small and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
         return _emit_dw_cb(node, ctx, g, w, macs, cb)  # short rows: per-row overheads dominate planes
     k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])
     hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1

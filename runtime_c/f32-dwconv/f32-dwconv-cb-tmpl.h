@@ -10,16 +10,31 @@ void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
   float *xp = a->xp + item * Hp * Wp * EC_VL;
   const float *x = a->x + (n * s->C + c0) * H * W;
   if (taps > DWCB_TAPS_MAX || Wo > DWCB_WO_MAX) return; /* the emitter never picks this kernel then */
-  /* pack: zero, then scatter the nc planes into the interleaved layout */
-  for (size_t i = 0; i < Hp * Wp; i++) ec_vst(xp + i * EC_VL, ec_vzero());
+  /* pack: the nc planes interleaved, zeros only where padding is (lanes past nc too) */
   const size_t r0 = s->PT, c0w = s->PL;
   const size_t rows = EC_MIN(H, Hp - r0), cols = EC_MIN(W, Wp - c0w);
-  for (size_t r = 0; r < rows; r++) /* contiguous vector stores; the nc loads gather across planes */
-    for (size_t q = 0; q < cols; q++) {
-      float *d = xp + ((r + r0) * Wp + q + c0w) * EC_VL;
-      const float *src = x + r * W + q;
-      for (size_t l = 0; l < nc; l++) d[l] = src[l * H * W];
+  for (size_t ih = 0; ih < Hp; ih++) {
+    const int inside = ih >= r0 && ih < r0 + rows && nc == EC_VL;
+    for (size_t q = 0; q < Wp; q++)
+      if (!inside || q < c0w || q >= c0w + cols) ec_vst(xp + (ih * Wp + q) * EC_VL, ec_vzero());
+  }
+  for (size_t r = 0; r < rows; r++) {
+    float *d = xp + ((r + r0) * Wp + c0w) * EC_VL;
+    if (nc < EC_VL) { /* channel tail: gather across the nc planes */
+      for (size_t q = 0; q < cols; q++)
+        for (size_t l = 0; l < nc; l++) d[q * EC_VL + l] = x[(l * H + r) * W + q];
+      continue;
     }
+    /* EC_VL planes' rows interleaved a square at a time: loads, an in-register transpose, stores */
+    const float *src = x + r * W;
+    for (size_t q = 0; q < cols; q += EC_VL) {
+      const size_t m = EC_MIN((size_t)EC_VL, cols - q);
+      ec_v t[EC_VL];
+      for (size_t l = 0; l < EC_VL; l++) t[l] = m == EC_VL ? ec_vld(src + l * H * W + q) : ec_vld_n(src + l * H * W + q, m);
+      ec_vtranspose(t);
+      for (size_t i = 0; i < m; i++) ec_vst(d + (q + i) * EC_VL, t[i]);
+    }
+  }
   /* taps and bias as vectors over the block's channels */
   ec_v wv[DWCB_TAPS_MAX];
   float lane[EC_VL];
@@ -61,10 +76,18 @@ void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
       ec_vst(tile + ow * EC_VL, fused ? ec_vact(a->act, a0) : a0);
     }
     /* transpose the row back to NCHW */
-    if (fused) { /* contiguous tile reads, one store per channel plane */
+    if (fused) { /* a square at a time: loads, an in-register transpose, one store per plane */
       float *y = a->y + (n * s->C + c0) * HoWo + oh * Wo;
-      for (size_t w = 0; w < Wo; w++)
-        for (size_t l = 0; l < nc; l++) y[l * HoWo + w] = tile[w * EC_VL + l];
+      for (size_t w = 0; w < Wo; w += EC_VL) {
+        const size_t m = EC_MIN((size_t)EC_VL, Wo - w);
+        ec_v t[EC_VL];
+        for (size_t i = 0; i < EC_VL; i++) t[i] = i < m ? ec_vld(tile + (w + i) * EC_VL) : ec_vzero();
+        ec_vtranspose(t);
+        for (size_t l = 0; l < nc; l++) {
+          if (m == EC_VL) ec_vst(y + l * HoWo + w, t[l]);
+          else ec_vst_n(y + l * HoWo + w, t[l], m);
+        }
+      }
       continue;
     }
     for (size_t l = 0; l < nc; l++) {

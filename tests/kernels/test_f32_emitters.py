@@ -149,10 +149,21 @@ def test_conv_emitter_matches_onnxruntime(tmp_path, target):
     algos = {l["algo"].split("-")[0] for l in b.layers if l["op"] == "Conv"}
     assert algos == {"gemm", "gspc", "dwconv"}, b.layers
     assert any("-s1-" in l["algo"] for l in b.layers), b.layers
-    if get_target(target).f32_lanes > 1:  # GSPC along T_O and along ow; both depthwise kernels
+    if get_target(target).f32_lanes > 1:  # GSPC tiles of one group and of several; both depthwise kernels
         gspc = {l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("gspc")}
-        assert "ow" in gspc and any(t.startswith("o") and t != "ow" for t in gspc), gspc
+        assert any(t.startswith("o") and t != "ow" for t in gspc), gspc
+        assert any(t.startswith("g") for t in gspc), gspc  # Kpg = 2 layers share vectors
         assert {l["algo"].split("-")[1][0] for l in b.layers if l["algo"].startswith("dwconv")} >= {"c", "3"}
+
+
+@pytest.mark.parametrize("mode,family", [("tile", "o"), ("ow", "ow"), ("mg", "g")])
+def test_conv_emitter_gspc_families(tmp_path, monkeypatch, mode, family):
+    """Each GSPC row-kernel family, forced with EDGEC_GSPC, on every grouped layer it can run."""
+    monkeypatch.setenv("EDGEC_GSPC", mode)
+    b = run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path)
+    gspc = [l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("gspc")]
+    assert sum(t == family or (family == "o" and t[0] == "o") or (family == "g" and t[0] == "g")
+               for t in gspc) >= 2, gspc
 
 
 def test_conv_emitter_threads(tmp_path):

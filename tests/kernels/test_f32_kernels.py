@@ -30,6 +30,8 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
                                      "T_NR": k.params["nr"]}, [other.file])
     if k.op == "gspc":
         return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": k.params["t_o"]}, []
+    if k.op == "gspc_mg":  # the scalar one (gb = 0) runs every layout
+        return "test_gspc_mg.c", {"T_ROW": k.name, "T_GB": k.params["gb"], "T_KP": k.params["kp"]}, []
     if k.op == "gspc_ow":  # Kpg around 4 and 7: below/at/above the shapes main() builds
         return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": 4, "TEST_OW": 1}, []
     if k.op == "dwconv_cb":  # with the generic plane kernel of its isa on every case
@@ -75,7 +77,8 @@ def test_kernel_matches_reference(k, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["f32_gemm_ukernel_4x4__scalar", "f32_gspc_row__scalar",
-                                  "f32_dwconv_kxk__scalar", "f32_gspc_row_o8__avx2", "f32_dwconv_3x3__avx2"])
+                                  "f32_dwconv_kxk__scalar", "f32_gspc_row_o8__avx2", "f32_dwconv_3x3__avx2",
+                                  "f32_gspc_mg_row__scalar", "f32_gspc_mg_row_g4x2__avx2"])
 def test_sanitizers(name, tmp_path):
     """AddressSanitizer + UBSan over the drivers, packing and a scalar and a SIMD kernel."""
     k = next(k for k in kernels.KERNELS if k.name == name)

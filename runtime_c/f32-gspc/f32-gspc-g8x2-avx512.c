@@ -1,0 +1,13 @@
+/* Multi-group GSPC row kernel, eight groups of 2 channels per zmm; vbroadcastf32x8 (AVX-512DQ); body in f32-gspc-mg-tmpl.h. */
+#include <string.h>
+
+#include "../ec_simd_avx512.h"
+#include "f32-gspc-mg.h"
+
+EC_INLINE ec_v mg_bcast(const float *p) { return _mm512_broadcast_f32x8(_mm256_loadu_ps(p)); }
+
+#define GB 8
+#define MG_BCAST mg_bcast
+#define BMAX 28
+#define FN f32_gspc_mg_row_g8x2__avx512
+#include "f32-gspc-mg-tmpl.h"
