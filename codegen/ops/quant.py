@@ -19,8 +19,9 @@ from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
 THREAD_SLICES = 8  # per-thread scratch slices = EC_MAX_THREADS in ec_threadpool.h
-DW_FILES = {"avx2": "q8-dwconv/q8-dwconv-avx2.c", "avx512": "q8-dwconv/q8-dwconv-avx512.c",
-            "neon": "q8-dwconv/q8-dwconv-neon.c"}
+DW_FILES = {"avx2": ("q8-dwconv/q8-dwconv-avx2.c",), "avx512": ("q8-dwconv/q8-dwconv-avx512.c",),
+            "avx512vnni": ("q8-dwconv/q8-dwconv-avx512vnni.c", "q8-dwconv/q8-dwconv-avx512.c"),
+            "neon": ("q8-dwconv/q8-dwconv-neon.c",)}
 
 
 def _scalar(node: Node, t: Tensor | None, what: str) -> float:
@@ -30,6 +31,8 @@ def _scalar(node: Node, t: Tensor | None, what: str) -> float:
 
 
 def _dw_isa(target) -> str:
+    if target.arch == "x86_64" and {"avx512_vnni", "avx512vbmi", "avx512bw"} <= set(target.features):
+        return "avx512vnni"
     if target.arch == "x86_64" and target.isa == "avx512" and "avx512bw" in target.features:
         return "avx512"
     if target.arch == "x86_64" and target.isa in ("avx2", "avx512"):
@@ -127,7 +130,7 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     zx, zy, lo, hi = q
     isa = _dw_isa(ctx.target)
     ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
-                *([DW_FILES[isa]] if isa in DW_FILES else []))
+                *DW_FILES.get(isa, ()))
     rows = row_params(wq.reshape(C, -1), b, zx, scales, False)
     wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(C, -1)))
     bp, mp, sp = _rq_ptrs(ctx, node.name, rows)

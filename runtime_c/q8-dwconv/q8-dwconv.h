@@ -111,5 +111,7 @@ void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint
 void q8_dwconv__avx2(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__avx512(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
+/* AVX-512 VNNI + VBMI (horizontal stride/dilation 1; else the AVX-512BW kernel) */
+void q8_dwconv__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 
 #endif

@@ -12,7 +12,8 @@ from qkit import ISAS, SANITIZE, build, require, run
 from test_q8_conv import _model_and_data
 
 VARIANTS = {"scalar": "q8_dwconv__scalar", "avx2": "q8_dwconv__avx2", "avx512": "q8_dwconv__avx512",
-            "neon": "q8_dwconv__neon"}
+            "avx512vnni": "q8_dwconv__avx512vnni", "neon": "q8_dwconv__neon"}
+VBMI = ("-mavx512vbmi",)  # the VNNI depthwise kernel also needs vpermb
 # (C, H, W, k, stride, pad, dilation, xdtype)
 ORT_CASES = [(8, 12, 17, 3, 1, 1, 1, np.uint8), (5, 9, 33, 3, 2, 1, 1, np.int8),
              (4, 10, 10, 5, 2, 2, 1, np.int8), (3, 11, 9, 3, 1, 2, 2, np.uint8)]
@@ -20,19 +21,28 @@ ORT_CASES = [(8, 12, 17, 3, 1, 1, 1, np.uint8), (5, 9, 33, 3, 2, 1, 1, np.int8),
 
 def _srcs(name, main):
     files = [main, "q8-dwconv/q8-dwconv-scalar.c"]
+    files += ["q8-dwconv/q8-dwconv-avx512.c"] if name == "avx512vnni" else []  # its fallback
     return files + ([f"q8-dwconv/q8-dwconv-{name}.c"] if name != "scalar" else [])
 
 
+def _require(name):
+    require(ISAS[name])
+    if name == "avx512vnni":
+        require(ISAS["avx512vbmi"])
+    return VBMI if name == "avx512vnni" else ()
+
+
 @pytest.mark.parametrize("name,extra", [("avx2", ()), ("avx2", SANITIZE), ("avx512", ()), ("avx512", SANITIZE),
-                                        ("neon", ())],
-                         ids=["avx2", "avx2-asan-ubsan", "avx512", "avx512-asan-ubsan", "neon"])
+                                        ("avx512vnni", ()), ("avx512vnni", SANITIZE), ("neon", ())],
+                         ids=["avx2", "avx2-asan-ubsan", "avx512", "avx512-asan-ubsan", "avx512vnni",
+                              "avx512vnni-asan-ubsan", "neon"])
 def test_q8_dwconv_matches_reference(name, extra, tmp_path):
     isa = ISAS[name]
-    require(isa)
+    extra = extra + _require(name)
     exe = build(isa, tmp_path / "dw", _srcs(name, "q8_dw_test.c"),
                 {"KERNEL": VARIANTS[name], "KERNEL_NAME": f'"{name}"'}, extra)
     r = run(isa, exe)
-    assert r.returncode == 0 and "180/180 cases match" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "228/228 cases match" in r.stdout, r.stdout + r.stderr
 
 
 def _problem(path, case, x, q):
@@ -51,9 +61,9 @@ def _problem(path, case, x, q):
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_q8_dwconv_vs_onnxruntime(name, tmp_path):
     isa = ISAS[name]
-    require(isa)
+    extra = _require(name)
     exe = build(isa, tmp_path / "drv", _srcs(name, "q8_dw_driver.c") + ["q8-dwconv/q8-dwconv-run.c", "ec_threadpool.c"],
-                {"KERNEL": VARIANTS[name]})
+                {"KERNEL": VARIANTS[name]}, extra)
     rng = np.random.default_rng(3)
     for i, case in enumerate(ORT_CASES):
         C, H, W, k, s, p, d, xdt = case

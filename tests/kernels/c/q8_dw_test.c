@@ -9,19 +9,20 @@
 static uint32_t rng = 4242;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
 
-static int run(int C, int H, int W, int k, int s, int d, int pt, int pl)
+static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int dw, int pt, int pl)
 {
-    q8_dw_params p = {2, C, H, W, k, k, s, s, d, d, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0};
-    p.Ho = (H + 2 * pt - d * (k - 1) - 1) / s + 1;
-    p.Wo = (W + pl + (pl + 1) - d * (k - 1) - 1) / s + 1; /* right pad pl+1 */
+    q8_dw_params p = {2, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0};
+    const int k = kh * kw;
+    p.Ho = (H + 2 * pt - dh * (kh - 1) - 1) / sh + 1;
+    p.Wo = (W + pl + (pl + 1) - dw * (kw - 1) - 1) / sw + 1; /* right pad pl+1 */
     if (p.Ho <= 0 || p.Wo <= 0)
         return 0;
     size_t nx = (size_t)2 * C * H * W, ny = (size_t)2 * C * p.Ho * p.Wo;
     uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p));
-    int8_t *w = malloc((size_t)C * k * k);
+    int8_t *w = malloc((size_t)C * k);
     int32_t *bias = malloc(4 * C), *mult = malloc(4 * C), *shift = malloc(4 * C);
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
-    for (int i = 0; i < C * k * k; i++) w[i] = (int8_t)rnd();
+    for (int i = 0; i < C * k; i++) w[i] = (int8_t)rnd();
     for (int c = 0; c < C; c++) {
         bias[c] = (int32_t)(rnd() % 40001) - 20000;
         mult[c] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
@@ -34,9 +35,14 @@ static int run(int C, int H, int W, int k, int s, int d, int pt, int pl)
     KERNEL(&p, x, y1, scr);
     int bad = memcmp(y0, y1, ny) != 0;
     if (bad)
-        printf("MISMATCH C=%d H=%d W=%d k=%d s=%d d=%d pads=%d,%d\n", C, H, W, k, s, d, pt, pl);
+        printf("MISMATCH C=%d H=%d W=%d k=%dx%d s=%d,%d d=%d,%d pads=%d,%d\n", C, H, W, kh, kw, sh, sw, dh, dw, pt, pl);
     free(x); free(y0); free(y1); free(scr); free(w); free(bias); free(mult); free(shift);
     return bad;
+}
+
+static int run(int C, int H, int W, int k, int s, int d, int pt, int pl)
+{
+    return run2(C, H, W, k, k, s, s, d, d, pt, pl);
 }
 
 int main(void)
@@ -48,6 +54,17 @@ int main(void)
             for (int d = 1; d <= 2; d++)
                 for (int wi = 0; wi < 10; wi++, cases++)
                     fails += run(3, 5 + wi % 4, Ws[wi], k, s, d, k / 2, (k / 2 + wi) % 3);
+    /* rectangular kernels, vertical-only stride / dilation (text models: stride (2, 1)), rows wider than
+     * several vector steps, kernels wider than 4 and 8 taps */
+    static const int rect[][8] = {{5, 5, 2, 1, 1, 1, 2, 2}, {3, 3, 2, 1, 1, 1, 1, 1}, {1, 5, 1, 1, 1, 1, 0, 2},
+                                  {5, 1, 1, 1, 2, 1, 4, 0}, {3, 7, 1, 1, 1, 1, 1, 3}, {2, 9, 3, 1, 2, 1, 1, 4},
+                                  {3, 4, 1, 1, 1, 1, 1, 2}, {4, 8, 2, 1, 1, 1, 2, 3}};
+    static const int RW[] = {2, 8, 13, 40, 96, 101};
+    for (int r = 0; r < 8; r++)
+        for (int wi = 0; wi < 6; wi++, cases++) {
+            const int *a = rect[r];
+            fails += run2(3, 3 + (r + wi) % 5, RW[wi], a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+        }
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;
 }
