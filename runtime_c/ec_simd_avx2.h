@@ -22,20 +22,24 @@ EC_INLINE __m256i ec_vmask(size_t n) {
 EC_INLINE ec_v ec_vld_n(const float *p, size_t n) { return _mm256_maskload_ps(p, ec_vmask(n)); }
 EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) { _mm256_maskstore_ps(p, ec_vmask(n), v); }
 
-/* r[i] lane j -> r[j] lane i (8x8). */
+/* r[i] lane j -> r[j] lane i (8x8), straight-line (arrays of vectors in loops went to memory). */
+#define EC_T4_(a, b, c, d, u0, u1, u2, u3)                                                     \
+  do {                                                                                       \
+    const __m256 t0_ = _mm256_unpacklo_ps(a, b), t1_ = _mm256_unpackhi_ps(a, b);             \
+    const __m256 t2_ = _mm256_unpacklo_ps(c, d), t3_ = _mm256_unpackhi_ps(c, d);             \
+    u0 = _mm256_shuffle_ps(t0_, t2_, 0x44), u1 = _mm256_shuffle_ps(t0_, t2_, 0xEE);          \
+    u2 = _mm256_shuffle_ps(t1_, t3_, 0x44), u3 = _mm256_shuffle_ps(t1_, t3_, 0xEE);          \
+  } while (0)
 EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
-  __m256 u[8];
-  for (int g = 0; g < 8; g += 4) {
-    const __m256 t0 = _mm256_unpacklo_ps(r[g], r[g + 1]), t1 = _mm256_unpackhi_ps(r[g], r[g + 1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[g + 2], r[g + 3]), t3 = _mm256_unpackhi_ps(r[g + 2], r[g + 3]);
-    u[g] = _mm256_shuffle_ps(t0, t2, 0x44), u[g + 1] = _mm256_shuffle_ps(t0, t2, 0xEE);
-    u[g + 2] = _mm256_shuffle_ps(t1, t3, 0x44), u[g + 3] = _mm256_shuffle_ps(t1, t3, 0xEE);
-  }
-  for (int m = 0; m < 4; m++) {
-    r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
-    r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
-  }
+  __m256 u0, u1, u2, u3, u4, u5, u6, u7;
+  EC_T4_(r[0], r[1], r[2], r[3], u0, u1, u2, u3);
+  EC_T4_(r[4], r[5], r[6], r[7], u4, u5, u6, u7);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
+#undef EC_T4_
 
 #include "ec_simd_act.h"
 #endif

@@ -19,26 +19,38 @@ EC_INLINE __mmask16 ec_vmask(size_t n) { return (__mmask16)((1u << n) - 1u); }
 EC_INLINE ec_v ec_vld_n(const float *p, size_t n) { return _mm512_maskz_loadu_ps(ec_vmask(n), p); }
 EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) { _mm512_mask_storeu_ps(p, ec_vmask(n), v); }
 
-/* r[i] lane j -> r[j] lane i (16x16): in-lane 4x4 transposes, then 128-bit blocks. */
+/* r[i] lane j -> r[j] lane i (16x16): in-lane 4x4 transposes, then 128-bit blocks. Straight-line
+ * code: loops over arrays of vectors made GCC go through memory. */
+#define EC_T4_(a, b, c, d, u0, u1, u2, u3)                                                     \
+  do {                                                                                       \
+    const __m512 t0_ = _mm512_unpacklo_ps(a, b), t1_ = _mm512_unpackhi_ps(a, b);             \
+    const __m512 t2_ = _mm512_unpacklo_ps(c, d), t3_ = _mm512_unpackhi_ps(c, d);             \
+    u0 = _mm512_shuffle_ps(t0_, t2_, 0x44), u1 = _mm512_shuffle_ps(t0_, t2_, 0xEE);          \
+    u2 = _mm512_shuffle_ps(t1_, t3_, 0x44), u3 = _mm512_shuffle_ps(t1_, t3_, 0xEE);          \
+  } while (0)
+#define EC_T16_(m)                                                                           \
+  do {                                                                                       \
+    const __m512 lo_ = _mm512_shuffle_f32x4(u##m, u4##m, 0x44);                             \
+    const __m512 hi_ = _mm512_shuffle_f32x4(u##m, u4##m, 0xEE);                             \
+    const __m512 lo2_ = _mm512_shuffle_f32x4(u8##m, uc##m, 0x44);                           \
+    const __m512 hi2_ = _mm512_shuffle_f32x4(u8##m, uc##m, 0xEE);                           \
+    r[m] = _mm512_shuffle_f32x4(lo_, lo2_, 0x88), r[4 + m] = _mm512_shuffle_f32x4(lo_, lo2_, 0xDD); \
+    r[8 + m] = _mm512_shuffle_f32x4(hi_, hi2_, 0x88);                                       \
+    r[12 + m] = _mm512_shuffle_f32x4(hi_, hi2_, 0xDD);                                      \
+  } while (0)
 EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
-  ec_v u[16], v[16];
-  for (int g = 0; g < 16; g += 4) {
-    const __m512 t0 = _mm512_unpacklo_ps(r[g], r[g + 1]), t1 = _mm512_unpackhi_ps(r[g], r[g + 1]);
-    const __m512 t2 = _mm512_unpacklo_ps(r[g + 2], r[g + 3]), t3 = _mm512_unpackhi_ps(r[g + 2], r[g + 3]);
-    u[g] = _mm512_shuffle_ps(t0, t2, 0x44), u[g + 1] = _mm512_shuffle_ps(t0, t2, 0xEE);
-    u[g + 2] = _mm512_shuffle_ps(t1, t3, 0x44), u[g + 3] = _mm512_shuffle_ps(t1, t3, 0xEE);
-  } /* u[4G+m] block p = rows 4G..4G+3 at column 4p+m */
-  for (int m = 0; m < 4; m++) {
-    v[m] = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44), v[4 + m] = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
-    v[8 + m] = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
-    v[12 + m] = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
-  }
-  for (int m = 0; m < 4; m++) {
-    r[m] = _mm512_shuffle_f32x4(v[m], v[8 + m], 0x88), r[4 + m] = _mm512_shuffle_f32x4(v[m], v[8 + m], 0xDD);
-    r[8 + m] = _mm512_shuffle_f32x4(v[4 + m], v[12 + m], 0x88);
-    r[12 + m] = _mm512_shuffle_f32x4(v[4 + m], v[12 + m], 0xDD);
-  }
+  __m512 u0, u1, u2, u3, u40, u41, u42, u43, u80, u81, u82, u83, uc0, uc1, uc2, uc3;
+  EC_T4_(r[0], r[1], r[2], r[3], u0, u1, u2, u3); /* u[4G+m] block p = rows 4G.. at column 4p+m */
+  EC_T4_(r[4], r[5], r[6], r[7], u40, u41, u42, u43);
+  EC_T4_(r[8], r[9], r[10], r[11], u80, u81, u82, u83);
+  EC_T4_(r[12], r[13], r[14], r[15], uc0, uc1, uc2, uc3);
+  EC_T16_(0);
+  EC_T16_(1);
+  EC_T16_(2);
+  EC_T16_(3);
 }
+#undef EC_T4_
+#undef EC_T16_
 
 #include "ec_simd_act.h"
 #endif
