@@ -114,6 +114,9 @@ def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:
         return "depthwise on a small map: channels interleaved so every tap is a full-width FMA"
     if algo.startswith("dwconv"):
         return "depthwise (groups = channels): direct plane kernel, no packing; GSPC's packing would dominate"
+    if algo.startswith("gspc-g"):
+        return (f"{groups} groups of {c_in // groups} channels: GSPC with several narrow groups per vector "
+                "(one broadcast load feeds them all)")
     if algo.startswith("gspc"):
         return f"{groups} groups of {c_in // groups} channels: GSPC, weights tiled per group, parallel over groups"
     per_group = f"one GEMM per group ({groups} groups), " if algo.startswith("gemm-grouped") else ""
