@@ -34,32 +34,5 @@ static void dw_row(const q8_dw_params *p, int c, int T, const uint8_t *const *ta
 
 void q8_dwconv__avx2(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
 {
-    const int T = p->kh * p->kw;
-    if (T > Q8_DW_MAX_TAPS) {
-        q8_dwconv__scalar(p, x, y, scratch);
-        return;
-    }
-    const size_t wq = q8_dw_wq(p);
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
-    size_t off[Q8_DW_MAX_TAPS];
-    if (q8_dw_use_flat(p, 16)) {
-        q8_dwconv_flat(p, x, y, scratch, &rq, dw_row);
-        return;
-    }
-    q8_dw_tap_offsets(p, off);
-    for (int b = 0; b < p->batch; b++)
-        for (int c = 0; c < p->C; c++) {
-            const size_t plane = (size_t)b * p->C + c;
-            q8_dw_pad_channel(p, x + plane * p->H * p->W, scratch);
-            const int8_t *wc = p->w + (size_t)c * T;
-            int32_t wpair[Q8_DW_MAX_TAPS / 2 + 1];
-            q8_dw_pair_weights(wc, T, wpair);
-            for (int oh = 0; oh < p->Ho; oh++) {
-                const uint8_t *tap[Q8_DW_MAX_TAPS + 1];
-                for (int t = 0; t < T; t++)
-                    tap[t] = scratch + off[t] + (size_t)oh * p->sh * wq;
-                tap[T] = tap[0]; /* odd tap count: paired with a zero weight */
-                dw_row(p, c, T, tap, wpair, y + plane * p->Ho * p->Wo + (size_t)oh * p->Wo, &rq);
-            }
-        }
+    q8_dwconv_rows(p, x, y, scratch, 16, dw_row);
 }

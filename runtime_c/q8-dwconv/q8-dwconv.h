@@ -100,14 +100,48 @@ static inline void q8_dwconv_flat(const q8_dw_params *p, const uint8_t *x, uint8
         }
 }
 
+void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf);
+void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
+
+/* A vector kernel's whole layer from its row step: the flat path when it takes fewer vector steps
+ * (rows of `vec` pixels), else plane by plane, row by row; windows past Q8_DW_MAX_TAPS go scalar. */
+static inline void q8_dwconv_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
+                                  size_t vec, q8_dw_row_fn row)
+{
+    const int T = p->kh * p->kw;
+    if (T > Q8_DW_MAX_TAPS) {
+        q8_dwconv__scalar(p, x, y, scratch);
+        return;
+    }
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    if (q8_dw_use_flat(p, vec)) {
+        q8_dwconv_flat(p, x, y, scratch, &rq, row);
+        return;
+    }
+    const size_t wq = q8_dw_wq(p);
+    size_t off[Q8_DW_MAX_TAPS];
+    q8_dw_tap_offsets(p, off);
+    for (int b = 0; b < p->batch; b++)
+        for (int c = 0; c < p->C; c++) {
+            const size_t plane = (size_t)b * p->C + c;
+            q8_dw_pad_channel(p, x + plane * p->H * p->W, scratch);
+            int32_t wpair[Q8_DW_MAX_TAPS / 2 + 1];
+            q8_dw_pair_weights(p->w + (size_t)c * T, T, wpair);
+            for (int oh = 0; oh < p->Ho; oh++) {
+                const uint8_t *tap[Q8_DW_MAX_TAPS + 1];
+                for (int t = 0; t < T; t++)
+                    tap[t] = scratch + off[t] + (size_t)oh * p->sh * wq;
+                tap[T] = tap[0]; /* odd tap count: paired with a zero weight */
+                row(p, c, T, tap, wpair, y + plane * p->Ho * p->Wo + (size_t)oh * p->Wo, &rq);
+            }
+        }
+}
+
 /* Runs fn over channel slices in parallel (pool may be NULL); scratch holds EC_MAX_THREADS slices of
  * q8_dwconv_scratch_bytes. */
 void q8_dwconv_run(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
                    ec_pool *pool);
 
-void q8_dw_pad_channel(const q8_dw_params *p, const uint8_t *xc, uint8_t *buf);
-
-void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__avx2(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__avx512(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
