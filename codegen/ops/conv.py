@@ -220,6 +220,12 @@ def gspc_tiles(target, g: dict):
     return k, t_o, t_i, _owb(g["Wo"], k.params["bmax"] if k.params["t_o"] else 1)
 
 
+def _window_extent(g: dict) -> tuple[int, int]:
+    """Padded input rows and columns the output window reads (Hp, Wp)."""
+    return ((g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1,
+            (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1)
+
+
 def _owb(wo: int, bmax: int) -> int:
     owb = kernels._largest_divisor(wo, bmax)
     return bmax if owb < bmax // 2 and wo > bmax else owb  # a tail block beats many tiny ones
@@ -238,8 +244,7 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     k, t_o, t_i, owb = gspc_tiles(ctx.target, g)
     if k.op == "gspc_mg":
         return _emit_gspc_mg(node, ctx, g, w, macs, k, owb)
-    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
-    wp_ = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    hp, wp_ = _window_extent(g)
     ph = 1
     if k.op == "gspc_ow":  # strided rows read as SW column phases
         ph, wp_ = g["SW"], g["Wo"] + (g["KW"] - 1) * g["DW"] // g["SW"]
@@ -256,8 +261,7 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
 
 def _emit_gspc_mg(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, k, owb: int) -> str:
     gb, kp = k.params["gb"], k.params["kp"]
-    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
-    wp_ = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    hp, wp_ = _window_extent(g)
     wp = ctx.weight(f"conv-gspc-g{gb}x{kp}:{node.name}", pack_gspc_mg_weights(w, g["G"], gb, kp))
     scratch = ctx.scratch(g["N"] * -(-g["G"] // gb) * gb * (g["C"] // g["G"]) * hp * wp_ * 4)
     ctx.require(k.file, "f32-gspc/f32-gspc.h", "f32-gspc/f32-gspc-mg.h")
@@ -275,7 +279,7 @@ def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) ->
     if cb is not None and small and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
         return _emit_dw_cb(node, ctx, g, w, macs, cb)  # short rows: per-row overheads dominate planes
     k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])
-    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
+    hp = _window_extent(g)[0]
     woff = (g["KW"] - 1) * g["DW"] // g["SW"]
     wq = g["Wo"] + woff
     wp = ctx.weight(f"conv-dw:{node.name}", np.ascontiguousarray(w.reshape(g["C"], g["KH"] * g["KW"])))
@@ -291,8 +295,7 @@ def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) ->
 
 def _emit_dw_cb(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, k) -> str:
     lanes = k.params["lanes"]
-    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
-    wp = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    hp, wp = _window_extent(g)
     wt = ctx.weight(f"conv-dw:{node.name}", np.ascontiguousarray(w.reshape(g["C"], g["KH"] * g["KW"])))
     scratch = ctx.scratch(g["N"] * -(-g["C"] // lanes) * hp * wp * lanes * 4)
     ctx.require(k.file, "f32-dwconv/f32-dwconv.h")
