@@ -41,5 +41,12 @@ EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
 }
 #undef EC_T4_
 
+/* The 2*EC_VL floats a:b split into even (a0, a2, ..., b0, b2, ...) and odd lanes: stride-2 columns.
+ * shuffle_ps picks within 128-bit halves; the 64-bit permute puts the halves in order. */
+EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
+  *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+  *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+}
+
 #include "ec_simd_act.h"
 #endif

@@ -52,5 +52,11 @@ EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
 #undef EC_T4_
 #undef EC_T16_
 
+/* The 2*EC_VL floats a:b split into even (a0, a2, ..., b0, b2, ...) and odd lanes: stride-2 columns. */
+EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
+  *even = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
+  *odd = _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);
+}
+
 #include "ec_simd_act.h"
 #endif

@@ -37,5 +37,17 @@ EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
   r[3] = vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1]));
 }
 
+/* The 2*EC_VL floats a:b split into even (a0, a2, b0, b2) and odd lanes: stride-2 columns. */
+EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
+#if defined(__aarch64__)
+  *even = vuzp1q_f32(a, b);
+  *odd = vuzp2q_f32(a, b);
+#else
+  const float32x4x2_t v = vuzpq_f32(a, b);
+  *even = v.val[0];
+  *odd = v.val[1];
+#endif
+}
+
 #include "ec_simd_act.h"
 #endif

@@ -30,5 +30,11 @@ EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) {
 /* r[i] lane j -> r[j] lane i (4x4). */
 EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) { _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]); }
 
+/* The 2*EC_VL floats a:b split into even (a0, a2, b0, b2) and odd lanes: stride-2 columns. */
+EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
+  *even = _mm_shuffle_ps(a, b, 0x88);
+  *odd = _mm_shuffle_ps(a, b, 0xDD);
+}
+
 #include "ec_simd_act.h"
 #endif

@@ -273,11 +273,22 @@ def _emit_gspc_mg(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: in
             f"f32_gspc_mg_run(&S, &A, {ctx.pool});\n")
 
 
+DW_MODES = ("auto", "plane", "cb")
+
+
 def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
-    cb = kernels.dwconv_cb_kernel(ctx.target)
-    small = g["Ho"] * g["Wo"] <= 256 or g["SW"] > 1  # strided planes need column phases: cb does not
-    if cb is not None and small and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
-        return _emit_dw_cb(node, ctx, g, w, macs, cb)  # short rows: per-row overheads dominate planes
+    """EDGEC_DW=plane|cb forces one depthwise family on every layer it can run (benchmarks)."""
+    mode = os.environ.get("EDGEC_DW", "auto")
+    if mode not in DW_MODES:
+        raise EdgecError(f"EDGEC_DW={mode!r} is not one of {', '.join(DW_MODES)}")
+    cb = kernels.dwconv_cb_kernel(ctx.target) if mode != "plane" else None
+    if g["SW"] == 2:  # the plane kernels split rows into column phases in registers: cb once rows idle lanes
+        lanes = ctx.target.f32_lanes
+        use_cb = g["Wo"] < 0.75 * (-(-g["Wo"] // lanes) * lanes)
+    else:  # stride 1: short rows, where per-row overheads dominate planes; other strides pack phases in C
+        use_cb = g["Ho"] * g["Wo"] <= 256 or g["SW"] > 2
+    if cb is not None and (use_cb or mode == "cb") and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
+        return _emit_dw_cb(node, ctx, g, w, macs, cb)
     k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])
     hp = _window_extent(g)[0]
     woff = (g["KW"] - 1) * g["DW"] // g["SW"]

@@ -3,16 +3,7 @@
 
 F32_DWCONV_DECL(f32_dwconv_kxk__scalar) {
   const size_t Hp = s->Hp, Wq = s->Wq;
-  if (a->x) { /* stride 1: pad the raw plane first */
-    for (size_t ih = 0; ih < Hp; ih++) {
-      const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
-      for (size_t q = 0; q < Wq; q++) {
-        const ptrdiff_t iw = (ptrdiff_t)q - (ptrdiff_t)s->PL;
-        a->xp[ih * Wq + q] = (r >= 0 && r < (ptrdiff_t)s->H && iw >= 0 && iw < (ptrdiff_t)s->W)
-                                 ? a->x[(size_t)r * s->W + (size_t)iw] : 0.0f;
-      }
-    }
-  }
+  f32_dwconv_pack_phases(s, a->x, a->xp);
   for (size_t oh = 0; oh < s->Ho; oh++) {
     for (size_t ow = 0; ow < s->Wo; ow++) {
       float acc = a->bias;

@@ -10,15 +10,42 @@
 #endif
 #define DW_TAPS_MAX 64
 
-/* All rows of the plane; KIND is a constant in the specialised calls below, so the
- * activation is folded into the store path instead of a switch per vector. */
-EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const size_t *toff,
-                       const ec_v *wv, const ec_act_kind KIND) {
-  const size_t Wq = s->Wq, Wo = s->Wo, SH = s->SH, taps = (size_t)DW_KH * DW_KW;
+/* Output rows oh0..oh1-1 from packed phase rows: row oh starts at xp + (oh - oh0) * pitch, tap t at
+ * toff[t] past it, and full-width loads fit while ow + VL <= wq - WOFF. KIND is a constant in the
+ * specialised calls below, so the activation is folded into the store path instead of a switch
+ * per vector. */
+/* Bias already in acc; residual, activation and the store of n <= VL outputs. */
+EC_INLINE void dw_out(const f32_dwconv_plane_args *a, ec_v acc, float *y, const float *res, size_t n,
+                      const ec_act_kind KIND) {
+  if (res && a->res_before_act) acc = ec_vadd(acc, n == EC_VL ? ec_vld(res) : ec_vld_n(res, n));
+  acc = ec_vact_k(KIND, a->act, acc);
+  if (res && !a->res_before_act) acc = ec_vadd(acc, n == EC_VL ? ec_vld(res) : ec_vld_n(res, n));
+  if (n == EC_VL) ec_vst(y, acc); /* masked stores are slow on some cores (AMD's vmaskmovps) */
+  else ec_vst_n(y, acc, n);
+}
+
+EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *xp, size_t pitch,
+                       size_t wq, size_t oh0, size_t oh1, const size_t *toff, const ec_v *wv,
+                       const ec_act_kind KIND) {
+  const size_t Wo = s->Wo, taps = (size_t)DW_KH * DW_KW;
   const ec_v bias = ec_vset1(a->bias);
-  const int before = a->res_before_act;
-  for (size_t oh = 0; oh < s->Ho; oh++) {
-    const float *row = a->xp + oh * SH * Wq;
+  size_t oh = oh0;
+  if (Wo <= EC_VL && EC_VL <= wq - s->WOFF) { /* one vector a row: two rows at a time, or the sums wait on FMA latency */
+    for (; oh + 2 <= oh1; oh += 2) {
+      const float *r0 = xp + (oh - oh0) * pitch, *r1 = r0 + pitch;
+      ec_v p0[3] = {bias, ec_vzero(), ec_vzero()}, p1[3] = {bias, ec_vzero(), ec_vzero()};
+#pragma GCC unroll 25
+      for (size_t t = 0; t < taps; t++) {
+        p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(r0 + toff[t]), wv[t]);
+        p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(r1 + toff[t]), wv[t]);
+      }
+      dw_out(a, ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), a->y + oh * Wo, a->res ? a->res + oh * Wo : NULL, Wo, KIND);
+      dw_out(a, ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]), a->y + (oh + 1) * Wo, a->res ? a->res + (oh + 1) * Wo : NULL,
+             Wo, KIND);
+    }
+  }
+  for (; oh < oh1; oh++) {
+    const float *row = xp + (oh - oh0) * pitch;
     float *y = a->y + oh * Wo;
     const float *res = a->res ? a->res + oh * Wo : NULL;
     size_t ow = 0;
@@ -30,30 +57,100 @@ EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
         p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(row + toff[t] + ow), wv[t]);
         p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(row + toff[t] + ow + EC_VL), wv[t]);
       }
-      ec_v acc0 = ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), acc1 = ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]);
-      if (res && before) acc0 = ec_vadd(acc0, ec_vld(res + ow)), acc1 = ec_vadd(acc1, ec_vld(res + ow + EC_VL));
-      acc0 = ec_vact_k(KIND, a->act, acc0);
-      acc1 = ec_vact_k(KIND, a->act, acc1);
-      if (res && !before) acc0 = ec_vadd(acc0, ec_vld(res + ow)), acc1 = ec_vadd(acc1, ec_vld(res + ow + EC_VL));
-      ec_vst(y + ow, acc0);
-      ec_vst(y + ow + EC_VL, acc1);
+      dw_out(a, ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), y + ow, res ? res + ow : NULL, EC_VL, KIND);
+      dw_out(a, ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]), y + ow + EC_VL, res ? res + ow + EC_VL : NULL, EC_VL, KIND);
     }
     for (; ow < Wo; ow += EC_VL) {
       const size_t n = EC_MIN((size_t)EC_VL, Wo - ow);
       ec_v p[3] = {bias, ec_vzero(), ec_vzero()};
-      if (ow + EC_VL <= Wq - s->WOFF) { /* the packed row has room: full loads, masked store */
+      if (ow + EC_VL <= wq - s->WOFF) { /* the packed row has room: full loads */
 #pragma GCC unroll 25
         for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld(row + toff[t] + ow), wv[t]);
       } else {
 #pragma GCC unroll 25
         for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld_n(row + toff[t] + ow, n), wv[t]);
       }
-      ec_v acc = ec_vadd(ec_vadd(p[0], p[1]), p[2]);
-      if (res && before) acc = ec_vadd(acc, ec_vld_n(res + ow, n));
-      acc = ec_vact_k(KIND, a->act, acc);
-      if (res && !before) acc = ec_vadd(acc, ec_vld_n(res + ow, n));
-      ec_vst_n(y + ow, acc, n);
+      dw_out(a, ec_vadd(ec_vadd(p[0], p[1]), p[2]), y + ow, res ? res + ow : NULL, n, KIND);
     }
+  }
+}
+
+/* Stride 2 along rows: bands of input rows are split into their two column phases in registers
+ * (ec_vuzp) straight from the raw plane into the thread's row buffer a->rows, [row][phase][P],
+ * L1-resident and reused by every plane; dw_rows then reads it like the phase-packed plane. A
+ * scalar phase pack through the plane's scratch cost more than the FMAs on small strided maps.
+ * Stores are whole vectors only (masked stores are slow on some cores) and never touch the
+ * padding columns, which the first plane of the layer zeroes for all. */
+#define DW_S2_BUF F32_DWCONV_ROWS
+typedef struct {
+  size_t Q;          /* phase-row floats dw_rows reads: full-width loads never leave them */
+  size_t oe, oo, pe; /* first index of the even / odd input columns; phase of the even ones */
+  size_t ne, no;     /* even / odd input columns kept (those past Q are never read) */
+  size_t P;          /* phase-row pitch: Q and the whole-vector stores that fill it */
+} dw_s2_rows;
+
+EC_INLINE dw_s2_rows dw_s2_layout(const f32_dwconv_shape *s) {
+  /* input column c is padded column c + PL: even columns go to phase PL % 2 from index PL / 2,
+   * odd ones to the other phase from (PL + 1) / 2 */
+  dw_s2_rows L;
+  L.Q = EC_ROUND_UP(s->Wo, (size_t)EC_VL) + s->WOFF;
+  L.pe = s->PL % 2, L.oe = EC_MIN(s->PL / 2, L.Q), L.oo = EC_MIN((s->PL + 1) / 2, L.Q);
+  L.ne = EC_MIN((s->W + 1) / 2, L.Q - L.oe), L.no = EC_MIN(s->W / 2, L.Q - L.oo);
+  L.P = EC_ROUND_UP(EC_MAX(L.oo + EC_ROUND_UP(EC_MAX(L.ne, L.no), (size_t)EC_VL), L.Q) + EC_VL, (size_t)EC_VL);
+  return L;
+}
+EC_INLINE int dw_s2_fits(const f32_dwconv_shape *s) {
+  return s->SW == 2 && ((s->KH - 1) * s->DH + 1) * 2 * dw_s2_layout(s).P <= DW_S2_BUF;
+}
+
+/* Padded rows ih0 .. ih0+n-1 of the plane into buf as [row][phase][P]. */
+EC_INLINE void dw_s2_stage(const f32_dwconv_shape *s, const dw_s2_rows *L, const float *x, float *buf,
+                           size_t ih0, size_t n) {
+  const size_t W = s->W, P = L->P, m_end = EC_MAX(L->ne, L->no);
+  for (size_t i = 0; i < n; i++) {
+    float *pr = buf + i * 2 * P;
+    const ptrdiff_t r = (ptrdiff_t)(ih0 + i) - (ptrdiff_t)s->PT;
+    if (r < 0 || r >= (ptrdiff_t)s->H) {
+      for (size_t q = 0; q < 2 * P; q += EC_VL) ec_vst(pr + q, ec_vzero());
+      continue;
+    }
+    float *de = pr + L->pe * P, *dod = pr + (1 - L->pe) * P;
+    const float *src = x + (size_t)r * W;
+    for (size_t m = 0; m < m_end; m += EC_VL) { /* lanes past the row's end load as zeros: right padding */
+      ec_v lo, hi, e, o;
+      if (2 * (m + EC_VL) <= W) {
+        lo = ec_vld(src + 2 * m), hi = ec_vld(src + 2 * m + EC_VL);
+      } else {
+        const size_t left = W - 2 * m;
+        lo = ec_vld_n(src + 2 * m, EC_MIN(left, (size_t)EC_VL));
+        hi = left > EC_VL ? ec_vld_n(src + 2 * m + EC_VL, left - EC_VL) : ec_vzero();
+      }
+      ec_vuzp(lo, hi, &e, &o);
+      ec_vst(de + L->oe + m, e);
+      ec_vst(dod + L->oo + m, o);
+    }
+  }
+}
+
+EC_INLINE void dw_s2(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const ec_v *wv,
+                     const ec_act_kind KIND) {
+  const dw_s2_rows L = dw_s2_layout(s);
+  const size_t P = L.P, SH = s->SH, DH = s->DH, kh_n = DW_KH, kw_n = DW_KW;
+  const size_t win = (kh_n - 1) * DH + 1, band = (DW_S2_BUF / (2 * P) - win) / SH + 1; /* output rows per fill */
+  float *buf = a->rows;
+  if (!*a->rows_zeroed) { /* the padding columns of every row the bands use */
+    const size_t used = ((band - 1) * SH + win) * 2 * P;
+    for (size_t q = 0; q < used; q += EC_VL) ec_vst(buf + q, ec_vzero());
+    *a->rows_zeroed = 1;
+  }
+  size_t toff[DW_TAPS_MAX];
+  for (size_t kh = 0; kh < kh_n; kh++)
+    for (size_t kw = 0; kw < kw_n; kw++)
+      toff[kh * kw_n + kw] = (kh * DH * 2 + (kw * s->DW) % 2) * P + (kw * s->DW) / 2;
+  for (size_t oh0 = 0; oh0 < s->Ho; oh0 += band) {
+    const size_t oh1 = EC_MIN(oh0 + band, s->Ho);
+    dw_s2_stage(s, &L, a->x, buf, oh0 * SH, (oh1 - oh0 - 1) * SH + win);
+    dw_rows(s, a, buf, SH * 2 * P, L.Q, oh0, oh1, toff, wv, KIND);
   }
 }
 
@@ -100,9 +197,15 @@ EC_INLINE void dw_flat(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
                a->res_before_act, a->act);
 }
 
+/* The plane's rows: stride 2 from banded phase splits, else from the phase-packed plane in xp. */
+EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const size_t *toff,
+                        const ec_v *wv, const ec_act_kind KIND) {
+  if (dw_s2_fits(s)) dw_s2(s, a, wv, KIND);
+  else dw_rows(s, a, a->xp, s->SH * s->Wq, s->Wq, 0, s->Ho, toff, wv, KIND);
+}
+
 F32_DWCONV_DECL(FN) {
   const size_t Hp = s->Hp, Wq = s->Wq, DH = s->DH;
-  if (a->x) dw_pad_plane(s, a);
   const size_t kh_n = DW_KH, kw_n = DW_KW;
   if (kh_n * kw_n > DW_TAPS_MAX) {
     f32_dwconv_kxk__scalar(s, a);
@@ -116,16 +219,21 @@ F32_DWCONV_DECL(FN) {
       toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
       wv[kh * kw_n + kw] = ec_vset1(a->w[kh * kw_n + kw]);
     }
-  if (a->x && s->SH == 1 && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
-    dw_flat(s, a, toff, wv);
-    return;
+  if (s->SW == 1) {
+    dw_pad_plane(s, a);
+    if (s->SH == 1 && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
+      dw_flat(s, a, toff, wv);
+      return;
+    }
+  } else if (!dw_s2_fits(s)) {
+    f32_dwconv_pack_phases(s, a->x, a->xp);
   }
   switch (a->act.kind) {
-  case EC_ACT_NONE: dw_rows(s, a, toff, wv, EC_ACT_NONE); break;
-  case EC_ACT_RELU: dw_rows(s, a, toff, wv, EC_ACT_RELU); break;
-  case EC_ACT_CLIP: dw_rows(s, a, toff, wv, EC_ACT_CLIP); break;
-  case EC_ACT_HARD_SWISH: dw_rows(s, a, toff, wv, EC_ACT_HARD_SWISH); break;
-  default: dw_rows(s, a, toff, wv, a->act.kind);
+  case EC_ACT_NONE: dw_plane(s, a, toff, wv, EC_ACT_NONE); break;
+  case EC_ACT_RELU: dw_plane(s, a, toff, wv, EC_ACT_RELU); break;
+  case EC_ACT_CLIP: dw_plane(s, a, toff, wv, EC_ACT_CLIP); break;
+  case EC_ACT_HARD_SWISH: dw_plane(s, a, toff, wv, EC_ACT_HARD_SWISH); break;
+  default: dw_plane(s, a, toff, wv, a->act.kind);
   }
 }
 #undef DW_KH

@@ -1,10 +1,11 @@
 /* Depthwise convolution (groups == C == K), NCHW fp32.
- * Each (n, c) plane is first packed, padded, into SW column phases: phase p holds padded
- * columns p, p+SW, p+2*SW, ... so every tap of every stride reads unit-stride vectors:
+ * A plane kernel (f32-dwconv-<KHxKW|kxk>-<isa>.c) runs one (n, c) plane with the fused epilogue.
+ * It packs the plane, padded, into SW column phases: phase p holds padded columns p, p+SW,
+ * p+2*SW, ... so every tap of every stride reads unit-stride vectors:
  *   out[oh][ow] += w[kh][kw] * P[(kw*DW) % SW][oh*SH + kh*DH][ow + (kw*DW) / SW]
  * Packed plane: [SW][Hp][Wq], Hp = (Ho-1)*SH + (KH-1)*DH + 1, Wq >= Wo + WOFF where
  * WOFF = ((KW-1)*DW)/SW; a Wq rounded up lets row tails use full-width loads.
- * Row kernels (f32-dwconv-<KHxKW|kxk>-<isa>.c) then run one plane with the fused epilogue. */
+ * The SIMD kernels split stride-2 rows into the phases in registers instead (ec_vld2). */
 #ifndef F32_DWCONV_H
 #define F32_DWCONV_H
 
@@ -15,8 +16,10 @@
 typedef struct f32_dwconv_shape f32_dwconv_shape;
 
 typedef struct {
-  const float *x;   /* raw input plane when the kernel packs it itself (stride 1), else NULL */
-  float *xp;        /* packed phases of the plane */
+  const float *x;   /* raw input plane */
+  float *xp;        /* scratch for the packed phases of the plane */
+  float *rows;      /* the calling thread's row buffer, F32_DWCONV_ROWS floats (stride-2 SIMD rows) */
+  int *rows_zeroed; /* set once a kernel has zeroed the padding columns of rows for this layer */
   const float *w;   /* KH*KW taps */
   float bias;
   float *y;         /* output plane */
@@ -57,6 +60,10 @@ typedef struct {
   float *xp; /* scratch: f32_dwconv_scratch_bytes */
 } f32_dwconv_args;
 
+/* Per-thread row buffer: the SIMD kernels split stride-2 input rows into it (f32-dwconv-tmpl.h).
+ * It lives across the planes of one layer so its padding columns are zeroed once, not per row. */
+#define F32_DWCONV_ROWS 4096
+
 /* floats after each packed plane that row-spanning vector loads may touch (zeroed, unused) */
 #define F32_DWCONV_SLACK 64
 
@@ -70,35 +77,24 @@ static inline size_t f32_dwconv_scratch_bytes(const f32_dwconv_shape *s) {
 
 EC_INLINE size_t f32_dwconv_items(const f32_dwconv_shape *s) { return s->N * s->C; }
 
-/* Packs plane `item` (= n*C + c). */
-EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_args *a,
-                                    size_t item) {
+/* The raw plane x, padded, into its SW column phases at xp (the layout above). */
+static inline void f32_dwconv_pack_phases(const f32_dwconv_shape *s, const float *x, float *xp) {
   const size_t SW = s->SW, Hp = s->Hp, Wq = s->Wq, H = s->H, W = s->W;
-  const float *src = a->x + item * H * W;
-  float *dst = a->xp + item * f32_dwconv_plane_floats(s);
   for (size_t p = 0; p < SW; p++) {
+    /* columns q with 0 <= q*SW + p - PL < W, bounds hoisted so the copy loop vectorises */
+    const ptrdiff_t off = (ptrdiff_t)p - (ptrdiff_t)s->PL;
+    size_t qlo = off >= 0 ? 0 : (size_t)((-off + (ptrdiff_t)SW - 1) / (ptrdiff_t)SW);
+    size_t qhi = (ptrdiff_t)W - off <= 0 ? 0 : (size_t)(((ptrdiff_t)W - off + (ptrdiff_t)SW - 1) / (ptrdiff_t)SW);
+    qhi = EC_MIN(qhi, Wq);
+    qlo = EC_MIN(qlo, qhi);
     for (size_t ih = 0; ih < Hp; ih++) {
-      float *d = dst + (p * Hp + ih) * Wq;
+      float *d = xp + (p * Hp + ih) * Wq;
       const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
       if (r < 0 || r >= (ptrdiff_t)H) {
         for (size_t q = 0; q < Wq; q++) d[q] = 0.0f;
         continue;
       }
-      const float *sr = src + (size_t)r * W;
-      if (SW == 1) { /* one phase: a padded row copy */
-        const size_t lo = EC_MIN(s->PL, Wq), hi = EC_MIN(Wq, s->PL + W);
-        /* plain loops: rows are short, a libc call per row costs more than the copy */
-        for (size_t q = 0; q < lo; q++) d[q] = 0.0f;
-        for (size_t q = lo; q < hi; q++) d[q] = sr[q - lo];
-        for (size_t q = hi; q < Wq; q++) d[q] = 0.0f;
-        continue;
-      }
-      /* columns q with 0 <= q*SW + p - PL < W, bounds hoisted so the copy loop vectorises */
-      const ptrdiff_t off = (ptrdiff_t)p - (ptrdiff_t)s->PL;
-      size_t qlo = off >= 0 ? 0 : (size_t)((-off + (ptrdiff_t)SW - 1) / (ptrdiff_t)SW);
-      size_t qhi = (ptrdiff_t)W - off <= 0 ? 0 : (size_t)(((ptrdiff_t)W - off + (ptrdiff_t)SW - 1) / (ptrdiff_t)SW);
-      qhi = EC_MIN(qhi, Wq);
-      qlo = EC_MIN(qlo, qhi);
+      const float *sr = x + (size_t)r * W;
       for (size_t q = 0; q < qlo; q++) d[q] = 0.0f;
       for (size_t q = qlo; q < qhi; q++) d[q] = sr[(ptrdiff_t)(q * SW) + off];
       for (size_t q = qhi; q < Wq; q++) d[q] = 0.0f;
@@ -106,12 +102,15 @@ EC_INLINE void f32_dwconv_pack_item(const f32_dwconv_shape *s, const f32_dwconv_
   }
 }
 
-/* Computes plane `item` from its packed phases. */
-EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args *a, size_t item) {
+/* Computes plane `item` (= n*C + c). */
+EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args *a, size_t item, float *rows,
+                                int *rows_zeroed) {
   const size_t c = item % s->C, HoWo = s->Ho * s->Wo;
   f32_dwconv_plane_args pa;
-  pa.x = s->SW == 1 ? a->x + item * s->H * s->W : NULL;
+  pa.x = a->x + item * s->H * s->W;
   pa.xp = a->xp + item * f32_dwconv_plane_floats(s);
+  pa.rows = rows;
+  pa.rows_zeroed = rows_zeroed;
   pa.w = a->w + c * s->KH * s->KW;
   pa.bias = a->bias ? a->bias[c] : 0.0f;
   pa.y = a->y + item * HoWo;
@@ -128,10 +127,9 @@ typedef struct {
 
 static inline void f32_dwconv_task(void *ctx, size_t begin, size_t end) {
   const f32_dwconv_job *j = (const f32_dwconv_job *)ctx;
-  for (size_t i = begin; i < end; i++) {
-    if (j->s->SW != 1) f32_dwconv_pack_item(j->s, j->a, i);
-    f32_dwconv_item(j->s, j->a, i);
-  }
+  EC_ALIGNED(64) float rows[F32_DWCONV_ROWS];
+  int zeroed = 0;
+  for (size_t i = begin; i < end; i++) f32_dwconv_item(j->s, j->a, i, rows, &zeroed);
 }
 
 /* Each plane is packed right before it is used (still in L1/L2); serial runs inline with the
@@ -139,10 +137,9 @@ static inline void f32_dwconv_task(void *ctx, size_t begin, size_t end) {
 EC_INLINE void f32_dwconv_run(const f32_dwconv_shape *s, const f32_dwconv_args *a, ec_pool *pool) {
   const size_t n = f32_dwconv_items(s);
   if (ec_pool_threads(pool) <= 1) {
-    for (size_t i = 0; i < n; i++) {
-      if (s->SW != 1) f32_dwconv_pack_item(s, a, i); /* stride 1: the plane kernel pads it */
-      f32_dwconv_item(s, a, i);
-    }
+    EC_ALIGNED(64) float rows[F32_DWCONV_ROWS];
+    int zeroed = 0;
+    for (size_t i = 0; i < n; i++) f32_dwconv_item(s, a, i, rows, &zeroed);
     return;
   }
   f32_dwconv_job j = {s, a};

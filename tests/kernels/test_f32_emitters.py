@@ -166,6 +166,16 @@ def test_conv_emitter_gspc_families(tmp_path, monkeypatch, mode, family):
                for t in gspc) >= 2, gspc
 
 
+@pytest.mark.parametrize("mode", ["plane", "cb"])
+def test_conv_emitter_dwconv_families(tmp_path, monkeypatch, mode):
+    """Each depthwise kernel family (plane: 3x3/5x5/kxk, cb: c<lanes>), forced with EDGEC_DW, on every
+    depthwise layer, strided ones too."""
+    monkeypatch.setenv("EDGEC_DW", mode)
+    b = run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path)
+    dw = [l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("dwconv")]
+    assert len(dw) >= 5 and all((t[0] == "c") == (mode == "cb") for t in dw), dw
+
+
 def test_conv_emitter_threads(tmp_path):
     run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path, threads=2)
 

@@ -53,6 +53,13 @@ int main(int argc, char **argv) {
       fails += run(&p, k_acts[(i * 7 + j) % N_ACTS], (i + j) % 2, (int)i % 2, j % 2 ? 16 : 1), cases++;
     }
   }
+  { /* wide rows: several vectors per row, interior ones away from the padding */
+    const size_t pad = (k - 1) / 2;
+    conv_p w2 = {1, 3, 5, 100, 3, 3, k, k, 2, 2, 1, 1, pad, pad, pad, pad};
+    fails += run(&w2, k_acts[1], 1, 0, 1), cases++;
+    conv_p w1 = {1, 2, 4, 75, 2, 2, k, k, 1, 1, 1, 1, pad, pad, pad + 1, pad};
+    fails += run(&w1, k_acts[3], 0, 0, 16), cases++;
+  }
   if (T_K == 0) { /* generic: non-square windows, Conv1D as H=1 */
     conv_p r = {1, 4, 9, 20, 4, 4, 2, 7, 2, 3, 1, 2, 0, 3, 1, 4};
     fails += run(&r, k_acts[2], 1, 1, 4), cases++;
