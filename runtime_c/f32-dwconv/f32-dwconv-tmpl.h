@@ -10,10 +10,6 @@
 #endif
 #define DW_TAPS_MAX 64
 
-/* Output rows oh0..oh1-1 from packed phase rows: row oh starts at xp + (oh - oh0) * pitch, tap t at
- * toff[t] past it, and full-width loads fit while ow + VL <= wq - WOFF. KIND is a constant in the
- * specialised calls below, so the activation is folded into the store path instead of a switch
- * per vector. */
 /* Bias already in acc; residual, activation and the store of n <= VL outputs. */
 EC_INLINE void dw_out(const f32_dwconv_plane_args *a, ec_v acc, float *y, const float *res, size_t n,
                       const ec_act_kind KIND) {
@@ -24,54 +20,47 @@ EC_INLINE void dw_out(const f32_dwconv_plane_args *a, ec_v acc, float *y, const 
   else ec_vst_n(y, acc, n);
 }
 
+/* Outputs ow..ow+n-1 of row oh from input rows at r0 (and of row oh+1 from r1 when TWO): three
+ * partial sums each, so 6 FMA chains are in flight; full = full-width loads stay in the rows. */
+EC_INLINE void dw_vec(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *r0, const float *r1,
+                      size_t oh, size_t ow, size_t n, int full, const size_t *toff, const ec_v *wv,
+                      const int TWO, const ec_act_kind KIND) {
+  const size_t Wo = s->Wo, taps = (size_t)DW_KH * DW_KW;
+  const ec_v bias = ec_vset1(a->bias);
+  ec_v p0[3] = {bias, ec_vzero(), ec_vzero()}, p1[3] = {bias, ec_vzero(), ec_vzero()};
+  if (full) {
+#pragma GCC unroll 25
+    for (size_t t = 0; t < taps; t++) {
+      p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(r0 + toff[t] + ow), wv[t]);
+      if (TWO) p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(r1 + toff[t] + ow), wv[t]);
+    }
+  } else {
+#pragma GCC unroll 25
+    for (size_t t = 0; t < taps; t++) {
+      p0[t % 3] = ec_vfma(p0[t % 3], ec_vld_n(r0 + toff[t] + ow, n), wv[t]);
+      if (TWO) p1[t % 3] = ec_vfma(p1[t % 3], ec_vld_n(r1 + toff[t] + ow, n), wv[t]);
+    }
+  }
+  const size_t o0 = oh * Wo + ow;
+  dw_out(a, ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), a->y + o0, a->res ? a->res + o0 : NULL, n, KIND);
+  if (TWO) dw_out(a, ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]), a->y + o0 + Wo, a->res ? a->res + o0 + Wo : NULL, n, KIND);
+}
+
+/* Output rows oh0..oh1-1, two at a time (independent sums to hide FMA latency). */
 EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *xp, size_t pitch,
                        size_t wq, size_t oh0, size_t oh1, const size_t *toff, const ec_v *wv,
                        const ec_act_kind KIND) {
-  const size_t Wo = s->Wo, taps = (size_t)DW_KH * DW_KW;
-  const ec_v bias = ec_vset1(a->bias);
+  const size_t Wo = s->Wo, room = wq - s->WOFF; /* full-width loads fit while ow + VL <= room */
   size_t oh = oh0;
-  if (Wo <= EC_VL && EC_VL <= wq - s->WOFF) { /* one vector a row: two rows at a time, or the sums wait on FMA latency */
-    for (; oh + 2 <= oh1; oh += 2) {
-      const float *r0 = xp + (oh - oh0) * pitch, *r1 = r0 + pitch;
-      ec_v p0[3] = {bias, ec_vzero(), ec_vzero()}, p1[3] = {bias, ec_vzero(), ec_vzero()};
-#pragma GCC unroll 25
-      for (size_t t = 0; t < taps; t++) {
-        p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(r0 + toff[t]), wv[t]);
-        p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(r1 + toff[t]), wv[t]);
-      }
-      dw_out(a, ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), a->y + oh * Wo, a->res ? a->res + oh * Wo : NULL, Wo, KIND);
-      dw_out(a, ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]), a->y + (oh + 1) * Wo, a->res ? a->res + (oh + 1) * Wo : NULL,
-             Wo, KIND);
-    }
+  for (; oh + 2 <= oh1; oh += 2) {
+    const float *r0 = xp + (oh - oh0) * pitch;
+    for (size_t ow = 0; ow < Wo; ow += EC_VL)
+      dw_vec(s, a, r0, r0 + pitch, oh, ow, EC_MIN((size_t)EC_VL, Wo - ow), ow + EC_VL <= room, toff, wv, 1, KIND);
   }
-  for (; oh < oh1; oh++) {
-    const float *row = xp + (oh - oh0) * pitch;
-    float *y = a->y + oh * Wo;
-    const float *res = a->res ? a->res + oh * Wo : NULL;
-    size_t ow = 0;
-    for (; ow + 2 * EC_VL <= Wo; ow += 2 * EC_VL) {
-      /* three partial sums per vector: a 9-tap chain would wait on FMA latency */
-      ec_v p0[3] = {bias, ec_vzero(), ec_vzero()}, p1[3] = {bias, ec_vzero(), ec_vzero()};
-#pragma GCC unroll 25
-      for (size_t t = 0; t < taps; t++) {
-        p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(row + toff[t] + ow), wv[t]);
-        p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(row + toff[t] + ow + EC_VL), wv[t]);
-      }
-      dw_out(a, ec_vadd(ec_vadd(p0[0], p0[1]), p0[2]), y + ow, res ? res + ow : NULL, EC_VL, KIND);
-      dw_out(a, ec_vadd(ec_vadd(p1[0], p1[1]), p1[2]), y + ow + EC_VL, res ? res + ow + EC_VL : NULL, EC_VL, KIND);
-    }
-    for (; ow < Wo; ow += EC_VL) {
-      const size_t n = EC_MIN((size_t)EC_VL, Wo - ow);
-      ec_v p[3] = {bias, ec_vzero(), ec_vzero()};
-      if (ow + EC_VL <= wq - s->WOFF) { /* the packed row has room: full loads */
-#pragma GCC unroll 25
-        for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld(row + toff[t] + ow), wv[t]);
-      } else {
-#pragma GCC unroll 25
-        for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld_n(row + toff[t] + ow, n), wv[t]);
-      }
-      dw_out(a, ec_vadd(ec_vadd(p[0], p[1]), p[2]), y + ow, res ? res + ow : NULL, n, KIND);
-    }
+  if (oh < oh1) {
+    const float *r0 = xp + (oh - oh0) * pitch;
+    for (size_t ow = 0; ow < Wo; ow += EC_VL)
+      dw_vec(s, a, r0, r0, oh, ow, EC_MIN((size_t)EC_VL, Wo - ow), ow + EC_VL <= room, toff, wv, 0, KIND);
   }
 }
 
@@ -219,6 +208,8 @@ F32_DWCONV_DECL(FN) {
       toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
       wv[kh * kw_n + kw] = ec_vset1(a->w[kh * kw_n + kw]);
     }
+  f32_dwconv_plane_args l1 = *a; /* stride 1: the padded plane in the L1-resident row buffer when it fits */
+  if (s->SW == 1 && Hp * Wq + F32_DWCONV_SLACK <= F32_DWCONV_ROWS) l1.xp = a->rows, a = &l1;
   if (s->SW == 1) {
     dw_pad_plane(s, a);
     if (s->SH == 1 && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
