@@ -202,12 +202,13 @@ F32_DWCONV_DECL(FN) {
   }
   size_t toff[DW_TAPS_MAX]; /* tap -> offset inside the packed plane, minus the row base */
   ec_v wv[DW_TAPS_MAX];
-  for (size_t kh = 0; kh < kh_n; kh++)
-    for (size_t kw = 0; kw < kw_n; kw++) {
-      const size_t ph = (kw * s->DW) % s->SW, off = (kw * s->DW) / s->SW;
-      toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
-      wv[kh * kw_n + kw] = ec_vset1(a->w[kh * kw_n + kw]);
-    }
+  for (size_t t = 0; t < kh_n * kw_n; t++) wv[t] = ec_vset1(a->w[t]);
+  if (s->SW != 2 || !dw_s2_fits(s)) /* (dw_s2 has its own offsets; a division per tap costs per plane) */
+    for (size_t kh = 0; kh < kh_n; kh++)
+      for (size_t kw = 0; kw < kw_n; kw++) {
+        const size_t c = kw * s->DW, ph = s->SW == 1 ? 0 : c % s->SW, off = s->SW == 1 ? c : c / s->SW;
+        toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
+      }
   f32_dwconv_plane_args l1 = *a; /* stride 1: the padded plane in the L1-resident row buffer when it fits */
   if (s->SW == 1 && Hp * Wq + F32_DWCONV_SLACK <= F32_DWCONV_ROWS) l1.xp = a->rows, a = &l1;
   if (s->SW == 1) {
