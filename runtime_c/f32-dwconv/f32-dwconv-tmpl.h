@@ -186,10 +186,10 @@ EC_INLINE void dw_flat(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
                a->res_before_act, a->act);
 }
 
-/* The plane's rows: stride 2 from banded phase splits, else from the phase-packed plane in xp. */
-EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const size_t *toff,
+/* The plane's rows: stride 2 from banded phase splits (s2), else from the phase-packed plane in xp. */
+EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, int s2, const size_t *toff,
                         const ec_v *wv, const ec_act_kind KIND) {
-  if (dw_s2_fits(s)) dw_s2(s, a, wv, KIND);
+  if (s2) dw_s2(s, a, wv, KIND);
   else dw_rows(s, a, a->xp, s->SH * s->Wq, s->Wq, 0, s->Ho, toff, wv, KIND);
 }
 
@@ -203,7 +203,8 @@ F32_DWCONV_DECL(FN) {
   size_t toff[DW_TAPS_MAX]; /* tap -> offset inside the packed plane, minus the row base */
   ec_v wv[DW_TAPS_MAX];
   for (size_t t = 0; t < kh_n * kw_n; t++) wv[t] = ec_vset1(a->w[t]);
-  if (s->SW != 2 || !dw_s2_fits(s)) /* (dw_s2 has its own offsets; a division per tap costs per plane) */
+  const int s2 = dw_s2_fits(s);
+  if (!s2) /* (dw_s2 has its own offsets; a division per tap costs per plane) */
     for (size_t kh = 0; kh < kh_n; kh++)
       for (size_t kw = 0; kw < kw_n; kw++) {
         const size_t c = kw * s->DW, ph = s->SW == 1 ? 0 : c % s->SW, off = s->SW == 1 ? c : c / s->SW;
@@ -217,15 +218,15 @@ F32_DWCONV_DECL(FN) {
       dw_flat(s, a, toff, wv);
       return;
     }
-  } else if (!dw_s2_fits(s)) {
+  } else if (!s2) {
     f32_dwconv_pack_phases(s, a->x, a->xp);
   }
   switch (a->act.kind) {
-  case EC_ACT_NONE: dw_plane(s, a, toff, wv, EC_ACT_NONE); break;
-  case EC_ACT_RELU: dw_plane(s, a, toff, wv, EC_ACT_RELU); break;
-  case EC_ACT_CLIP: dw_plane(s, a, toff, wv, EC_ACT_CLIP); break;
-  case EC_ACT_HARD_SWISH: dw_plane(s, a, toff, wv, EC_ACT_HARD_SWISH); break;
-  default: dw_plane(s, a, toff, wv, a->act.kind);
+  case EC_ACT_NONE: dw_plane(s, a, s2, toff, wv, EC_ACT_NONE); break;
+  case EC_ACT_RELU: dw_plane(s, a, s2, toff, wv, EC_ACT_RELU); break;
+  case EC_ACT_CLIP: dw_plane(s, a, s2, toff, wv, EC_ACT_CLIP); break;
+  case EC_ACT_HARD_SWISH: dw_plane(s, a, s2, toff, wv, EC_ACT_HARD_SWISH); break;
+  default: dw_plane(s, a, s2, toff, wv, a->act.kind);
   }
 }
 #undef DW_KH

@@ -5,7 +5,7 @@
  *   out[oh][ow] += w[kh][kw] * P[(kw*DW) % SW][oh*SH + kh*DH][ow + (kw*DW) / SW]
  * Packed plane: [SW][Hp][Wq], Hp = (Ho-1)*SH + (KH-1)*DH + 1, Wq >= Wo + WOFF where
  * WOFF = ((KW-1)*DW)/SW; a Wq rounded up lets row tails use full-width loads.
- * The SIMD kernels split stride-2 rows into the phases in registers instead (ec_vld2). */
+ * The SIMD kernels split stride-2 rows into the phases in registers instead (ec_vuzp). */
 #ifndef F32_DWCONV_H
 #define F32_DWCONV_H
 
@@ -18,7 +18,7 @@ typedef struct f32_dwconv_shape f32_dwconv_shape;
 typedef struct {
   const float *x;   /* raw input plane */
   float *xp;        /* scratch for the packed phases of the plane */
-  float *rows;      /* the calling thread's row buffer, F32_DWCONV_ROWS floats (stride-2 SIMD rows) */
+  float *rows;      /* the calling thread's L1 row buffer, F32_DWCONV_ROWS floats (SIMD kernels) */
   int *rows_zeroed; /* set once a kernel has zeroed the padding columns of rows for this layer */
   const float *w;   /* KH*KW taps */
   float bias;
