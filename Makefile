@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 .PHONY: demo test venv test-venv clean
 
 $(BIN)/python:
-	$(PY) -m venv --system-site-packages $(VENV)
+	$(PY) -m venv $(VENV)
 
 venv: $(BIN)/python
 	scripts/install-system-deps.sh demo

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from edgec import __version__
@@ -54,13 +53,19 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args
     try:
         rv = app(args=args, prog_name="edgec", standalone_mode=False)
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         return e.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         err.print("[red]aborted[/red]")
         return 130
-    except click.ClickException as e:
-        e.show()
+    except typer.TyperException as e:
+        # Usage errors (unknown command or option, bad value, missing argument): typer's own rendering is the
+        # usual usage line, a hint and the problem; exit code 2. `edgec` alone prints the help the same way.
+        show = getattr(e, "show", None)
+        if show is not None:
+            show()
+        else:
+            err.print(f"error: {e}", markup=False)
         return e.exit_code
     except EdgecError as e:
         if debug:

@@ -82,3 +82,26 @@ def test_version_and_help():
     assert v.returncode == 0 and v.stdout.startswith("edgec ")
     h = edgec("inspect", "--help")
     assert h.returncode == 0 and "Example" in h.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["compile", "--bogus"], "No such option"),
+    (["frobnicate"], "No such command"),
+    (["compile"], "Missing argument"),
+    (["compile", "m.onnx", "--threads", "abc"], "--threads"),
+    (["optimize", "m.onnx"], "Missing option"),
+])
+def test_usage_errors_print_usage_and_exit_2(args, needle):
+    """Usage errors are the usual usage line, a hint and the problem, exit code 2: never 'internal error'."""
+    proc = edgec(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stderr.lstrip().startswith("Usage: edgec"), proc.stderr
+    assert needle in proc.stderr, proc.stderr
+
+
+def test_bare_edgec_prints_the_help():
+    proc = edgec()
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out and "internal error" not in out
+    assert "Usage: edgec" in out and "compile" in out and "optimize" in out
