@@ -124,6 +124,17 @@ def _state(s: dict) -> str:
     return ", ".join(parts) or "unknown"
 
 
+def compare_speed(a_ms, b_ms, a: str = "edgec", b: str = "onnxruntime") -> str:
+    """Which of two timings is faster and by how much, in words a bare ratio would leave open."""
+    if not a_ms or not b_ms:
+        return f"no {a} time to compare" if not a_ms else f"no {b} time to compare"
+    if f"{max(a_ms, b_ms) / min(a_ms, b_ms):.2f}" == "1.00":
+        return f"{a} and {b} take the same time (within 0.5%)"
+    if a_ms < b_ms:
+        return f"{a} is {b_ms / a_ms:.2f}x faster than {b}"
+    return f"{a} takes {a_ms / b_ms:.2f}x {b}'s time ({b} is faster)"
+
+
 def render(rep: dict, console: Console) -> None:
     title = f"{rep['model']} on {rep['device']} ({rep['profile']}, {rep['target']}, {rep['threads']} thread(s))"
     if rep["emulated"]:
@@ -145,8 +156,8 @@ def render(rep: dict, console: Console) -> None:
     ort = rep.get("onnxruntime")
     if ort:
         rows.append(("onnxruntime", ort["skipped"] if "skipped" in ort else
-                     f"{_ms(ort['median_ms'])} ms median (v{ort.get('version')}): edgec is "
-                     f"{ort.get('speedup', 0):.2f}x"))
+                     f"{_ms(ort['median_ms'])} ms median (v{ort.get('version')}): "
+                     + compare_speed(rep.get("median_ms"), ort.get("median_ms"))))
     for k, v in rows:
         t.add_row(k, v)
     parts = [t]
@@ -187,14 +198,15 @@ def _layer_name(name: str) -> str:
 def compare_table(reports: list[dict], errors: dict[str, str]) -> Table:
     """One row per device, fastest first; failed devices at the end (their errors are printed below)."""
     t = Table(title="comparison (median of the timed runs)", title_justify="left")
-    for col in ("device", "target", "median ms", "p90 ms", "CoV %", "inf/s", "vs best", "notes"):
+    for col in ("device", "target", "median ms", "p90 ms", "CoV %", "inf/s", "time vs fastest", "notes"):
         left = col in ("device", "target", "notes")
         t.add_column(col, justify="left" if left else "right", no_wrap=not left,
                      min_width=16 if col == "notes" else None)
     ok = sorted(reports, key=lambda r: r.get("median_ms") or float("inf"))
     best = ok[0].get("median_ms") if ok else None
     for r in ok:
-        rel = f"{r['median_ms'] / best:.2f}x" if best else "-"
+        rel = "-" if not best or not r.get("median_ms") else (
+            "fastest" if r is ok[0] else f"{r['median_ms'] / best:.2f}x its time")
         t.add_row(r["device"], r["target"] or "-", _ms(r.get("median_ms")), _ms(r.get("p90_ms")),
                   f"{r.get('cov_pct', 0):.1f}", f"{r.get('throughput_ips', 0):.0f}", rel,
                   ", ".join(warning_tags(r["warnings"])) or "ok")

@@ -21,6 +21,20 @@ def refuse_overwrite(src: str | os.PathLike, dest: str | os.PathLike) -> None:
         raise EdgecError(f"output {d} is the input model; choose another output path")
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where the kernel reports it (os.umask alone must set one)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temp path beside dest; rename it over dest only if the block succeeds."""
@@ -29,9 +43,13 @@ def atomic_path(dest: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     if not parent.is_dir():
         raise EdgecError(f"output folder {parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix or ".tmp", dir=parent)
-    os.close(fd)
     tmp_path = Path(tmp)
     try:
+        try:
+            # mkstemp makes the file 0600 and rename keeps that; give it the mode open(..., "w") would have
+            os.fchmod(fd, 0o666 & ~current_umask())
+        finally:
+            os.close(fd)
         yield tmp_path
         os.replace(tmp_path, dest)
     finally:

@@ -147,3 +147,37 @@ def test_progress_display(terminal):
     assert "pi a: done" in text and "pi b: failed" in text
     if not terminal:  # piped: one plain line per stage change
         assert "pi a: upload 2 files, 3000 bytes" in text and "pi a: upload bench" not in text
+
+
+def _rendered(rep: dict, table=None) -> str:
+    from rich.console import Console
+
+    from edgec.devices.report import render
+
+    con = Console(width=300, record=True, file=open(os.devnull, "w"))
+    if table is not None:
+        con.print(table)
+    else:
+        render(rep, con)
+    return " ".join(con.export_text().split())
+
+
+@pytest.mark.parametrize("edgec_ms,ort_ms,expect", [
+    (1.90, 1.60, "edgec takes 1.19x onnxruntime's time (onnxruntime is faster)"),
+    (1.60, 2.00, "edgec is 1.25x faster than onnxruntime"),
+    (1.60, 1.601, "edgec and onnxruntime take the same time"),
+])
+def test_onnxruntime_comparison_says_who_is_faster(edgec_ms, ort_ms, expect):
+    from edgec.devices.report import compare_table
+
+    dev = device_from_profile("here", "local")
+    calm = {"governor": "performance", "loadavg_1m": 0.0, "cores": 2}
+    raw = {"model": "m", "target": "x86_64-avx2", "threads": 1, "runs_ms": [edgec_ms] * 20}
+    rep = make_report(raw, device=dev, before=calm, after=calm, ort={"version": "1.x", "runs_ms": [ort_ms] * 20})
+    text = _rendered(rep)
+    assert expect in text, text
+    assert "edgec is 0." not in text and "edgec is 1.19x" not in text
+    other = make_report({**raw, "runs_ms": [edgec_ms * 1.5] * 20}, device=device_from_profile("pi", "pi4", host="x"),
+                        before=calm, after=calm)
+    table = _rendered({}, compare_table([other, rep], {}))
+    assert "time vs fastest" in table and "fastest" in table.split("here", 1)[1] and "1.50x its time" in table
