@@ -64,32 +64,51 @@ def verify(
     input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help=SHAPE_HELP),
     rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance per element."),
     atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance per element."),
+    lsb: float = typer.Option(1.0, "--lsb", help="int8 models: an output with a quantization step is also ok "
+                              "within this many steps (requantization rounds differently from float by <= 1)."),
     threads: int = typer.Option(1, "--threads", help="Threads used by the compiled model."),
     keep: Optional[Path] = typer.Option(None, "--keep", help="Keep the generated project in this folder."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON report."),
 ) -> None:
     """Compile, build and run a model, then compare every output with onnxruntime.
 
-    Exits non-zero when any output is out of tolerance.
+    Float models are compared with onnxruntime's default (optimized) run. int8 models are compared with
+    their exact QDQ arithmetic (onnxruntime, graph optimizations off; QOperator ops first rewritten to
+    DequantizeLinear -> float op -> QuantizeLinear), the same on every CPU; onnxruntime's own optimized
+    int8 result on this CPU is shown beside it. Exits non-zero when any output is out of tolerance.
     Example: edgec verify model.onnx --target aarch64-neon --json
     """
     from edgec.codegen import verify as run_verify
 
     r = run_verify(model, target=target, input_file=input_file, input_shapes=parse_input_shapes(input_shape) or None,
-                   rtol=rtol, atol=atol, out_dir=keep, threads=threads)
+                   rtol=rtol, atol=atol, lsb=lsb, out_dir=keep, threads=threads)
     if json_out:
         print_json(r.to_json())
     else:
-        t = Table(title=f"{model.name} on {r.target} vs onnxruntime", title_justify="left")
-        for col in ("output", "shape", "max abs err", "max rel err", "cosine", "argmax agree", "ok"):
-            t.add_column(col)
-        for o in r.outputs:
-            t.add_row(*map(Text, (o["name"], str(o["shape"]), _f(o["max_abs_err"]), _f(o["max_rel_err"]),
-                                  _f(o["cosine"], 6), _f(o.get("argmax_agreement"), 3), "yes" if o["ok"] else "NO")))
-        out.print(t)
+        out.print(Text(f"reference: {r.reference}"))
+        out.print(_verify_table(f"{model.name} on {r.target} vs the reference", r.outputs, verdict=True))
+        side = r.onnxruntime_int8
+        if side is not None and "error" in side:
+            out.print(Text(f"{side['reference']}: could not run: {side['error']}"))
+        elif side is not None:
+            out.print(_verify_table(f"for comparison, {side['reference']} vs the same reference", side["outputs"]))
         out.print("[green]match[/green]" if r.ok else "[bold red]mismatch[/bold red]")
     if not r.ok:
         raise typer.Exit(1)
+
+
+def _verify_table(title: str, rows: list[dict], verdict: bool = False) -> Table:
+    lsb = any("max_err_lsb" in o for o in rows)
+    t = Table(title=title, title_justify="left")
+    cols = ["output", "shape", "max abs err", *(["max err (LSB)"] if lsb else []), "max rel err", "cosine",
+            "argmax agree", *(["ok"] if verdict else [])]
+    for col in cols:
+        t.add_column(col)
+    for o in rows:
+        cells = [o["name"], str(o["shape"]), _f(o["max_abs_err"]), *([_f(o.get("max_err_lsb"))] if lsb else []),
+                 _f(o["max_rel_err"]), _f(o["cosine"], 6), _f(o.get("argmax_agreement"), 3)]
+        t.add_row(*map(Text, cells + (["yes" if o["ok"] else "NO"] if verdict else [])))
+    return t
 
 
 def _f(v, digits: int = 3) -> str:
