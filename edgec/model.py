@@ -184,14 +184,15 @@ def _all_static(model: onnx.ModelProto) -> bool:
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """onnx's shape inference with data propagation. Where that leaves shapes unknown (shape arithmetic through
     Cast/Slice/Concat, as some exporters emit) and the inputs are static, small shape sub-graphs are folded into
-    constants and inference runs again."""
+    constants and inference runs again, to a fixpoint: each round makes the shapes behind the next computed
+    Reshape known (an attention block per round in transformer-style models)."""
     inferred = _onnx_infer(model)
-    for _ in range(4):
-        if _all_static(inferred) or not all(i.is_static() for i in graph_inputs(inferred)):
-            break
+    if not all(i.is_static() for i in graph_inputs(inferred)):
+        return inferred
+    while not _all_static(inferred):
         folded = fold_shape_subgraphs(inferred)
         if len(folded.graph.node) == len(inferred.graph.node):
-            break
+            break  # nothing left to fold: what stays unknown is reported by the stage that needs it
         del folded.graph.value_info[:]
         inferred = _onnx_infer(folded)
     return inferred
@@ -223,7 +224,8 @@ def _eval_node(node: onnx.NodeProto, values: dict[str, np.ndarray], opset: int) 
 
 def fold_shape_subgraphs(model: onnx.ModelProto) -> onnx.ModelProto:
     """Replace nodes that compute small tensors from constants and static shapes by initializers."""
-    infos = {v.name: _value_info(v) for v in list(model.graph.value_info) + list(model.graph.input)}
+    g = model.graph
+    infos = {v.name: _value_info(v) for v in list(g.value_info) + list(g.input) + list(g.output)}
     values = {k: v for k, v in constant_tensors(model).items() if v.size <= FOLD_MAX_ELEMENTS}
     opset = opset_version(model)
     folded: set[int] = set()

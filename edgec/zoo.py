@@ -1,6 +1,8 @@
 """Real test models, fetched or trained on first use and cached by content hash.
 
-- ppocr_cls: a trained MobileNetV3-style classifier read out of the rapidocr-onnxruntime wheel on PyPI.
+- ppocr_cls / ppocr_det / ppocr_rec: PaddleOCR's trained text-direction classifier, PP-OCRv4 text detector
+  (DBNet, fully convolutional) and PP-OCRv4 recogniser (SVTR-style: conv stem, attention blocks, CTC head),
+  read out of the rapidocr-onnxruntime wheel on PyPI.
 - onnx_light / node_cases: architecture fixtures and per-op conformance cases shipped in the onnx wheel.
 - digits_cnn: a small CNN trained here with torch on scikit-learn's bundled digits, with its held-out split.
 
@@ -26,6 +28,14 @@ from edgec.files import sha256_file, write_bytes_atomic
 PPOCR_WHEEL = "rapidocr-onnxruntime==1.4.4"
 PPOCR_MEMBER = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
 PPOCR_SHA256 = "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c"
+# wheel member -> sha256 of every model read out of PPOCR_WHEEL
+PPOCR_MODELS = {
+    "cls": (PPOCR_MEMBER, PPOCR_SHA256),
+    "det": ("rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+            "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9"),
+    "rec": ("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+            "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b"),
+}
 
 
 def cache_dir() -> Path:
@@ -37,8 +47,23 @@ def cache_dir() -> Path:
 
 def ppocr_cls() -> Path:
     """The trained PaddleOCR text-direction classifier (input x: [N,3,48,192], opset 11)."""
-    dest = cache_dir() / "models" / PPOCR_SHA256[:16] / "ppocr_cls.onnx"
-    if dest.exists() and sha256_file(dest) == PPOCR_SHA256:
+    return _ppocr("cls")
+
+
+def ppocr_det() -> Path:
+    """PP-OCRv4 text detection (input x: [N,3,H,W], H and W multiples of 32; output a [N,1,H,W] probability map)."""
+    return _ppocr("det")
+
+
+def ppocr_rec() -> Path:
+    """PP-OCRv4 Chinese text recognition (input x: [N,3,48,W], W a multiple of 8; output [N,W/8,6625] CTC scores)."""
+    return _ppocr("rec")
+
+
+def _ppocr(kind: str) -> Path:
+    member, sha = PPOCR_MODELS[kind]
+    dest = cache_dir() / "models" / sha[:16] / f"ppocr_{kind}.onnx"
+    if dest.exists() and sha256_file(dest) == sha:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,10 +74,10 @@ def ppocr_cls() -> Path:
             last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
             raise EdgecError(f"could not download {PPOCR_WHEEL} from the package index: {last}")
         with zipfile.ZipFile(wheels[0]) as z:
-            data = z.read(PPOCR_MEMBER)
+            data = z.read(member)
     got = hashlib.sha256(data).hexdigest()
-    if got != PPOCR_SHA256:
-        raise EdgecError(f"{PPOCR_MEMBER} from {PPOCR_WHEEL} has sha256 {got}, expected {PPOCR_SHA256}")
+    if got != sha:
+        raise EdgecError(f"{member} from {PPOCR_WHEEL} has sha256 {got}, expected {sha}")
     write_bytes_atomic(dest, data)
     return dest
 
@@ -107,6 +132,8 @@ def digits_cnn() -> DigitsCNN:
 
 MODELS = {
     "ppocr-cls": ppocr_cls,
+    "ppocr-det": ppocr_det,
+    "ppocr-rec": ppocr_rec,
     "digits-cnn": lambda: digits_cnn().model,
     "digits-data": lambda: digits_cnn().data,
 }
