@@ -146,30 +146,30 @@ def onnxruntime_outputs(model_path: Path, feeds: dict, *, optimize: bool = True,
 
 # ---- the int8 oracle -------------------------------------------------------------------------------
 # QDQ models: onnxruntime with graph optimizations off runs DequantizeLinear -> float op ->
-# QuantizeLinear as written (float32 arithmetic), the same on every CPU. QOperator ops (QLinearConv,
-# QLinearMatMul, com.microsoft QGemm, QLinearAdd, ...) would still run on onnxruntime's integer
-# kernels, whose results depend on the CPU, so they are first rewritten to that same DQ -> float op ->
-# Q form: the float ops see exactly the values DequantizeLinear gives, and the result is the real-valued
-# formula of each op's definition rounded once. This deliberately does not reuse codegen/ops/qop.py:
-# the oracle must not share code with what it checks.
+# QuantizeLinear as written (float32 arithmetic), the same on every CPU. QOperator convs and matrix
+# products (QLinearConv, QLinearMatMul, com.microsoft QGemm) would still run on onnxruntime's integer
+# GEMM kernels even then, and those depend on the CPU (u8 x s8 pair sums saturate at 16 bits without
+# VNNI), so they are rewritten to that same DQ -> float op -> Q form: each float op sees exactly the
+# values DequantizeLinear gives, so the result is the op's integer sum, scaled, rounded once (equal to
+# an integer QLinearConv but for float rounding at near-ties). The other QOperator ops (QLinearAdd,
+# QLinearGlobalAveragePool, QLinearSigmoid, ...) keep onnxruntime's kernels: they evaluate the op's
+# formula from the float scale ratios with no 16-bit intermediate, and resolve exact ties (scale ratios
+# like 0.5) as the formula does, where a float DQ -> op -> Q chain would round them by float noise.
+# This does not reuse codegen/ops/qop.py: the oracle must not share code with what it checks.
 _QDQ_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
-_QOP_INT = {"ConvInteger", "MatMulInteger", "QGemm", "QAttention", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
-_QOP_UNARY = {"QLinearSigmoid": "Sigmoid", "QLinearLeakyRelu": "LeakyRelu", "QLinearAveragePool": "AveragePool",
-              "QLinearGlobalAveragePool": "GlobalAveragePool", "QLinearSoftmax": "Softmax"}
-_QOP_BINARY = {"QLinearAdd": "Add", "QLinearMul": "Mul"}
+# ops onnxruntime runs on its integer GEMM kernels; the first three are rewritten, the rest reported
+_QOP_GEMM = {"QLinearConv", "QLinearMatMul", "QGemm", "ConvInteger", "MatMulInteger", "QAttention",
+             "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearConvTranspose"}
 
 
 def is_quantized(model: onnx.ModelProto) -> bool:
     """Does the model hold int8 content (Q/DQ pairs or QOperator ops)?"""
-    return any(n.op_type in _QDQ_OPS or _is_qop(n) for n in model.graph.node)
-
-
-def _is_qop(n: onnx.NodeProto) -> bool:
-    return n.op_type in _QOP_INT or n.op_type.startswith("QLinear")
+    return any(n.op_type in _QDQ_OPS or n.op_type in _QOP_GEMM or n.op_type.startswith("QLinear")
+               for n in model.graph.node)
 
 
 class _Exact:
-    """Rewrites QOperator nodes of one model to DequantizeLinear -> float op -> QuantizeLinear."""
+    """Rewrites the integer-GEMM QOperator nodes of one model to DequantizeLinear -> float op -> QuantizeLinear."""
 
     def __init__(self, model: onnx.ModelProto):
         from edgec.model import constant_tensors, opset_version
@@ -263,46 +263,18 @@ class _Exact:
             out.append(helper.make_node("Gemm", [fa, fb] + ([fc] if fc else []), [f], name=n.name,
                                         transB=int(attrs.get("transB", 0))))
             return quant(f, ys, yz) if ys else out
-        if n.op_type in _QOP_BINARY:
-            a, as_, az, b, bs, bz, ys, yz = ins[:8]
-            fa, fb = self.deq(a, as_, az, out), self.deq(b, bs, bz, out)
-            if None in (fa, fb):
-                return None
-            f = self._name(t)
-            out.append(helper.make_node(_QOP_BINARY[n.op_type], [fa, fb], [f], name=n.name))
-            return quant(f, ys, yz)
-        if n.op_type in _QOP_UNARY:
-            x, xs, xz, ys, yz = ins[:5]
-            if attrs.pop("channels_last", 0):
-                return None
-            if n.op_type == "QLinearSoftmax" and (attrs.pop("opset", 13) >= 13) != (self.opset >= 13):
-                return None  # Softmax before opset 13 flattens the trailing axes: keep the op's own meaning
-            fx = self.deq(x, xs, xz, out)
-            if fx is None:
-                return None
-            f = self._name(t)
-            out.append(helper.make_node(_QOP_UNARY[n.op_type], [fx], [f], name=n.name, **attrs))
-            return quant(f, ys, yz)
-        if n.op_type == "QLinearConcat":
-            ys, yz, rest = n.input[0], n.input[1], list(n.input[2:])
-            fl = [self.deq(*rest[i:i + 3], out) for i in range(0, len(rest), 3)]
-            if None in fl or len(rest) % 3:
-                return None
-            f = self._name(t)
-            out.append(helper.make_node("Concat", fl, [f], name=n.name, **attrs))
-            return quant(f, ys, yz)
         return None
 
 
 def exact_int8_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
-    """A copy of `model` whose QOperator nodes run as DequantizeLinear -> float op -> QuantizeLinear, and
-    the op types of the QOperator nodes left as they are (no float equivalent written here)."""
+    """A copy of `model` whose QLinearConv / QLinearMatMul / QGemm nodes run as DequantizeLinear -> float
+    op -> QuantizeLinear, and the op types of integer-GEMM nodes left as they are (no exact form here)."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     ex, nodes, left = _Exact(m), [], []
     for n in m.graph.node:
-        new = ex.rewrite(n) if _is_qop(n) else None
-        if new is None and _is_qop(n):
+        new = ex.rewrite(n) if n.op_type in _QOP_GEMM else None
+        if new is None and n.op_type in _QOP_GEMM:
             left.append(n.op_type)
         nodes.extend(new if new is not None else [n])
     del m.graph.node[:]
@@ -312,11 +284,11 @@ def exact_int8_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]
 
 
 def exact_outputs(model_path, feeds: dict) -> tuple[list[str], list[np.ndarray], list[str]]:
-    """The int8 oracle: output names, outputs, and the QOperator op types that still ran on
-    onnxruntime's own kernels (empty when the whole model ran as exact QDQ arithmetic)."""
+    """The int8 oracle: output names, outputs, and the integer-GEMM op types that had no exact form and
+    ran on onnxruntime's own kernels (empty when none did)."""
     model_path = Path(model_path)
     m = onnx.load(str(model_path), load_external_data=False)
-    if not any(_is_qop(n) for n in m.graph.node):
+    if not any(n.op_type in _QOP_GEMM for n in m.graph.node):
         return (*onnxruntime_outputs(model_path, feeds, optimize=False), [])
     from onnx.external_data_helper import load_external_data_for_model
     load_external_data_for_model(m, str(model_path.parent))
@@ -351,12 +323,15 @@ def output_steps(model: onnx.ModelProto) -> dict[str, float]:
 
 def verify(model_path, *, target="native", inputs: dict | None = None, input_file=None, input_shapes=None,
            rtol: float = 1e-3, atol: float = 1e-4, lsb: float = 1.0, out_dir=None, threads: int = 1,
-           cc: str | None = None, cflags: str | None = None) -> VerifyResult:
+           cc: str | None = None, cflags: str | None = None, options=None) -> VerifyResult:
     """Compile model_path for target, run it on inputs (a .npz, a dict, else random) and compare with the
     reference: onnxruntime for a float model, the exact QDQ arithmetic for an int8 one (whose outputs with
-    a quantization step are also ok within `lsb` steps; onnxruntime's own int8 result is reported beside)."""
+    a quantization step are also ok within `lsb` steps; onnxruntime's own int8 result is reported beside).
+    options (CompileOptions), when given, carries target and threads too."""
     from edgec.codegen.project import build_project, compile_model
 
+    if options is not None:
+        target, threads = options.target, options.threads
     model_path, tgt = Path(model_path), get_target(target)
     if input_file is not None:
         inputs = load_npz(Path(input_file))
@@ -372,7 +347,7 @@ def verify(model_path, *, target="native", inputs: dict | None = None, input_fil
         tmp = tempfile.TemporaryDirectory(prefix="edgec-verify-")
         out_dir = Path(tmp.name) / "project"
     try:
-        b = compile_model(model_path, out_dir, target=tgt, threads=threads, input_shapes=input_shapes)
+        b = compile_model(model_path, out_dir, target=tgt, threads=threads, input_shapes=input_shapes, options=options)
         bins = build_project(out_dir, tgt, cc=cc, cflags=cflags)
         names = b.graph.source["input_names"]
         missing = [n for n in names if n not in inputs]

@@ -61,6 +61,17 @@ ISAS = {
 SANITIZE = ("-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 
+def exact_int8(model, feeds: dict) -> list:
+    """The int8 oracle (edgec verify's): the model's exact QDQ arithmetic, QOperator ops rewritten to
+    DequantizeLinear -> float op -> QuantizeLinear, onnxruntime with graph optimizations off. Not
+    onnxruntime's optimized int8 kernels: those differ between CPUs (u8 x s8 saturation without VNNI)."""
+    from edgec.codegen.verifier import exact_int8_model, onnxruntime_outputs
+
+    m, left = exact_int8_model(model)
+    assert not left, f"no exact form for {left}"
+    return onnxruntime_outputs(Path("test.onnx"), feeds, optimize=False, model=m)[1]
+
+
 def require(isa: Isa) -> None:
     reason = isa.skip_reason()
     if reason:
