@@ -43,7 +43,11 @@ def optimize(
     disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Skip a pass by name (repeatable)."),
     keep_float: Optional[List[str]] = typer.Option(None, "--keep-float", help="Never quantize this node (repeatable)."),
     reduce_range: Optional[bool] = typer.Option(None, "--reduce-range/--full-range", help="7-bit int8 weights (AVX2 without VNNI)."),
-    input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help="Pin an input shape, NAME:D1,D2,..."),
+    input_shape: Optional[List[str]] = typer.Option(
+        None, "--input-shape", "-s",
+        help="Shape to analyse and calibrate at, NAME:D1,D2,... (the output keeps the model's own input shapes)."),
+    fix_shapes: bool = typer.Option(False, "--fix-shapes", help="Write the output with its inputs pinned to the "
+                                    "--input-shape shapes (default batch 1) instead of the model's dynamic dims."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write the report as JSON here."),
 ) -> None:
     """Fuse, prune and quantize an ONNX model; print what each pass did and what it cost.
@@ -56,7 +60,8 @@ def optimize(
     flags = dict(prune=prune, quantize=quantize, calib=_s(calib), calib_method=calib_method, calib_samples=calib_samples,
                  eval=_s(eval_data), max_accuracy_drop=max_accuracy_drop, min_cosine=min_cosine, max_float_layers=max_float_layers,
                  sensitivity=sensitivity or None, fuse=False if no_fuse else None, disable_passes=disable_pass,
-                 keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape)
+                 keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape,
+                 fix_shapes=fix_shapes or None)
     cfg = load_config(config, flags)
     if report is not None:
         refuse_overwrite(model, report)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from edgec.model import tensor_shapes
+from edgec.model import tensor_shapes, with_static_shapes
 from edgec.optimizer.graph import attr, get_init, reshape_infer, set_init, topo_sort, unique_name
 
 PASS_THROUGH = {"Relu", "Clip", "HardSwish", "HardSigmoid", "Sigmoid", "Tanh", "LeakyRelu", "Elu", "Selu", "Softplus",
@@ -70,11 +70,13 @@ class Groups:
 class Analysis:
     """Channel layout of every tensor and the groups they form."""
 
-    def __init__(self, model: onnx.ModelProto):
+    def __init__(self, model: onnx.ModelProto, input_shapes: dict[str, list[int]] | None = None):
         self.model = model
         self.g = Groups()
         self.seg: dict[str, list] = {}
-        self.shapes = {k: v.shape for k, v in tensor_shapes(model).items()}
+        # layouts need static shapes; a model with symbolic input dims is read at the given input shapes
+        view = with_static_shapes(model, input_shapes) if input_shapes else model
+        self.shapes = {k: v.shape for k, v in tensor_shapes(view).items()}
         self.inits = {t.name for t in model.graph.initializer}
         for v in model.graph.input:
             if v.name not in self.inits:
@@ -312,11 +314,12 @@ def _elementwise_consts(m, a, node, kout, slice_init) -> None:
 
 
 def prune_channels(model: onnx.ModelProto, ratio: float, *, skip=(), overrides=None, first_last=False,
-                   notes: list | None = None, feeds=None) -> onnx.ModelProto:
+                   notes: list | None = None, feeds=None, shapes=None) -> onnx.ModelProto:
     """Remove about `ratio` of the filters of every prunable channel group; with `feeds` (calibration
-    samples) the removed channels' mean contributions are folded into the next layers' biases."""
+    samples) the removed channels' mean contributions are folded into the next layers' biases. `shapes`: input
+    shapes to analyse a model with symbolic input dims at."""
     model = topo_sort(model)
-    a = Analysis(model)
+    a = Analysis(model, shapes)
     keep, group_notes = choose(model, a, ratio, skip, overrides, first_last)
     if notes is not None:
         notes.extend(group_notes)

@@ -19,6 +19,7 @@
       keep_float: []             # nodes never quantized
       max_accuracy_drop: 1.0     # or min_cosine: 0.99
       max_float_layers: 3        # the guard may keep at most this many layers float
+      fix_shapes: false          # true: the output's inputs/outputs get the analysis shapes (else kept as declared)
     data:
       calib: calib.npz
       eval: eval.npz
@@ -59,6 +60,7 @@ class OptimizeConfig:
     max_float_layers: int | None = None
     max_accuracy_drop: float | None = None
     min_cosine: float | None = None
+    fix_shapes: bool = False
     calib: str | None = None
     eval: str | None = None
     input_shapes: list = field(default_factory=list)

@@ -142,3 +142,18 @@ def weights_not_inputs(model: onnx.ModelProto) -> onnx.ModelProto:
     model.graph.input.extend(keep)
     model.ir_version = max(model.ir_version, 4)
     return model
+
+
+def keep_interface(model: onnx.ModelProto, interface: onnx.ModelProto) -> onnx.ModelProto:
+    """model with the graph input and output declarations `interface` has (the model as loaded): a pass or
+    onnxruntime's optimizer may narrow them to the shapes it saw, while the user's model accepted more.
+    Intermediate shapes are inferred again so none contradicts the declared ones."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    declared = {v.name: v for v in list(interface.graph.input) + list(interface.graph.output)}
+    for v in list(m.graph.input) + list(m.graph.output):
+        d = declared.get(v.name)
+        if d is not None and d.type.tensor_type.elem_type == v.type.tensor_type.elem_type:
+            v.type.CopyFrom(d.type)
+    del m.graph.value_info[:]
+    return infer_shapes(m)

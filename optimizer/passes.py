@@ -72,11 +72,11 @@ def equal_outputs(a: onnx.ModelProto, b: onnx.ModelProto, feeds=None) -> float:
     return max(compare(sa.run(None, f), sb.run(None, f)) for f in feeds)
 
 
-def run_pass(p: Pass, model: onnx.ModelProto, log) -> tuple[onnx.ModelProto, float]:
+def run_pass(p: Pass, model: onnx.ModelProto, log, feeds=None) -> tuple[onnx.ModelProto, float]:
     t0 = time.perf_counter()
     out = p.fn(model)
     if p.kind == "graph":
-        err = equal_outputs(model, out)
+        err = equal_outputs(model, out, feeds)
         if err > EQUAL_TOL:
             p.notes.append(f"reverted: outputs changed by {err:.2e} (relative)")
             log(f"[yellow]{p.name}: reverted, it changed the outputs by {err:.2e}[/yellow]")

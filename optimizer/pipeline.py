@@ -9,13 +9,13 @@ import onnx
 
 from edgec.errors import EdgecError
 from edgec.files import atomic_path, refuse_overwrite, write_text_atomic
-from edgec.model import infer_shapes, load_model, parse_input_shapes
+from edgec.model import graph_inputs, infer_shapes, load_model, parse_input_shapes, with_static_shapes
 from edgec.optimizer import channel, fp16, guard, prune, quantize
 from edgec.optimizer import graph_passes as gp
 from edgec.optimizer.config import OptimizeConfig
 from edgec.optimizer.data import Dataset, load_dataset
 from edgec.optimizer.evaluate import evaluate
-from edgec.optimizer.graph import name_nodes, weights_not_inputs
+from edgec.optimizer.graph import keep_interface, name_nodes, weights_not_inputs
 from edgec.optimizer.passes import Pass, graph_passes, pass_names, run_pass
 from edgec.optimizer.runner import latency_ms, random_feeds, session
 from edgec.optimizer.stats import stats
@@ -33,17 +33,29 @@ class Optimizer:
         self.report: dict = {"passes": []}
 
     def load(self, path: Path) -> onnx.ModelProto:
-        shapes = parse_input_shapes(self.cfg.input_shapes)
-        model = name_nodes(weights_not_inputs(load_model(path, shapes)))
+        """The model the passes edit: its declared inputs and outputs as they are (symbolic dims stay symbolic,
+        so the output runs at any batch the input ran at), or pinned to the analysis shapes with fix_shapes.
+        Shapes from --input-shape (else batch 1) are for analysis, calibration and checks only."""
+        given = parse_input_shapes(self.cfg.input_shapes)
+        declared = name_nodes(weights_not_inputs(load_model(path, None, static=False)))
+        pinned = with_static_shapes(declared, given)  # checks --input-shape against the model
+        self.shapes = {i.name: list(i.shape) for i in graph_inputs(pinned)}
+        model = pinned if self.cfg.fix_shapes else declared
+        self.interface = onnx.ModelProto()
+        self.interface.CopyFrom(model)
         self.calib = self.eval = None
         if self.cfg.calib:
-            self.calib = load_dataset(self.cfg.calib, model, self.cfg.preprocess, what="calibration",
+            self.calib = load_dataset(self.cfg.calib, pinned, self.cfg.preprocess, what="calibration",
                                       limit=self.cfg.calib_samples)
         if self.cfg.eval:
-            self.eval = load_dataset(self.cfg.eval, model, self.cfg.preprocess, what="evaluation")
+            self.eval = load_dataset(self.cfg.eval, pinned, self.cfg.preprocess, what="evaluation")
         if self.eval is None and self.calib is not None and guard.Budget(self.cfg.max_accuracy_drop, self.cfg.min_cosine).active:
             self.held_out()  # before anything is measured, so before/after use the same samples
         return model
+
+    def static(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        """model with its inputs at the analysis shapes (MACs, channel layouts, random inputs)."""
+        return with_static_shapes(model, self.shapes)
 
     def held_out(self) -> Dataset:
         """Evaluation data for guards: --eval, else the second half of the calibration data."""
@@ -78,7 +90,7 @@ class Optimizer:
         # weights held in Constant nodes (kept with --no-fuse) become initializers first
         if spec.kind == "channel":
             p.fn = lambda m: channel.prune_channels(gp.constants_to_initializers(m), spec.amount,
-                                                    feeds=self._compensation_feeds(p.notes), **kw)
+                                                    feeds=self._compensation_feeds(p.notes), shapes=self.shapes, **kw)
         else:
             p.fn = lambda m: prune.prune_weights(gp.constants_to_initializers(m), spec, scope=cfg.prune_scope, **kw)
         return p
@@ -127,14 +139,14 @@ class Optimizer:
         return infer_shapes(out)
 
     def _fp16(self, model: onnx.ModelProto) -> onnx.ModelProto:
-        data = self.eval or self.calib or Dataset(random_feeds(model, 8), None, "random inputs")
+        data = self.eval or self.calib or Dataset(random_feeds(self.static(model), 8), None, "random inputs")
         h, block, fid = fp16.to_fp16(model, data, self.cfg.min_cosine or 0.999, notes=self._current.notes)
         self.report["fp16"] = {"kept_fp32": block, "fidelity": fid}
         return h
 
     def measure(self, model: onnx.ModelProto, reference: onnx.ModelProto | None) -> dict:
-        data = self.eval or Dataset(random_feeds(model, 8, seed=1), None, "random inputs")
-        res = stats(model)
+        data = self.eval or Dataset(random_feeds(self.static(model), 8, seed=1), None, "random inputs")
+        res = stats(model, self.shapes)
         res["eval"] = evaluate(model, data, reference or model, self.progress)
         res["eval"]["data"] = data.source
         res["latency_ms"] = latency_ms(model, data.feeds[0])
@@ -142,6 +154,7 @@ class Optimizer:
 
     def run(self, model: onnx.ModelProto) -> onnx.ModelProto:
         original = model
+        feeds = random_feeds(self.static(model), 2)
         self.report["before"] = self.measure(model, None)
         if self.cfg.sensitivity:
             self.report["sensitivity"] = self._sensitivity(model)
@@ -152,10 +165,11 @@ class Optimizer:
             self._current = p
             self.log(f"pass {p.name}")
             before = model
-            model, seconds = run_pass(p, model, self.log)
+            model, seconds = run_pass(p, model, self.log, feeds)
             p.notes[:0] = _op_delta(before, model)
             self.report["passes"].append({"name": p.name, "kind": p.kind, "seconds": round(seconds, 3),
-                                          "notes": p.notes, **p.details, **stats(model)})
+                                          "notes": p.notes, **p.details, **stats(model, self.shapes)})
+        model = keep_interface(model, self.interface)
         self.report["after"] = self.measure(model, original)
         self._check_budget()
         return model
@@ -179,9 +193,10 @@ class Optimizer:
         from edgec.optimizer.sensitivity import scan
 
         spec = prune.parse_spec(self.cfg.prune[0]) if self.cfg.prune else prune.PruneSpec("unstructured", 0.5)
-        data = self.eval or self.calib or Dataset(random_feeds(model, 8), None, "random inputs")
+        data = self.eval or self.calib or Dataset(random_feeds(self.static(model), 8), None, "random inputs")
         feeds = self._compensation_feeds([]) if spec.kind == "channel" else None
-        return {"kind": spec.kind, "rows": scan(model, spec, data.head(200), self.cfg, self.progress, feeds)}
+        return {"kind": spec.kind, "rows": scan(model, spec, data.head(200), self.cfg, self.progress, feeds,
+                                                shapes=self.shapes)}
 
 
 def _op_delta(a: onnx.ModelProto, b: onnx.ModelProto) -> list[str]:

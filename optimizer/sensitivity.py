@@ -17,9 +17,9 @@ def _size(model: onnx.ModelProto) -> int:
     return sum(int(np.prod(t.dims)) for t in model.graph.initializer)
 
 
-def _drop(model, kind, spec, name, level, data, ref, base, feeds):
+def _drop(model, kind, spec, name, level, data, ref, base, feeds, shapes):
     if kind == "channel":
-        pruned = prune_channels(model, 0.0, overrides={name: level}, first_last=True, feeds=feeds)
+        pruned = prune_channels(model, 0.0, overrides={name: level}, first_last=True, feeds=feeds, shapes=shapes)
         if _size(pruned) == _size(model):
             return None
     else:
@@ -30,7 +30,8 @@ def _drop(model, kind, spec, name, level, data, ref, base, feeds):
     return 1.0 - fidelity(ref, outs)["cosine"]
 
 
-def scan(model: onnx.ModelProto, spec: PruneSpec, data: Dataset, cfg, progress=None, feeds=None) -> list[dict]:
+def scan(model: onnx.ModelProto, spec: PruneSpec, data: Dataset, cfg, progress=None, feeds=None,
+         shapes=None) -> list[dict]:
     """Rows of {layer, level -> drop}: top-1 points lost with labels, else 1 - cosine vs unpruned.
     None where the layer cannot be pruned that way (channel pruning of a frozen group)."""
     layers, _ = select_layers(model, cfg.prune_skip, cfg.prune_first_last)
@@ -42,7 +43,7 @@ def scan(model: onnx.ModelProto, spec: PruneSpec, data: Dataset, cfg, progress=N
     for layer in layers:
         row = {"layer": layer.name, "op": layer.op_type, "drops": {}}
         for level in LEVELS:
-            row["drops"][str(level)] = _drop(model, kind, spec, layer.name, level, data, ref, base, feeds)
+            row["drops"][str(level)] = _drop(model, kind, spec, layer.name, level, data, ref, base, feeds, shapes)
             if task is not None:
                 progress.advance(task)
         rows.append(row)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from edgec.model import infer_shapes
+from edgec.model import infer_shapes, with_static_shapes
 
 
 def _model_stats(model: onnx.ModelProto) -> dict:
@@ -34,9 +34,10 @@ def weight_sparsity(model: onnx.ModelProto) -> float:
     return zeros / total if total else 0.0
 
 
-def stats(model: onnx.ModelProto) -> dict:
+def stats(model: onnx.ModelProto, shapes: dict[str, list[int]] | None = None) -> dict:
+    """shapes: input shapes to count MACs at, for a model whose inputs have symbolic dims."""
     try:
-        inferred = infer_shapes(model)
+        inferred = with_static_shapes(model, shapes) if shapes else infer_shapes(model)
     except Exception:
         inferred = model
     s = _model_stats(inferred)
