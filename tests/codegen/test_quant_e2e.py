@@ -1,6 +1,9 @@
 """End to end int8: QDQ models from onnxruntime.quantization.quantize_static (per-channel int8
 weights; uint8 and int8 activations) compiled into integer kernels, run natively and under qemu,
-against onnxruntime's own int8 run of the same model."""
+against the model's exact QDQ arithmetic (edgec verify's int8 oracle: onnxruntime with graph
+optimizations off, QOperator convs/matmuls rewritten to DequantizeLinear -> float op -> QuantizeLinear).
+onnxruntime's optimized int8 run is not the oracle: its kernels differ between CPUs (on x86 without
+VNNI its u8 x s8 pair sums saturate, 60 LSB off on the digits CNN)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,12 @@ import subprocess
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
 from edgec.codegen.project import compile_model
+from edgec.codegen.verifier import EXACT_REFERENCE, ORT_INT8, exact_outputs, onnxruntime_outputs, verify
 from edgec.codegen.targets import get_target
 
 
@@ -31,8 +34,11 @@ def quantize(src, dst, name, batches, acts=QuantType.QUInt8, fmt=QuantFormat.QDQ
     return dst
 
 
-def _ort(model, feeds):
-    return ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+def exact(model, feeds):
+    """The int8 oracle's first output; every integer GEMM op had an exact form."""
+    _, outs, left = exact_outputs(model, feeds)
+    assert left == [], left
+    return outs[0]
 
 
 def _out_scale(model) -> float:
@@ -70,20 +76,20 @@ def _compile_run(model, target, x, tmp_path, name="input"):
 
 @pytest.mark.parametrize("acts,target", [("u8", "native"), ("s8", "native"), ("s8", "aarch64-neon"),
                                          ("u8", "aarch64-v82"), ("s8", "armv7-neon")])
-def test_digits_int8_matches_onnxruntime_int8(digits_int8, digits_cnn, acts, target, tmp_path):
+def test_digits_int8_matches_exact_qdq(digits_int8, digits_cnn, acts, target, tmp_path):
     data = np.load(digits_cnn.data)
     x, labels = data["input"], data["labels"]
     if get_target(target).qemu:
         x, labels = x[:64], labels[:64]  # emulation: a subset is enough for correctness
     b, y = _compile_run(digits_int8[acts], target, x, tmp_path)
-    ref = _ort(digits_int8[acts], {"input": x})
+    ref = exact(digits_int8[acts], {"input": x})
     algos = [l["algo"] for l in b.layers]
     assert {"q8-gemm", "q8-dwconv", "q8-add", "q8-maxpool", "q8-gavgpool", "q8-lut"} <= set(algos), algos
     # one int8 region: the standalone BatchNorm is a per-channel table, not a float island
     assert algos.count("q8-quantize") == 1 and algos.count("q8-dequantize") == 1, algos
     assert np.abs(y - ref).max() <= _out_scale(digits_int8[acts]) * 1.001  # within 1 LSB of the int8 logits
-    acc, acc_ort = (y.argmax(1) == labels).mean(), (ref.argmax(1) == labels).mean()
-    assert abs(acc - acc_ort) <= 1 / len(labels) + 1e-9
+    acc, acc_ref = (y.argmax(1) == labels).mean(), (ref.argmax(1) == labels).mean()
+    assert abs(acc - acc_ref) <= 1 / len(labels) + 1e-9
     if target == "native":
         assert acc >= digits_cnn.accuracy - 0.02  # int8 keeps the fp32 model's accuracy
 
@@ -104,7 +110,7 @@ def test_int8_mlp_matmul_and_residual_relu(tmp_path):
     q = quantize(src, tmp_path / "mlp_q.onnx", "x", [rng.normal(0, 1, (5, 24)).astype(np.float32) for _ in range(8)])
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     assert [l["op"] for l in b.layers].count("QLinearMatMul") == 2
-    assert np.abs(y - _ort(q, {"x": x})).max() <= _out_scale(q) * 1.001
+    assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
 def _channelwise_model(kind: str, rng):
@@ -148,7 +154,7 @@ def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     algos = [l["algo"] for l in b.layers]
     assert "q8-lut" in algos and algos.count("q8-dequantize") == 1 and algos.count("q8-quantize") == 1, algos
-    assert np.abs(y - _ort(q, {"x": x})).max() <= _out_scale(q) * 1.001
+    assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
 def _ppocr_int8(ppocr_cls, d):
@@ -163,11 +169,11 @@ def _ppocr_int8(ppocr_cls, d):
 
 
 @pytest.mark.parametrize("target", ["native", "aarch64-neon"])
-def test_ppocr_int8_agrees_with_onnxruntime_int8(ppocr_cls, target, tmp_path):
+def test_ppocr_int8_matches_exact_qdq(ppocr_cls, target, tmp_path):
     q = _ppocr_int8(ppocr_cls, tmp_path)
     x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
     b, y = _compile_run(q, target, x, tmp_path, name="x")
-    ref = _ort(q, {"x": x})
+    ref = exact(q, {"x": x})
     algos = [l["algo"] for l in b.layers]
     assert algos.count("q8-lut") >= 9 and algos.count("q8-dwconv") == 11  # HardSwish/SE islands as tables
     assert algos.count("q8-quantize") + algos.count("q8-dequantize") <= 6
@@ -182,7 +188,44 @@ def test_digits_qoperator_format(digits_cnn, tmp_path):
                  fmt=QuantFormat.QOperator)
     assert any(n.domain == "com.microsoft" for n in onnx.load(str(q)).graph.node)
     b, y = _compile_run(q, "native", x, tmp_path)
-    ref = _ort(q, {"input": x})
+    ref = exact(q, {"input": x})
     assert {"q8-gemm", "q8-dwconv", "q8-add", "q8-gavgpool"} <= {l["algo"] for l in b.layers}
     assert np.abs(y - ref).max() <= _out_scale(q) * 1.001
     assert (y.argmax(1) == ref.argmax(1)).mean() >= 0.995
+
+
+def test_verify_names_the_exact_reference_and_reports_onnxruntime_int8(digits_int8, digits_cnn, tmp_path):
+    """verify on an int8 model: checked against the exact QDQ arithmetic (the compile is within 1 LSB of
+    it), with onnxruntime's optimized int8 run on this CPU measured against the same reference beside it."""
+    q = digits_int8["s8"]
+    r = verify(q, input_file=digits_cnn.data, out_dir=tmp_path / "p")
+    assert r.ok and r.reference == EXACT_REFERENCE, r.to_json()
+    out, step = r.outputs[0], _out_scale(q)
+    assert out["max_err_lsb"] <= 1.001 and abs(out["max_abs_err"] / step - out["max_err_lsb"]) < 1e-6
+    x = np.load(digits_cnn.data)["input"]
+    want, (ort8,) = exact(q, {"input": x}), onnxruntime_outputs(q, {"input": x})[1]
+    side = r.onnxruntime_int8
+    assert side["reference"] == ORT_INT8 and side["outputs"][0]["name"] == "logits"
+    dev = side["outputs"][0]
+    assert dev["max_err_lsb"] == pytest.approx(np.abs(ort8 - want).max() / step, rel=1e-6)
+    assert dev["argmax_agreement"] == pytest.approx(np.mean(ort8.argmax(1) == want.argmax(1)))
+    doc = r.to_json()
+    assert doc["reference"] == EXACT_REFERENCE and doc["onnxruntime_int8"]["outputs"][0]["max_err_lsb"] >= 0
+    # a float model keeps onnxruntime's default run as its reference, with nothing beside it
+    f = verify(digits_cnn.model, input_file=digits_cnn.data, out_dir=tmp_path / "f")
+    assert f.ok and f.reference != EXACT_REFERENCE and f.onnxruntime_int8 is None
+
+
+def test_verify_cli_prints_both_references(digits_int8, digits_cnn, capsys):
+    import json
+
+    from edgec.cli.main import main
+
+    assert main(["verify", str(digits_int8["u8"]), "--input", str(digits_cnn.data)]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # lines wrap at the terminal width
+    assert f"reference: {EXACT_REFERENCE}" in text and f"{ORT_INT8} vs the same reference" in text
+    assert "LSB" in text and text.endswith("match")
+    assert main(["verify", str(digits_int8["u8"]), "--input", str(digits_cnn.data), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["reference"] == EXACT_REFERENCE
+    assert set(doc["onnxruntime_int8"]["outputs"][0]) >= {"max_abs_err", "max_err_lsb", "argmax_agreement"}
