@@ -124,8 +124,8 @@ def test_sparse_fully_connected_batch1(op, tmp_path, monkeypatch):
 @pytest.mark.parametrize("target", ["x86_64-avx2", "aarch64-neon"])
 def test_int8_sparse_pointwise_conv(target, tmp_path, monkeypatch):
     """90%-pruned (4x1 blocks) 1x1 convs quantized by onnxruntime run on the int8 sparse kernel
-    (within 1 LSB of onnxruntime's int8 run); EDGEC_SPARSE=dense switches back to the dense GEMM."""
-    from test_quant_e2e import _out_scale, quantize
+    (within 1 LSB of the exact QDQ arithmetic); EDGEC_SPARSE=dense switches back to the dense GEMM."""
+    from test_quant_e2e import _out_scale, exact, quantize
 
     t = get_target(target)
     if not t.runs_natively() and not (t.qemu and shutil.which(t.qemu[0]) and shutil.which(t.cc)):
@@ -143,7 +143,7 @@ def test_int8_sparse_pointwise_conv(target, tmp_path, monkeypatch):
                                 opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
     q = quantize(src, tmp_path / "pw_q.onnx", "x", [rng.normal(0, 1, (1, C, H, W)).astype(np.float32) for _ in range(4)])
     x = rng.normal(0, 1, (1, C, H, W)).astype(np.float32)
-    ref = ort.InferenceSession(str(q), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ref = exact(q, {"x": x})
     for mode, algo in (("auto", "q8-spmm-4x1"), ("dense", "q8-gemm")):
         monkeypatch.setenv("EDGEC_SPARSE", mode)
         b = compile_model(q, tmp_path / mode, target=target, build=True)
