@@ -36,10 +36,11 @@ def compile(  # noqa: A001 - the command is called compile
     Example: edgec compile model.onnx -o build/model --target aarch64-neon --build
     """
     from edgec.codegen import compile_model
+    from edgec.codegen.options import CompileOptions
 
     cmd = "edgec compile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [str(model), "-o", str(output)])
-    b = compile_model(model, output, target=target, threads=threads, input_shapes=parse_input_shapes(input_shape),
-                      build=build, profile=profile, cc=cc, command=cmd)
+    b = compile_model(model, output, input_shapes=parse_input_shapes(input_shape), build=build, profile=profile,
+                      cc=cc, command=cmd, options=CompileOptions.from_env(target=target, threads=threads))
     doc = {"dir": str(b.dir), "target": b.target.name, "arena_bytes": b.arena_bytes, "naive_bytes": b.naive_bytes,
            "weights_bytes": b.weights_bytes, "layers": b.layers,
            "binaries": {k: str(v) for k, v in b.binaries.items()}}
@@ -79,9 +80,11 @@ def verify(
     Example: edgec verify model.onnx --target aarch64-neon --json
     """
     from edgec.codegen import verify as run_verify
+    from edgec.codegen.options import CompileOptions
 
-    r = run_verify(model, target=target, input_file=input_file, input_shapes=parse_input_shapes(input_shape) or None,
-                   rtol=rtol, atol=atol, lsb=lsb, out_dir=keep, threads=threads)
+    r = run_verify(model, input_file=input_file, input_shapes=parse_input_shapes(input_shape) or None,
+                   rtol=rtol, atol=atol, lsb=lsb, out_dir=keep,
+                   options=CompileOptions.from_env(target=target, threads=threads))
     if json_out:
         print_json(r.to_json())
     else:

@@ -197,17 +197,19 @@ def deploy_cmd(
 
     Example: edgec deploy model.onnx --device kitchen-pi --build cross --bench
     """
+    from edgec.codegen.options import CompileOptions
     from edgec.devices.bench import bench, check_outputs as check_fn
     from edgec.devices.deploy import deploy
     from edgec.devices.transport import open_transport
     from edgec.model import parse_input_shapes
 
     shapes = parse_input_shapes(input_shape) or None
+    options = CompileOptions.from_env(threads=threads)  # each device's target is filled in per device
 
     def work(dev, progress):
         with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, model=model,
-                         progress=progress)
+                         progress=progress, options=options)
             res = {"device": dev.name, "dir": dep.dir, "build": dep.mode, "sent_bytes": dep.sent_bytes,
                    "unchecked": check_outputs and dep.model is None}
             if check_outputs and dep.model is not None:
@@ -253,6 +255,7 @@ def bench_cmd(
 
     Example: edgec bench model.onnx (this machine) or edgec bench model.onnx -d pi4 -d pi5 --compare-ort
     """
+    from edgec.codegen.options import CompileOptions
     from edgec.devices.bench import bench
     from edgec.devices.deploy import deploy
     from edgec.devices.report import compare_table, render
@@ -260,14 +263,15 @@ def bench_cmd(
     from edgec.model import parse_input_shapes
 
     shapes = parse_input_shapes(input_shape) or None
+    options = CompileOptions.from_env(threads=threads)  # each device's target is filled in per device
 
     def work(dev, progress):
         with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=False,
-                         progress=progress)
+                         progress=progress, options=options)
             # per-layer timers cost time themselves: latency from the plain build, layers from a profiled one
             ldep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=True,
-                          progress=progress) if layers else None
+                          progress=progress, options=options) if layers else None
             progress("run", f"{warmup}+{runs} runs", 0)
             return bench(dep, runs=runs, warmup=warmup, threads=threads, compare_ort=compare_ort, layers_dep=ldep)
 

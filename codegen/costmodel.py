@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass, field
 
 
@@ -53,7 +52,9 @@ def _tuning_db(path: str) -> dict:
 
 def measured(target, key: str) -> str | None:
     """A measured choice for this layer on this target, if a tuning database provides one."""
-    path = os.environ.get("EDGEC_TUNING_DB")
+    from edgec.codegen.options import active
+
+    path = active().tuning_db
     if not path:
         return None
     return _tuning_db(path).get(target.name, {}).get(key)

@@ -15,6 +15,7 @@ from edgec.codegen.emit import EmitContext, LayerInfo
 from edgec.codegen.ir import Graph
 from edgec.codegen.lower import lower_file
 from edgec.codegen.memory import Plan, plan_memory
+from edgec.codegen.options import CompileOptions, using
 from edgec.codegen.printer import write_project
 from edgec.codegen.targets import Target, get_target
 from edgec.errors import EdgecError
@@ -64,19 +65,26 @@ def generate(g: Graph, out_dir: Path, target: Target, *, threads: int = 1, prefi
 
 
 def compile_model(model_path, out_dir, *, target="native", threads: int = 1, input_shapes=None, build: bool = False,
-                  profile: bool = False, cc: str | None = None, command: str | None = None) -> Build:
-    """Compile an ONNX file into a C project in out_dir (and build it when build=True)."""
+                  profile: bool = False, cc: str | None = None, command: str | None = None,
+                  options: CompileOptions | None = None) -> Build:
+    """Compile an ONNX file into a C project in out_dir (and build it when build=True).
+    options, when given, carries target and threads too; else they come from the arguments and the
+    environment's EDGEC_* switches."""
     model_path, out_dir = Path(model_path), Path(out_dir)
+    if options is None:
+        if threads < 1:
+            raise EdgecError(f"--threads must be at least 1, got {threads}")
+        options = CompileOptions.from_env(target=getattr(target, "name", target), threads=threads)
+    target, threads = options.target, options.threads
     tgt = get_target(target)
-    if threads < 1:
-        raise EdgecError(f"--threads must be at least 1, got {threads}")
     if out_dir.exists() and not out_dir.is_dir():
         raise EdgecError(f"output {out_dir} exists and is not a folder")
     g = lower_file(model_path, input_shapes)
     stamp = {"command": command or "edgec compile " + shlex.join([str(model_path), "-o", str(out_dir),
                                                                   "--target", tgt.name]),
              "model": f"{model_path.name} sha256 {g.source.get('sha256', '?')}"}
-    b = generate(g, out_dir, tgt, threads=threads, stamp=stamp)
+    with using(options):
+        b = generate(g, out_dir, tgt, threads=threads, stamp=stamp)
     if build:
         b.binaries = build_project(out_dir, tgt, cc=cc, profile=profile)
     return b

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgec import __version__
+from edgec.codegen.options import CompileOptions
 from edgec.devices.inventory import Device
 from edgec.devices.transport import Transport, last_line
 from edgec.devices.upload import Manifest, upload
@@ -87,9 +88,16 @@ def _codegen_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def compile_options(device: Device, threads: int, options: CompileOptions | None) -> CompileOptions:
+    """The options a device's build uses: the given ones (else the environment's) at its target."""
+    return (options or CompileOptions.from_env()).with_(target=device.target, threads=threads)
+
+
 def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: bool = True,
-                    input_shapes: dict | None = None, model: Path | None = None) -> tuple[Path, Path | None]:
-    """MODEL.onnx -> a generated C project for the device's target (cached); BUILD_DIR -> itself."""
+                    input_shapes: dict | None = None, model: Path | None = None,
+                    options: CompileOptions | None = None) -> tuple[Path, Path | None]:
+    """MODEL.onnx -> a generated C project for the device's target (cached by everything that shapes the
+    code: model, input shapes, profiling, compile options, edgec's code generator); BUILD_DIR -> itself."""
     source = Path(source)
     if source.is_dir():
         if not (source / "Makefile").is_file():
@@ -103,21 +111,21 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
         from edgec.codegen import compile_model
     except ImportError as e:  # pragma: no cover - packaging problem
         raise EdgecError(f"the code generator is not available: {e}") from None
-    from edgec.codegen.targets import get_target
-
     sha = hashlib.sha256(source.read_bytes()).hexdigest()
-    target = get_target(device.target).name  # "native" resolves per CPU
-    key = _key(sha, threads, input_shapes, profile, target, __version__, _codegen_fingerprint())
-    out = cache_dir() / "builds" / f"{source.stem}-{target}-{key}"
+    opts = compile_options(device, threads, options)
+    settings = opts.cache_key()  # "native" resolves per CPU; a tuning database by its content
+    target = settings["target"]
+    key = _key(sha, input_shapes, profile, json.dumps(settings, sort_keys=True), __version__, _codegen_fingerprint())
+    # The model's file name only labels the folder (the key makes it unique): tame characters, bounded length.
+    out = cache_dir() / "builds" / f"{re.sub(r'[^A-Za-z0-9._-]', '_', source.stem)[:48]}-{target}-{key}"
     stamp = out / ".edgec-source.json"
     # One compile at a time: the code generator is not thread-safe (and is CPU-bound Python anyway).
     with _LOCKS["compile"]:
         if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
             out.mkdir(parents=True, exist_ok=True)
-            b = compile_model(source, out, target=device.target, threads=threads, input_shapes=input_shapes,
-                              build=False, profile=profile)
+            b = compile_model(source, out, input_shapes=input_shapes, build=False, profile=profile, options=opts)
             write_text_atomic(stamp, json.dumps({"model": str(source.resolve()), "sha256": sha,
-                                                 "layers": b.layers}))
+                                                 "options": settings, "layers": b.layers}))
     return out, source
 
 
@@ -209,12 +217,13 @@ def _project_files(project: Path) -> list[Path]:
 
 def deploy(source: Path, device: Device, t: Transport, *, mode: str = "auto", threads: int = 1,
            profile: bool = True, input_shapes: dict | None = None, model: Path | None = None,
-           progress: Progress | None = None) -> Deployment:
-    """Compile (if given a model), build and upload; returns where the programs are on the board."""
+           progress: Progress | None = None, options: CompileOptions | None = None) -> Deployment:
+    """Compile (if given a model), build and upload; returns where the programs are on the board.
+    options: kernel overrides and tuning database (target and threads come from the device and `threads`)."""
     progress = progress or (lambda *a: None)
     progress("compile", str(source), 0)
     project, model = prepare_project(source, device, threads=threads, profile=profile,
-                                     input_shapes=input_shapes, model=model)
+                                     input_shapes=input_shapes, model=model, options=options)
     mode = choose_mode(device, mode)
     manifest = Manifest()
     if mode in ("cross", "native"):

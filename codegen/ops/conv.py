@@ -9,11 +9,10 @@ shape goes into a static const struct so the inlined C driver folds every bound.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-from edgec.codegen import kernels
+from edgec.codegen import kernels, options
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops._util import flt
@@ -199,16 +198,14 @@ def pack_gspc_weights(w: np.ndarray, G: int, t_o: int, t_i: int) -> np.ndarray:
     return np.ascontiguousarray(wg.transpose(0, 1, 3, 5, 6, 4, 2))
 
 
-GSPC_MODES = ("auto", "tile", "ow", "mg")
+GSPC_MODES = options.GSPC_MODES
 
 
 def gspc_tiles(target, g: dict):
     """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel.
     EDGEC_GSPC=tile|ow|mg forces one row-kernel family on every layer it can run (benchmarks)."""
     kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
-    mode = os.environ.get("EDGEC_GSPC", "auto")
-    if mode not in GSPC_MODES:
-        raise EdgecError(f"EDGEC_GSPC={mode!r} is not one of {', '.join(GSPC_MODES)}")
+    mode = options.active().gspc
     mg = kernels.gspc_mg_kernel(target, kpg) if mode in ("auto", "mg") else None
     if mg is not None and (mode == "mg" or kernels.gspc_mg_wins(target, mg, kpg)):
         return mg, mg.params["kp"], mg.params["gb"], _owb(g["Wo"], mg.params["bmax"])
@@ -273,14 +270,12 @@ def _emit_gspc_mg(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: in
             f"f32_gspc_mg_run(&S, &A, {ctx.pool});\n")
 
 
-DW_MODES = ("auto", "plane", "cb")
+DW_MODES = options.DW_MODES
 
 
 def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     """EDGEC_DW=plane|cb forces one depthwise family on every layer it can run (benchmarks)."""
-    mode = os.environ.get("EDGEC_DW", "auto")
-    if mode not in DW_MODES:
-        raise EdgecError(f"EDGEC_DW={mode!r} is not one of {', '.join(DW_MODES)}")
+    mode = options.active().dw
     cb = kernels.dwconv_cb_kernel(ctx.target) if mode != "plane" else None
     if g["SW"] == 2:  # the plane kernels split rows into column phases in registers: cb once rows idle lanes
         lanes = ctx.target.f32_lanes

@@ -10,19 +10,17 @@ dense emitter unchanged. Override for every layer with EDGEC_SPARSE=dense|auto|s
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-from edgec.codegen import costmodel
+from edgec.codegen import costmodel, options
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops import conv as dense
 from edgec.codegen.ops import gemm as dense_gemm
 from edgec.codegen.registry import register
-from edgec.errors import EdgecError
 
-MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "sparse-4x4")
+MODES = options.SPARSE_MODES
 SIMD = {  # isa family -> blocks whose SIMD kernel is used (AVX-512 4x4 measured slower than AVX2's)
     "avx512": {"1x1"}, "avx2": {"1x1", "1x4", "4x1", "4x4"}, "neon": {"1x1", "1x4", "4x1", "4x4"}}
 
@@ -43,10 +41,7 @@ def to_bsr(w2d: np.ndarray, br: int, bc: int):
 
 
 def _mode() -> str:
-    mode = os.environ.get("EDGEC_SPARSE", "auto")
-    if mode not in MODES:
-        raise EdgecError(f"EDGEC_SPARSE={mode!r} is not one of {', '.join(MODES)}")
-    return mode
+    return options.active().sparse
 
 
 def kernel_for(target, block: str) -> tuple[str, str]:
