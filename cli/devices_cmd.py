@@ -59,7 +59,8 @@ def add(
     name: str = typer.Argument(..., help="Your name for the board."),
     host: str = typer.Option(..., "--host", help="Host name, IP, a Host alias from ~/.ssh/config, or `local` "
                                                  "(this machine, no SSH)."),
-    profile: str = typer.Option(..., "--profile", "-p", help=f"Board kind: {', '.join(profile_names())}."),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help=f"Board kind: {', '.join(profile_names())}. "
+                                          "Default: connect and probe the board to choose."),
     user: Optional[str] = typer.Option(None, "--user", "-u", help="SSH user (default: from ~/.ssh/config or yours)."),
     port: Optional[int] = typer.Option(None, "--port", help="SSH port (default 22)."),
     identity_file: Optional[str] = typer.Option(None, "--identity-file", "-i", help="Private key (default: agent "
@@ -68,6 +69,7 @@ def add(
     exec_wrapper: Optional[str] = typer.Option(None, "--exec-wrapper", help="Run programs through this command, "
                                                                               "e.g. 'qemu-aarch64 -cpu cortex-a72'."),
     replace: bool = typer.Option(False, "--replace", help="Overwrite an existing entry."),
+    accept_new_host_key: bool = ACCEPT_OPT,
 ) -> None:
     """Add a board to your inventory (~/.config/edgec/devices.yaml).
 
@@ -76,10 +78,20 @@ def add(
     if name == "local":
         raise EdgecError("`local` is built in (this machine); choose another name")
     local = host == "local"  # this machine without SSH, e.g. with an emulator as --exec-wrapper
+    inv = Inventory()  # read first: a broken inventory is reported before connecting anywhere
+    if profile is None and local:
+        raise EdgecError("--host local needs --profile (the board kind the emulator or this machine stands for)")
+    if profile is None:  # probe the board over SSH for the profile that fits
+        from edgec.devices.transport import open_transport
+
+        probe_dev = device_from_profile(name, "local", host=host, user=user, port=port, transport="ssh",
+                                        identity_file=identity_file, probe_profile=True)
+        with open_transport(probe_dev, accept_new_host_key=accept_new_host_key, notice=_notice):
+            profile = probe_dev.profile
     dev = device_from_profile(name, profile, host=None if local else host, user=user, port=port,
                               identity_file=identity_file, workdir=workdir, transport="local" if local else None,
                               exec_wrapper=exec_wrapper.split() if exec_wrapper else None)
-    Inventory().add(dev, replace=replace)
+    inv.add(dev, replace=replace)
     out.print(f"added {escape(name)} ({escape(dev.address)}, profile {profile}) to {inventory_path()}; "
               f"next: edgec devices check {escape(name)}")
 
@@ -120,7 +132,7 @@ def check(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to 
 
     recs = []
     for dev in Inventory().resolve(names):
-        with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
+        with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
             recs.append(probe(t))
     if json_out:
         print_json(recs if len(recs) > 1 else recs[0])
@@ -152,7 +164,7 @@ def clean(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to 
     from edgec.devices.transport import open_transport
 
     for dev in Inventory().resolve(names):
-        with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
+        with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
             work = t.workdir()
             used = t.run(["du", "-sk", work], timeout=120).out.split()
             t.check(["rm", "-rf", f"{work}/builds", f"{work}/objects", f"{work}/runs"], "cleaning", timeout=300)
@@ -207,7 +219,7 @@ def deploy_cmd(
     options = CompileOptions.from_env(threads=threads)  # each device's target is filled in per device
 
     def work(dev, progress):
-        with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
+        with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, model=model,
                          progress=progress, options=options)
             res = {"device": dev.name, "dir": dep.dir, "build": dep.mode, "sent_bytes": dep.sent_bytes,
@@ -266,7 +278,7 @@ def bench_cmd(
     options = CompileOptions.from_env(threads=threads)  # each device's target is filled in per device
 
     def work(dev, progress):
-        with open_transport(dev, accept_new_host_key=accept_new_host_key) as t:
+        with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=False,
                          progress=progress, options=options)
             # per-layer timers cost time themselves: latency from the plain build, layers from a profiled one
@@ -284,6 +296,10 @@ def bench_cmd(
         if len(reports) + len(errors) > 1:
             out.print(compare_table(reports, errors))
     _report_errors(errors)
+
+
+def _notice(line: str) -> None:
+    err.print(escape(line))
 
 
 def _report_errors(errors: dict[str, str]) -> None:

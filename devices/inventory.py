@@ -11,7 +11,8 @@ and the `devices:` section of the project's edgec.yaml, which wins on clashes.
       pis: [kitchen-pi, lab-pi5]
 
 `local` always exists (this machine, no SSH), so every command works with no
-configuration at all.
+configuration at all. A name that is neither in the inventory nor `local` but is a
+`Host` in ~/.ssh/config is that SSH host; its profile is probed on connecting.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Device:
     cflags: list[str] = field(default_factory=list)
     cross_cc: str | None = None
     ldflags: list[str] = field(default_factory=list)
+    probe_profile: bool = False     # an ~/.ssh/config host: the profile is chosen by probing it on connect
 
     @property
     def emulated(self) -> bool:
@@ -92,6 +94,35 @@ def config_dir() -> Path:
 
 def inventory_path() -> Path:
     return config_dir() / "devices.yaml"
+
+
+def ssh_config_path() -> Path:
+    return Path.home() / ".ssh" / "config"
+
+
+def ssh_config():
+    """The user's ~/.ssh/config (a paramiko SSHConfig), or None without one."""
+    import paramiko
+
+    path = ssh_config_path()
+    if not path.is_file():
+        return None
+    try:
+        return paramiko.SSHConfig.from_path(str(path))
+    except Exception as e:  # paramiko raises bare exceptions on malformed lines
+        raise EdgecError(f"cannot parse {path}: {' '.join(str(e).split())[:200] or type(e).__name__}") from None
+
+
+def ssh_config_hosts() -> set[str]:
+    """Host names written out in ~/.ssh/config (patterns such as `*` or `pi-?` name no single host)."""
+    cfg = ssh_config()
+    return {h for h in cfg.get_hostnames() if not any(c in h for c in "*?!")} if cfg else set()
+
+
+def device_from_ssh_config(name: str) -> Device:
+    """An ~/.ssh/config host used by name: SSH settings from that file, profile probed on connect."""
+    return dataclasses.replace(device_from_profile(name, "local", transport="ssh", host=name,
+                                                   workdir=DEFAULT_WORKDIR), profile="auto", probe_profile=True)
 
 
 @lru_cache(maxsize=None)
@@ -190,10 +221,13 @@ class Inventory:
             return device_from_profile(name, profile, **rec)
         if name == "local":
             return device_from_profile("local", "local")
+        if name in ssh_config_hosts():
+            return device_from_ssh_config(name)
         hint = f"edgec devices add {name} --host HOST --profile PROFILE"
         if name in _builtin_profiles():
             hint = f"edgec devices add MYBOARD --host HOST --profile {name}"
-        raise EdgecError(f"no device named {name!r} (see `edgec devices list`); add one with `{hint}`")
+        raise EdgecError(f"no device named {name!r} in the inventory or as a Host in {ssh_config_path()} "
+                         f"(see `edgec devices list`); add one with `{hint}`")
 
     def resolve(self, names: list[str]) -> list[Device]:
         """Device names or group names -> devices, in order, without duplicates."""
@@ -212,6 +246,8 @@ class Inventory:
         return [self.get(n) for n in names]
 
     def add(self, device: Device, *, replace: bool = False) -> None:
+        if device.probe_profile:
+            raise EdgecError(f"device {device.name!r} has no profile yet: probe it first or pass --profile")
         if device.name in self.user_doc.get("devices", {}) and not replace:
             raise EdgecError(f"device {device.name!r} already exists; remove it first or pass --replace")
         self.user_doc.setdefault("devices", {})[device.name] = device.entry()

@@ -9,9 +9,11 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from edgec.devices.inventory import Device
 from edgec.devices.transport import Transport
+from edgec.errors import EdgecError
 
 # Arm "CPU part" ids of the cores our profiles name (ARM Ltd, implementer 0x41).
 ARM_PARTS = {"0xd03": "Cortex-A53", "0xd04": "Cortex-A35", "0xd05": "Cortex-A55", "0xd07": "Cortex-A57",
@@ -20,6 +22,7 @@ ARM_PARTS = {"0xd03": "Cortex-A53", "0xd04": "Cortex-A35", "0xd05": "Cortex-A55"
              "0xd47": "Cortex-A710", "0xd4f": "Neoverse-V2", "0xc07": "Cortex-A7", "0xc0f": "Cortex-A15"}
 
 CPUFREQ = "/sys/devices/system/cpu/cpu0/cpufreq"
+ARCH_ALIAS = {"arm64": "aarch64", "amd64": "x86_64", "armv7l": "armv7", "armv8l": "armv7"}
 
 STATE_SCRIPT = f"""
 echo "@governor=$(cat {CPUFREQ}/scaling_governor 2>/dev/null)"
@@ -41,6 +44,8 @@ echo "@cc=$(command -v {shlex.quote(cc)} 2>/dev/null)"
 echo "@cc_version=$({shlex.quote(cc)} -dumpfullversion -dumpversion 2>/dev/null | head -n1)"
 echo "@make=$(command -v make 2>/dev/null)"
 echo "@python_ort=$(python3 -c 'import onnxruntime; print(onnxruntime.__version__)' 2>/dev/null)"
+echo "@userland_bits=$(getconf LONG_BIT 2>/dev/null)"
+echo "@os=$( (. /etc/os-release && printf %s "$PRETTY_NAME") 2>/dev/null)"
 echo "@cpuinfo"
 cat /proc/cpuinfo 2>/dev/null
 """
@@ -120,11 +125,61 @@ def probe(t: Transport) -> dict:
         "mem_mb": round(_num(vals.get("mem_kb")) / 1024) if _num(vals.get("mem_kb")) else None,
         "cc": vals.get("cc") or None, "cc_version": vals.get("cc_version") or None,
         "make": vals.get("make") or None, "onnxruntime": vals.get("python_ort") or None,
+        "userland_bits": _num(vals.get("userland_bits"), int), "os": vals.get("os") or None,
     }
     rec.update(_state_from(vals))
     rec["cores"] = rec["cores"] or info["processors"]
     rec["warnings"] = compare(d, rec)
     return rec
+
+
+def choose_profile(rec: dict) -> tuple[str, str]:
+    """The built-in profile that fits a probed board, and why: architecture and userland (a 64-bit kernel
+    may run a 32-bit OS), then the Arm core (CPU part) or the SIMD features the profiles' targets need."""
+    from edgec.devices.inventory import _builtin_profiles
+
+    arch, feats = ARCH_ALIAS.get(rec.get("arch"), rec.get("arch")), set(rec.get("features") or [])
+    if arch == "armv7" or (arch == "aarch64" and rec.get("userland_bits") == 32):
+        if arch == "aarch64" or "neon" in feats:
+            return "pi-armv7", "32-bit Arm userland with NEON"
+    elif arch == "aarch64":
+        for name, prof in sorted(_builtin_profiles().items()):
+            if (prof.get("arch") == "aarch64" and prof.get("cpu_part") and prof["cpu_part"] == rec.get("cpu_part")
+                    and set(prof.get("features") or []) <= feats):
+                return name, f"{prof.get('cpu')} (CPU part {rec['cpu_part']})"
+        if {"asimddp", "asimdhp"} <= feats:
+            return "pi5", "ARMv8.2 with dotprod and fp16 (no profile for this core; the closest)"
+        return "pi4", "ARMv8.0 NEON (no profile for this core; the closest)"
+    elif arch == "x86_64" and {"avx2", "fma"} <= feats:
+        return "x86-avx2", "x86-64 with AVX2 and FMA"
+    raise EdgecError(f"no built-in profile fits {rec.get('device')}: {rec.get('arch') or 'unknown architecture'}"
+                     f"{', ' + rec['cpu'] if rec.get('cpu') else ''}; add it with `edgec devices add "
+                     f"{rec.get('device')} --host HOST --profile PROFILE` and choose the closest")
+
+
+def adopt_profile(t: Transport) -> str:
+    """Probe a board known only from ~/.ssh/config, give its device the fitting profile (the inventory is not
+    touched) and return one line saying which and why."""
+    import dataclasses
+
+    from edgec.devices.inventory import device_from_profile
+
+    d = t.device
+    rec = probe(t)
+    name, why = choose_profile(rec)
+    chosen = device_from_profile(d.name, name, host=d.host, port=d.port, user=d.user,
+                                 identity_file=d.identity_file, timeout=d.timeout)
+    for f in dataclasses.fields(chosen):  # the caller's Device object: later steps see the profile
+        setattr(d, f.name, getattr(chosen, f.name))
+    about = ", ".join(x for x in (rec.get("arch"), rec.get("cpu"), rec.get("os")) if x)
+    return (f"{d.name} (from {_ssh_config_name()}, not in the inventory): {about}: profile {name}, "
+            f"target {chosen.target} ({why}); to keep it: edgec devices add {d.name} --host {d.host}")
+
+
+def _ssh_config_name() -> str:
+    from edgec.devices.inventory import ssh_config_path
+
+    return str(ssh_config_path()).replace(str(Path.home()), "~", 1)
 
 
 def compare(d: Device, rec: dict) -> list[str]:
@@ -150,8 +205,7 @@ def compare(d: Device, rec: dict) -> list[str]:
 
 
 def _same_arch(want: str, got: str) -> bool:
-    alias = {"arm64": "aarch64", "amd64": "x86_64", "armv7l": "armv7", "armv8l": "armv7"}
-    return alias.get(got, got) == alias.get(want, want)
+    return ARCH_ALIAS.get(got, got) == ARCH_ALIAS.get(want, want)
 
 
 def _state_warnings(rec: dict) -> list[str]:

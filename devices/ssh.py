@@ -17,7 +17,7 @@ from pathlib import Path
 
 import paramiko
 
-from edgec.devices.inventory import Device, config_dir
+from edgec.devices.inventory import Device, config_dir, ssh_config
 from edgec.devices.transport import RunResult, Transport, quote_cmd, _shell_signal, _short
 from edgec.errors import EdgecError
 
@@ -68,12 +68,13 @@ def save_host_key(name: str, key: paramiko.PKey) -> None:
 
 
 def resolve(device: Device) -> dict:
-    """host/port/user/key for a device, with ~/.ssh/config aliases applied."""
+    """host/port/user/key for a device, with ~/.ssh/config aliases applied (HostName, Port, User, IdentityFile;
+    the device's own settings win)."""
     if not device.host:
         raise EdgecError(f"device {device.name!r} has no host; set one with `edgec devices add {device.name} "
                          f"--host HOST --profile {device.profile} --replace`")
-    cfg_path = Path.home() / ".ssh" / "config"
-    conf = paramiko.SSHConfig.from_path(str(cfg_path)).lookup(device.host) if cfg_path.is_file() else {}
+    cfg = ssh_config()
+    conf = cfg.lookup(device.host) if cfg is not None else {}
     if device.identity_file:
         key = Path(device.identity_file).expanduser()
         if not key.is_file():
@@ -87,6 +88,39 @@ def resolve(device: Device) -> dict:
         "username": device.user or conf.get("user"),
         "key_filename": keys or None,
     }
+
+
+def proxy_of(device: Device) -> tuple[str, str] | None:
+    """("jump", "[user@]host[:port]") or ("command", CMD) when ~/.ssh/config reaches the host through another."""
+    cfg = ssh_config()
+    conf = cfg.lookup(device.host) if cfg is not None and device.host else {}
+    jump, cmd = conf.get("proxyjump"), conf.get("proxycommand")
+    if jump and jump.lower() != "none":
+        hops = [h.strip() for h in jump.split(",") if h.strip()]
+        if len(hops) > 1:
+            raise EdgecError(f"device {device.name}: ProxyJump through {len(hops)} hosts is not supported (one is; "
+                             f"give the jump host its own ProxyJump in ~/.ssh/config, or use ProxyCommand)")
+        return ("jump", hops[0])
+    if cmd and cmd.lower() != "none":
+        return ("command", cmd)
+    return None
+
+
+def _jump_device(device: Device, hop: str) -> Device:
+    """The jump host as a device of its own: `[user@]host[:port]`, or an ~/.ssh/config Host."""
+    user, _, rest = hop.rpartition("@")
+    host, port = rest, None
+    if rest.startswith("["):  # [v6 address]:port
+        host, _, tail = rest[1:].partition("]")
+        port = tail[1:] or None
+    elif rest.count(":") == 1:
+        host, port = rest.split(":")
+    try:
+        port = int(port) if port else None
+    except ValueError:
+        raise EdgecError(f"device {device.name}: ProxyJump {hop!r} has a bad port") from None
+    return Device(name=f"{device.name}'s jump host {hop}", transport="ssh", host=host, port=port, user=user or None,
+                  timeout=device.timeout)
 
 
 def describe_error(e: BaseException, d: Device, p: dict) -> EdgecError:
@@ -121,6 +155,8 @@ class SSHTransport(Transport):
         self.device = device
         self.accept = accept_new_host_key
         self.params = resolve(device)
+        self.proxy = proxy_of(device)
+        self._jump: SSHTransport | None = None
         self.client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
         self._home: str | None = None
@@ -148,7 +184,7 @@ class SSHTransport(Transport):
         t = self.device.timeout
         try:
             client.connect(**self.params, timeout=t, banner_timeout=t, auth_timeout=t, allow_agent=True,
-                           look_for_keys=self.params["key_filename"] is None)
+                           look_for_keys=self.params["key_filename"] is None, sock=self._proxy_sock())
         except paramiko.SSHException as e:
             client.close()
             if "banner" in str(e) or "No existing session" in str(e):  # the handshake never completed
@@ -158,6 +194,20 @@ class SSHTransport(Transport):
             client.close()
             raise
         return client
+
+    def _proxy_sock(self):
+        """The connection to the board through its ProxyJump host (checked like any host: known key, auth) or
+        its ProxyCommand; None to connect directly."""
+        if self.proxy is None:
+            return None
+        kind, spec = self.proxy
+        if kind == "command":
+            return paramiko.ProxyCommand(spec)
+        if self._jump is None:
+            self._jump = SSHTransport(_jump_device(self.device, spec), accept_new_host_key=self.accept)
+        transport = self._jump._alive().get_transport()
+        return transport.open_channel("direct-tcpip", (self.params["hostname"], self.params["port"]),
+                                      ("127.0.0.1", 0), timeout=self.device.timeout)
 
     def _alive(self) -> paramiko.SSHClient:
         t = self.client.get_transport() if self.client else None
@@ -288,11 +338,17 @@ class SSHTransport(Transport):
         if self.client is not None:
             self.client.close()
             self.client = None
+        if self._jump is not None:
+            self._jump.close()
+            self._jump = None
 
 
 def fetch_host_key(device: Device) -> tuple[str, paramiko.PKey]:
     """Connect far enough to read the server's host key (no authentication)."""
     p = resolve(device)
+    if proxy_of(device) is not None:
+        raise EdgecError(f"{device.name} is reached through a proxy (~/.ssh/config): trust its host key with "
+                         f"`ssh {device.host}` once (~/.ssh/known_hosts is read too) or pass --accept-new-host-key")
     try:
         sock = socket.create_connection((p["hostname"], p["port"]), timeout=device.timeout)
     except OSError as e:

@@ -187,11 +187,22 @@ def _os_error(device: Device, what: str, e: OSError) -> EdgecError:
     return EdgecError(f"{what} failed on {device.name}: {e.strerror or e}")
 
 
-def open_transport(device: Device, *, accept_new_host_key: bool = False) -> Transport:
-    """Connect to a device (SSH unless its transport is local)."""
+def open_transport(device: Device, *, accept_new_host_key: bool = False, notice=None) -> Transport:
+    """Connect to a device (SSH unless its transport is local). A device without a profile yet (an
+    ~/.ssh/config host) is probed and gets the profile that fits; notice(line) says which."""
     if device.transport == "local":
         return LocalTransport(device)
     if device.transport != "ssh":
         raise EdgecError(f"device {device.name!r}: unknown transport {device.transport!r} (use ssh or local)")
     from edgec.devices.ssh import SSHTransport
-    return SSHTransport(device, accept_new_host_key=accept_new_host_key)
+    t = SSHTransport(device, accept_new_host_key=accept_new_host_key)
+    if device.probe_profile:
+        from edgec.devices.probe import adopt_profile
+        try:
+            line = adopt_profile(t)
+        except BaseException:
+            t.close()
+            raise
+        if notice is not None:
+            notice(line)
+    return t
