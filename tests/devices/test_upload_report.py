@@ -181,3 +181,18 @@ def test_onnxruntime_comparison_says_who_is_faster(edgec_ms, ort_ms, expect):
                         before=calm, after=calm)
     table = _rendered({}, compare_table([other, rep], {}))
     assert "time vs fastest" in table and "fastest" in table.split("here", 1)[1] and "1.50x its time" in table
+
+
+def test_profile_chosen_from_a_probed_pi4():
+    from edgec.devices.probe import choose_profile
+    from edgec.errors import EdgecError
+
+    info = parse_cpuinfo(PI4_CPUINFO)
+    rec = {"device": "b", "arch": "aarch64", "cpu": info["cpu"], "cpu_part": info["cpu_part"],
+           "features": info["features"], "userland_bits": 64}
+    assert choose_profile(rec)[0] == "pi4"
+    assert choose_profile({**rec, "userland_bits": 32})[0] == "pi-armv7"  # 64-bit kernel, 32-bit OS
+    assert choose_profile({**rec, "cpu_part": "0xd4f"})[0] == "pi4"     # unknown ARMv8.0 core: closest
+    assert choose_profile({**rec, "cpu_part": "0xd4f", "features": info["features"] + ["asimddp", "asimdhp"]})[0] == "pi5"
+    with pytest.raises(EdgecError, match="no built-in profile fits b: x86_64"):
+        choose_profile({**rec, "arch": "x86_64", "cpu_part": None, "features": ["sse4_2"]})
