@@ -7,6 +7,12 @@ pre-processing, opset 13). fp16 = edgec.optimizer's fp16 conversion (weights sto
 compiled model, fp32 arithmetic). The int8 target is the best this CPU has: x86_64-avx512-vnni when
 /proc/cpuinfo lists avx512_vnni, else native.
 
+Accuracy (second table) is measured against the exact QDQ arithmetic of the int8 model (edgec verify's
+int8 oracle: onnxruntime with graph optimizations off), the same on every CPU: max error of edgec's
+int8 output in output LSB, argmax agreement, and top-1 on the digits test set (360 images; ppocr: one
+random input, no labels). onnxruntime's own optimized int8 run is shown beside it, labelled as such:
+its integer kernels differ between CPUs (u8 x s8 saturation on x86 without VNNI).
+
     python benchmarks/bench_int8.py [--runs 50] [--threads 1] [--models digits,ppocr]
 """
 
@@ -23,7 +29,8 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 from common import median, time_edgec, time_onnxruntime
 from edgec import zoo
 from edgec.codegen.project import compile_model
-from edgec.codegen.targets import _cpu_flags
+from edgec.codegen.targets import _cpu_flags, get_target
+from edgec.codegen.verifier import exact_outputs, onnxruntime_outputs, output_steps, run_binary
 
 
 class _Reader(CalibrationDataReader):
@@ -35,11 +42,11 @@ class _Reader(CalibrationDataReader):
 
 
 def models(work: Path, which: list[str]) -> dict:
-    """name -> (fp32 path, int8 path, fp16 path, input name, input array)."""
+    """name -> (fp32 path, int8 path, fp16 path, input name, input array, eval inputs, eval labels or None)."""
     from edgec.optimizer.fp16 import convert
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    out = {}
+    out, evals = {}, {}
     rng = np.random.default_rng(0)
     if "digits" in which:
         d = zoo.digits_cnn()
@@ -49,6 +56,7 @@ def models(work: Path, which: list[str]) -> dict:
                         quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
                         weight_type=QuantType.QInt8)
         out["digits"] = (d.model, q, "input", x[:1])
+        evals["digits"] = (x, np.load(d.data)["labels"])
     if "ppocr" in which:
         p = zoo.ppocr_cls()
         quant_pre_process(str(p), str(work / "pre.onnx"), skip_symbolic_shape=True)
@@ -60,10 +68,11 @@ def models(work: Path, which: list[str]) -> dict:
                         quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
                         weight_type=QuantType.QInt8)
         out["ppocr"] = (f32, q, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
+        evals["ppocr"] = (out["ppocr"][3], None)
     for name, (f32, q, iname, x) in list(out.items()):
         h = work / f"{name}_fp16.onnx"
         onnx.save(convert(onnx.load(str(f32)), []), str(h))
-        out[name] = (f32, q, h, iname, x)
+        out[name] = (f32, q, h, iname, x, *evals[name])
     return out
 
 
@@ -71,6 +80,24 @@ def edgec_ms(model: Path, out: Path, target: str, shapes: dict, threads: int, ru
     b = compile_model(model, out, target=target, build=True, input_shapes=shapes, threads=threads)
     d = time_edgec(b.binaries["bench"], threads, runs, 10)
     return median(d["runs_ms"]), b.weights_bytes
+
+
+def int8_accuracy(q: Path, out: Path, target: str, iname: str, x: np.ndarray, labels) -> dict:
+    """edgec's int8 build and onnxruntime's optimized int8 run against the exact QDQ arithmetic."""
+    b = compile_model(q, out, target=target, build=True, input_shapes={iname: list(x.shape)})
+    (y,) = run_binary(b.binaries["runner"], get_target(target), [x], out / "run")[:1]
+    names, (ref,), _ = exact_outputs(q, {iname: x})
+    _, (ort8,) = onnxruntime_outputs(q, {iname: x})
+    step = output_steps(onnx.load(str(q))).get(names[0]) or 1.0
+    r = {"lsb_edgec": float(np.abs(y.reshape(ref.shape) - ref).max() / step),
+         "lsb_ort": float(np.abs(ort8 - ref).max() / step),
+         "agree_edgec": float(np.mean(y.reshape(ref.shape).argmax(1) == ref.argmax(1))),
+         "agree_ort": float(np.mean(ort8.argmax(1) == ref.argmax(1)))}
+    if labels is not None:
+        r.update(top1_exact=float(np.mean(ref.argmax(1) == labels)),
+                 top1_edgec=float(np.mean(y.reshape(ref.shape).argmax(1) == labels)),
+                 top1_ort=float(np.mean(ort8.argmax(1) == labels)))
+    return r
 
 
 def main() -> None:
@@ -83,7 +110,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name, (f32, q, h, iname, x) in models(work, a.models.split(",")).items():
+        for name, (f32, q, h, iname, x, xe, labels) in models(work, a.models.split(",")).items():
             shapes = {iname: list(x.shape)}
             r = {"model": name}
             r["ort_fp32"] = median(time_onnxruntime(f32, {iname: x}, a.threads, a.runs, 10))
@@ -91,6 +118,7 @@ def main() -> None:
             r["edgec_fp32"], r["w_fp32"] = edgec_ms(f32, work / f"{name}_e32", "native", shapes, a.threads, a.runs)
             r["edgec_int8"], r["w_int8"] = edgec_ms(q, work / f"{name}_e8", int8_target, shapes, a.threads, a.runs)
             r["edgec_fp16w"], r["w_fp16"] = edgec_ms(h, work / f"{name}_e16", "native", shapes, a.threads, a.runs)
+            r.update(int8_accuracy(q, work / f"{name}_acc", int8_target, iname, xe, labels))
             rows.append(r)
     print(f"threads {a.threads}, median of {a.runs} runs, ms; edgec int8 target {int8_target}\n")
     print("| model | ort fp32 | ort int8 | edgec fp32 | edgec int8 | edgec fp16-weights | int8 vs edgec fp32 | "
@@ -100,6 +128,16 @@ def main() -> None:
         print(f"| {r['model']} | {r['ort_fp32']:.4f} | {r['ort_int8']:.4f} | {r['edgec_fp32']:.4f} | "
               f"{r['edgec_int8']:.4f} | {r['edgec_fp16w']:.4f} | {r['edgec_fp32'] / r['edgec_int8']:.2f}x | "
               f"{r['ort_fp32'] / r['edgec_int8']:.2f}x | {r['w_fp32']} / {r['w_int8']} / {r['w_fp16']} |")
+    print("\nint8 accuracy against the exact QDQ arithmetic (onnxruntime, graph optimizations off); "
+          "onnxruntime's optimized int8 run on this CPU beside it\n")
+    print("| model | edgec int8: max err (LSB) | edgec int8: argmax agree | onnxruntime optimized int8: max err (LSB) | "
+          "onnxruntime optimized int8: argmax agree | top-1 exact / edgec / onnxruntime optimized |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        top1 = (f"{r['top1_exact']:.4f} / {r['top1_edgec']:.4f} / {r['top1_ort']:.4f}" if "top1_exact" in r
+                else "- (no labels)")
+        print(f"| {r['model']} | {r['lsb_edgec']:.0f} | {r['agree_edgec']:.4f} | {r['lsb_ort']:.0f} | "
+              f"{r['agree_ort']:.4f} | {top1} |")
 
 
 if __name__ == "__main__":
