@@ -47,7 +47,7 @@ class EmitContext:
     def __init__(self, target: Target, weights_symbol: str = "model_weights", pool_expr: str = "model_pool"):
         self.target = target
         self.weights = bytearray()
-        self.weight_offsets: dict[str, tuple[int, str]] = {}
+        self.weight_offsets: dict[str, list[tuple[int, str, int]]] = {}  # key -> (offset, C type, bytes)
         self.weights_symbol = weights_symbol
         self.pool = pool_expr
         self.required: list[str] = []
@@ -68,19 +68,25 @@ class EmitContext:
         return f"(({c_type(t.dtype)} *)@@T{k}@@)"
 
     def weight(self, key: str, array: np.ndarray) -> str:
-        """Store a (pre-packed) array once, 64-byte aligned; returns a typed const pointer expression."""
+        """Store a (pre-packed) array once, 64-byte aligned; returns a typed const pointer expression.
+
+        The key only finds candidates for sharing: keys hold model names (node and tensor names, which ONNX does not
+        require to be unique), so an array is shared only with an earlier one of the same key, type and bytes."""
         array = np.ascontiguousarray(array)
         ct = c_type(array.dtype)
-        if key not in self.weight_offsets:
-            pad = (-len(self.weights)) % WEIGHT_ALIGN
-            self.weights += b"\0" * pad
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        if array.dtype == np.bool_:
+            data = array.astype(np.uint8)
+        raw = data.tobytes()
+        slots = self.weight_offsets.setdefault(key, [])
+        for off, sct, n in slots:
+            if sct == ct and n == len(raw) and self.weights[off:off + n] == raw:
+                break
+        else:
+            self.weights += b"\0" * ((-len(self.weights)) % WEIGHT_ALIGN)
             off = len(self.weights)
-            data = array.astype(array.dtype.newbyteorder("<"), copy=False)
-            if array.dtype == np.bool_:
-                data = array.astype(np.uint8)
-            self.weights += data.tobytes()
-            self.weight_offsets[key] = (off, ct)
-        off, ct = self.weight_offsets[key]
+            self.weights += raw
+            slots.append((off, ct, len(raw)))
         return f"((const {ct} *)({self.weights_symbol} + {off}))"
 
     def scratch(self, nbytes: int) -> str:

@@ -107,8 +107,14 @@ def _build(model: onnx.ModelProto, name: str) -> Graph:
     from edgec.model import graph_inputs
     inputs = [b.activation(i.name) for i in graph_inputs(model)]
     nodes: list[Node] = []
+    taken: dict[str, int] = {}  # name -> next suffix to try
     for idx, pn in enumerate(model.graph.node):
-        nname = pn.name or f"{pn.op_type}_{idx}"
+        label = pn.name or f"{pn.op_type}_{idx}"
+        # ONNX node names may repeat or be empty; codegen keys per-node state (packed weights) by name.
+        nname, k = label, taken.get(label, 1)
+        while nname in taken:
+            nname, k = f"{label}#{k}", k + 1
+        taken[label], taken[nname] = k, 1
         if pn.op_type == "Constant":
             continue
         ins = [b.get(x) for x in pn.input]
@@ -123,7 +129,7 @@ def _build(model: onnx.ModelProto, name: str) -> Graph:
                     b.tensors[oname] = Tensor(oname, np.shape(val), np.asarray(val).dtype, np.asarray(val))
             continue
         outs = [b.activation(o) if o else None for o in pn.output]
-        node = Node(nname, pn.op_type, ins, [o for o in outs], attrs, onnx_names=[nname])
+        node = Node(nname, pn.op_type, ins, [o for o in outs], attrs, onnx_names=[label])
         nodes.append(node)
     outputs = [b.get(o.name) for o in model.graph.output]
     g = Graph(name, inputs, outputs, nodes)

@@ -166,6 +166,8 @@ def emit_pad(node: Node, ctx: EmitContext) -> str:
     for k, a in enumerate(axes):
         before[a % r] = pads[k]
     mode = node.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise EdgecError(f"node {node.name} (Pad): mode {mode!r} is not supported")
     cv = node.input(2)
     value = f"{ctx.ptr(cv)}[0]" if cv is not None else "0"
     xs = strides(x.shape)

@@ -25,9 +25,12 @@ static int cmp(const void *a, const void *b)
 static void json_str(const char *s)
 {
     putchar('"');
+    /* Names come from the model: control bytes are escaped so the JSON stays valid and on one line. */
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        if ((unsigned char)*s >= 0x20) putchar(*s);
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20 || c == 0x7f) printf("\\u%04x", c);
+        else putchar(c);
     }
     putchar('"');
 }
