@@ -4,6 +4,8 @@
     build     ONNX nodes -> IR nodes; constant sub-graphs (shape arithmetic) evaluated at compile time;
               Identity/Dropout become aliases
     fold_bn   BatchNormalization after Conv/ConvTranspose/Gemm folded into their weights and bias
+    affine    Mul/Add by a scalar or per-channel constant after Conv/ConvTranspose/Gemm folded likewise
+              (PP-LCNet's learnable affine blocks), so the activation after them becomes an epilogue
     layernorm the decomposed ReduceMean/Sub/Pow/Sqrt/Div LayerNorm pattern becomes one node
     hardswish x * Clip(x + 3, 0, 6) / 6 becomes HardSwish (then an epilogue like any activation)
     gelu      x * (1 + Erf(x / sqrt 2)) * 0.5 becomes Gelu
@@ -52,7 +54,7 @@ def lower_model(model: onnx.ModelProto, name: str = "model") -> Graph:
         listed = ", ".join(f"{n} ({op})" for n, op in bad[:20]) + (" ..." if len(bad) > 20 else "")
         raise EdgecError(f"{len(bad)} node(s) use ops edgec cannot compile: {listed}")
     graph = _build(model, name)
-    for pass_fn in (fold_batchnorm, fuse_layernorm, fuse_hardswish, fuse_gelu, fuse_epilogues, _copy_odd_outputs):
+    for pass_fn in (fold_batchnorm, fold_affine, fuse_layernorm, fuse_hardswish, fuse_gelu, fuse_epilogues, _copy_odd_outputs):
         graph = pass_fn(graph)
     return graph
 
@@ -180,3 +182,56 @@ def _copy_odd_outputs(g: Graph) -> Graph:
 
 def supported_ops() -> frozenset[str]:
     return registry.registered_ops() | ALIAS_OPS | FOLD_ONLY | {"Constant", "Shape", "Size"}
+
+
+def fold_affine(g: Graph) -> Graph:
+    """Conv/ConvTranspose/Gemm -> Mul or Add by a constant that is the same along every axis but the
+    producer's channel axis becomes one node: the scale goes into the weights and bias, the shift into the bias."""
+    from edgec.codegen.fuse import _fold_into
+
+    changed = True
+    while changed:
+        changed = False
+        users, prod = g.consumers(), g.producers()
+        outs = {id(t) for t in g.outputs}
+        for n in g.nodes:
+            if n.op not in ("Mul", "Add") or len(n.inputs) != 2 or not n.epilogue.empty:
+                continue
+            for x, k in ((n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])):
+                p = prod.get(id(x))
+                if (p is None or k is None or not k.is_const or x.is_const
+                        or len(users.get(id(x), [])) != 1 or id(x) in outs):
+                    continue
+                per_channel = _channel_vector(p, x, k, n.outputs[0])
+                if per_channel is None:
+                    continue
+                m = per_channel.shape[0]
+                s, shift = (per_channel, np.zeros(m)) if n.op == "Mul" else (np.ones(m), per_channel)
+                if _fold_into(p, s, shift):
+                    p.outputs[0] = n.outputs[0]
+                    p.onnx_names += n.onnx_names
+                    g.nodes.remove(n)
+                    changed = True
+                break
+            if changed:
+                break
+    return g
+
+
+def _channel_vector(p: Node, x: Tensor, k: Tensor, y: Tensor) -> np.ndarray | None:
+    """k as a float64 vector over p's output channels if Mul/Add(x, k) scales/shifts each channel by one value."""
+    if p.op not in ("Conv", "ConvTranspose", "Gemm") or not p.epilogue.empty or len(p.outputs) != 1:
+        return None
+    w, b = p.input(1), p.input(2)
+    if w is None or not w.is_const or (b is not None and not b.is_const):
+        return None
+    if not (x.dtype == k.dtype == w.dtype == np.float32) or y.shape != x.shape:
+        return None  # the constant must not broadcast the result to a bigger shape
+    if len(x.shape) < 2 or len(k.shape) > len(x.shape):
+        return None
+    axis = 1 if p.op != "Gemm" else len(x.shape) - 1
+    m = x.shape[axis]
+    kshape = (1,) * (len(x.shape) - len(k.shape)) + tuple(k.shape)
+    if any(d != 1 for i, d in enumerate(kshape) if i != axis) or kshape[axis] not in (1, m):
+        return None
+    return np.broadcast_to(k.const.astype(np.float64).reshape(-1), (m,)).copy()

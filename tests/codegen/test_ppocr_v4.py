@@ -141,6 +141,39 @@ def test_shape_chains_fold_to_a_fixpoint(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("producer", ["Conv", "ConvTranspose", "Gemm"])
+def test_affine_constants_fold_into_the_producer(tmp_path, producer):
+    """PP-LCNet's learnable affine block (x * a + b, scalar or per channel) after a conv: one layer, the
+    activation as its epilogue, same numbers as onnxruntime."""
+    rng = np.random.default_rng(0)
+    c = 8
+    if producer == "Gemm":
+        xshape, w, k_shape = [3, 5], rng.standard_normal((5, c)), [c]
+        first = helper.make_node("Gemm", ["x", "w", "b"], ["p"], alpha=0.5, beta=2.0)
+    else:
+        xshape, k_shape = [1, 4, 6, 6], [c, 1, 1]
+        w = rng.standard_normal((c, 4, 3, 3) if producer == "Conv" else (4, c // 2, 3, 3))
+        first = helper.make_node(producer, ["x", "w", "b"], ["p"], pads=[1, 1, 1, 1],
+                                 **({"group": 2} if producer == "ConvTranspose" else {}))
+    inits = [numpy_helper.from_array(w.astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(c).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array([1.7], np.float32), "a"),
+             numpy_helper.from_array(rng.standard_normal(k_shape).astype(np.float32), "d"),
+             numpy_helper.from_array(np.array(0.3, np.float32), "e")]
+    nodes = [first, helper.make_node("Mul", ["a", "p"], ["m"]), helper.make_node("Add", ["m", "d"], ["s"]),
+             helper.make_node("Sub", ["s", "e"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
+    g = helper.make_graph(nodes, "aff", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, c] if producer == "Gemm" else [1, c, 6, 6])],
+                          inits)
+    p = tmp_path / "aff.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), p)
+    x = rng.standard_normal(xshape).astype(np.float32)
+    b, got, want = _run(p, x, tmp_path)
+    assert [layer["op"] for layer in b.layers][0] == producer
+    assert b.layers[0]["name"].split(", ")[:3] == [first.name or f"{producer}_0", "Mul_1", "Add_2"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_dynamic_input_still_asks_for_a_shape(tmp_path):
     p = tmp_path / "chain.onnx"
     m = _shape_chain_model(2)
