@@ -273,9 +273,11 @@ def exact_int8_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]
     m.CopyFrom(model)
     ex, nodes, left = _Exact(m), [], []
     for n in m.graph.node:
+        k = len(ex.inits)
         new = ex.rewrite(n) if n.op_type in _QOP_GEMM else None
         if new is None and n.op_type in _QOP_GEMM:
             left.append(n.op_type)
+            del ex.inits[k:]  # constants made for a node left as it is
         nodes.extend(new if new is not None else [n])
     del m.graph.node[:]
     m.graph.node.extend(nodes)

@@ -229,3 +229,31 @@ def test_verify_cli_prints_both_references(digits_int8, digits_cnn, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["reference"] == EXACT_REFERENCE
     assert set(doc["onnxruntime_int8"]["outputs"][0]) >= {"max_abs_err", "max_err_lsb", "argmax_agreement"}
+
+
+def test_exact_qlinearmatmul_per_column_and_unrewritten_ops_named():
+    """QLinearMatMul (per-column int8 weights, uint8 activations) in the oracle equals its integer
+    definition; an integer op without an exact form (MatMulInteger) is reported, not hidden."""
+    from edgec.codegen.verifier import exact_int8_model
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (6, 40)).astype(np.uint8)
+    w = rng.integers(-128, 128, (40, 9)).astype(np.int8)
+    ws = rng.uniform(0.002, 0.02, 9).astype(np.float32)
+    inits = {"as": np.float32(0.03), "az": np.uint8(121), "w": w, "ws": ws, "wz": np.zeros(9, np.int8),
+             "ys": np.float32(0.5), "yz": np.uint8(100)}
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "w", "ws", "wz", "ys", "yz"], ["y"])
+    g = helper.make_graph([node, helper.make_node("MatMulInteger", ["a", "w2"], ["z"])], "qmm",
+                          [helper.make_tensor_value_info("a", TensorProto.UINT8, [6, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [6, 9]),
+                           helper.make_tensor_value_info("z", TensorProto.INT32, [6, 3])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()]
+                          + [numpy_helper.from_array(rng.integers(0, 255, (40, 3)).astype(np.uint8), "w2")])
+    m, left = exact_int8_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    assert left == ["MatMulInteger"] and "QLinearMatMul" not in {n.op_type for n in m.graph.node}
+    got = onnxruntime_outputs("qmm.onnx", {"a": a}, optimize=False, model=m)[1][0]
+    acc = (a.astype(np.int64) - 121) @ w.astype(np.int64)
+    scale = (np.float32(0.03) * ws).astype(np.float64) / 0.5
+    want = np.clip(np.rint(acc * scale) + 100, 0, 255)
+    d = np.abs(got.astype(np.int64) - want)
+    assert d.max() <= 1 and np.mean(d == 0) > 0.99
