@@ -340,7 +340,6 @@ def verify(model_path, *, target="native", inputs: dict | None = None, input_fil
     if inputs is None:
         inputs = random_inputs(model_path, input_shapes)
     if input_shapes is None:
-        import onnx
         from edgec.model import graph_inputs
         declared = {i.name for i in graph_inputs(onnx.load(str(model_path), load_external_data=False))}
         input_shapes = {k: list(np.shape(v)) for k, v in inputs.items() if k in declared}
