@@ -48,6 +48,7 @@ def optimize(
         help="Shape to analyse and calibrate at, NAME:D1,D2,... (the output keeps the model's own input shapes)."),
     fix_shapes: bool = typer.Option(False, "--fix-shapes", help="Write the output with its inputs pinned to the "
                                     "--input-shape shapes (default batch 1) instead of the model's dynamic dims."),
+    no_guard: bool = typer.Option(False, "--no-guard", help="Write int8 even below the fidelity floor (with a warning)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write the report as JSON here."),
 ) -> None:
     """Fuse, prune and quantize an ONNX model; print what each pass did and what it cost.
@@ -61,7 +62,7 @@ def optimize(
                  eval=_s(eval_data), max_accuracy_drop=max_accuracy_drop, min_cosine=min_cosine, max_float_layers=max_float_layers,
                  sensitivity=sensitivity or None, fuse=False if no_fuse else None, disable_passes=disable_pass,
                  keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape,
-                 fix_shapes=fix_shapes or None)
+                 fix_shapes=fix_shapes or None, guard=False if no_guard else None)
     cfg = load_config(config, flags)
     if report is not None:
         refuse_overwrite(model, report)
@@ -196,6 +197,10 @@ def render(doc: dict) -> None:
         g = doc["guard"]
         kept = ", ".join(f["name"] for f in g["float_layers"]) or "none"
         out.print(f"guard ({escape(g['budget'])}): kept float: {escape(kept)}")
+    for c in doc.get("fidelity_checks", []):
+        if not c["passed"] or c["action"] != "none":
+            out.print(f"fidelity check ({escape(c['stage'])}, {escape(c['floor'])}, {c['samples']} samples): "
+                      f"{'passed' if c['passed'] else 'below the floor'}; {escape(c['action'])}")
     if "sensitivity" in doc:
         _render_sensitivity(doc["sensitivity"])
     out.print(f"wrote {escape(doc['output'])} and {escape(doc['config'])}")

@@ -20,6 +20,9 @@
       max_accuracy_drop: 1.0     # or min_cosine: 0.99
       max_float_layers: 3        # the guard may keep at most this many layers float
       fix_shapes: false          # true: the output's inputs/outputs get the analysis shapes (else kept as declared)
+      guard: true                # int8 below the fidelity floor falls back to float layers (false = --no-guard)
+      floor_cosine: 0.99         # the floor: mean cosine vs fp32 on held-out samples ...
+      floor_agreement: 0.95      # ... and argmax agreement with fp32
     data:
       calib: calib.npz
       eval: eval.npz
@@ -61,6 +64,9 @@ class OptimizeConfig:
     max_accuracy_drop: float | None = None
     min_cosine: float | None = None
     fix_shapes: bool = False
+    guard: bool = True
+    floor_cosine: float = 0.99
+    floor_agreement: float = 0.95
     calib: str | None = None
     eval: str | None = None
     input_shapes: list = field(default_factory=list)
@@ -76,6 +82,9 @@ class OptimizeConfig:
             raise EdgecError("--quantize int8 needs calibration data: --calib DATA (.npz, .npy folder or image folder)")
         if self.max_float_layers is not None and self.max_float_layers < 0:
             raise EdgecError("max_float_layers must be >= 0")
+        if not -1 <= self.floor_cosine <= 1 or not 0 <= self.floor_agreement <= 1:
+            raise EdgecError(f"floor_cosine must be in [-1, 1] and floor_agreement in [0, 1], got "
+                             f"{self.floor_cosine!r} and {self.floor_agreement!r}")
         if self.calib_samples < 1:
             raise EdgecError("calib_samples must be at least 1")
         for name, value in self.prune_layers.items():

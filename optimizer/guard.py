@@ -23,6 +23,7 @@ from edgec.optimizer.quantize import Quantizer, quantized_nodes
 class Budget:
     max_accuracy_drop: float | None = None  # top-1 points
     min_cosine: float | None = None
+    min_agreement: float | None = None  # argmax agreement with fp32 (the default fidelity floor uses it)
 
     def __post_init__(self):
         if self.max_accuracy_drop is not None and self.min_cosine is not None:
@@ -31,6 +32,8 @@ class Budget:
             raise EdgecError(f"--max-accuracy-drop is in top-1 points (0..100), got {self.max_accuracy_drop:g}")
         if self.min_cosine is not None and not -1 <= self.min_cosine <= 1:
             raise EdgecError(f"--min-cosine must be in [-1, 1], got {self.min_cosine:g}")
+        if self.min_agreement is not None and not 0 <= self.min_agreement <= 1:
+            raise EdgecError(f"argmax agreement floor must be in [0, 1], got {self.min_agreement:g}")
 
     @property
     def active(self) -> bool:
@@ -39,7 +42,10 @@ class Budget:
     def __str__(self) -> str:
         if self.max_accuracy_drop is not None:
             return f"top-1 drop <= {self.max_accuracy_drop:g} points"
-        return f"cosine >= {self.min_cosine:g}"
+        parts = [f"cosine >= {self.min_cosine:g}"] if self.min_cosine is not None else []
+        if self.min_agreement is not None:
+            parts.append(f"argmax agreement >= {self.min_agreement * 100:g}%")
+        return " and ".join(parts)
 
 
 class Judge:
@@ -55,7 +61,8 @@ class Judge:
 
     def score(self, model: onnx.ModelProto, label: str = "evaluating") -> dict:
         outs = predict(model, self.data, self.progress, label)
-        res = {"cosine": fidelity(self.ref, outs)["cosine"]}
+        fid = fidelity(self.ref, outs)
+        res = {"cosine": fid["cosine"], "agreement": fid["argmax_agreement"]}
         if self.data.labels is not None:
             res["top1"] = accuracy(outs, self.data.labels)["top1"]
             res["drop_points"] = (self.base - res["top1"]) * 100
@@ -64,8 +71,10 @@ class Judge:
     def ok(self, s: dict) -> bool:
         if self.budget.max_accuracy_drop is not None:
             return s["drop_points"] <= self.budget.max_accuracy_drop + 1e-9
-        if self.budget.min_cosine is not None:
-            return s["cosine"] >= self.budget.min_cosine
+        if self.budget.min_cosine is not None and s["cosine"] < self.budget.min_cosine:
+            return False
+        if self.budget.min_agreement is not None and s["agreement"] < self.budget.min_agreement - 1e-12:
+            return False
         return True
 
 
@@ -82,10 +91,14 @@ def own_errors(quantizer: Quantizer, names: list[str], judge: "Judge", progress=
     return errs
 
 
-def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None = None) -> tuple[onnx.ModelProto, dict]:
-    """Quantize, then keep the worst layers float one by one until the budget holds."""
-    q = quantizer()
-    first = judge.score(q, "evaluating int8")
+def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None = None,
+                 first_try: tuple | None = None) -> tuple[onnx.ModelProto, dict]:
+    """Quantize, then keep the worst layers float one by one until the budget holds.
+    first_try: (model, score) of the all-int8 model when the caller has already measured it."""
+    q, first = first_try if first_try is not None else (None, None)
+    if q is None:
+        q = quantizer()
+        first = judge.score(q, "evaluating int8")
     report = {"budget": str(judge.budget), "all_int8": first, "float_layers": [], "final": first}
     if judge.ok(first):
         return q, report
@@ -111,7 +124,10 @@ def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None 
 
 
 def _fmt(s: dict) -> str:
-    parts = [f"cosine {s['cosine']:.5f}"]
+    parts = [f"cosine {s['cosine']:.5f}", f"argmax agreement {s['agreement'] * 100:.1f}%"]
     if "top1" in s:
         parts.append(f"top-1 {s['top1'] * 100:.2f}% (drop {s['drop_points']:.2f} pts)")
     return ", ".join(parts)
+
+
+describe = _fmt

@@ -21,6 +21,9 @@ from edgec.optimizer.runner import latency_ms, random_feeds, session
 from edgec.optimizer.stats import stats
 
 
+FLOOR_HOLDOUT = 0.25  # without --eval, int8 calibrates on 3/4 of the calibration data and is checked on the rest
+
+
 def config_path_for(out: Path) -> Path:
     return out.with_name(out.stem + ".edgec.yaml")
 
@@ -51,19 +54,21 @@ class Optimizer:
             self.eval = load_dataset(self.cfg.eval, pinned, self.cfg.preprocess, what="evaluation")
         if self.eval is None and self.calib is not None and guard.Budget(self.cfg.max_accuracy_drop, self.cfg.min_cosine).active:
             self.held_out()  # before anything is measured, so before/after use the same samples
+        elif self.eval is None and self.calib is not None and self.cfg.quantize == "int8" and len(self.calib) >= 2:
+            self.held_out(FLOOR_HOLDOUT)  # the fidelity floor is checked on samples calibration never saw
         return model
 
     def static(self, model: onnx.ModelProto) -> onnx.ModelProto:
         """model with its inputs at the analysis shapes (MACs, channel layouts, random inputs)."""
         return with_static_shapes(model, self.shapes)
 
-    def held_out(self) -> Dataset:
-        """Evaluation data for guards: --eval, else the second half of the calibration data."""
+    def held_out(self, fraction: float = 0.5) -> Dataset:
+        """Evaluation data for guards: --eval, else the last `fraction` of the calibration data."""
         if self.eval is not None:
             return self.eval
         if self.calib is not None and len(self.calib) >= 2:
-            half = len(self.calib) // 2
-            self.calib, held = self.calib.split(half)
+            keep = min(len(self.calib) - 1, max(1, round(len(self.calib) * (1 - fraction))))
+            self.calib, held = self.calib.split(keep)
             self.log(f"no --eval data: holding out {len(held)} of the calibration samples for the guard")
             self.eval = held
             return held
@@ -116,10 +121,11 @@ class Optimizer:
         q = quantize.Quantizer(model, self.calib, settings, self.progress)
         try:
             if not budget.active:
-                out = q()
+                out = self._int8_floor(model, q)
             else:
                 judge = guard.Judge(model, held, budget, self.progress)
                 out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, cfg.max_float_layers)
+            if "guard" in self.report:
                 for f in self.report["guard"]["float_layers"]:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
         finally:
@@ -138,10 +144,51 @@ class Optimizer:
         self._current.details["int8_nodes"] = names
         return infer_shapes(out)
 
+    def floor(self) -> guard.Budget:
+        return guard.Budget(min_cosine=self.cfg.floor_cosine, min_agreement=self.cfg.floor_agreement)
+
+    def _int8_floor(self, model: onnx.ModelProto, q: quantize.Quantizer) -> onnx.ModelProto:
+        """Without a user budget: measure int8 against fp32 on held-out samples; below the fidelity floor fall
+        back (the guard with the floor as its budget), or with --no-guard write it with a warning."""
+        out = q()
+        data = self.eval if self.eval is not None else self.calib
+        seen = self.eval is None  # fewer than 2 calibration samples: nothing could be held out
+        judge = guard.Judge(model, data, self.floor(), self.progress)
+        first = judge.score(out, "checking int8 fidelity")
+        check = {"stage": "quantize-int8", "floor": str(judge.budget), "data": data.source, "samples": len(data),
+                 "held_out": not seen, "all_int8": first, "passed": judge.ok(first), "action": "none"}
+        self.report.setdefault("fidelity_checks", []).append(check)
+        where = f"{len(data)} {'calibration samples it was calibrated on' if seen else 'held-out samples'}"
+        if check["passed"]:
+            self._current.notes.append(f"fidelity check passed on {where}: {guard.describe(first)}")
+            return out
+        if not self.cfg.guard:
+            check["action"] = "written anyway (--no-guard)"
+            self.log(f"[yellow]warning: int8 is below the fidelity floor ({judge.budget}) on {where}: "
+                     f"{guard.describe(first)}; written anyway (--no-guard)[/yellow]")
+            self._current.notes.append(f"below the fidelity floor ({guard.describe(first)}); written anyway (--no-guard)")
+            return out
+        self.log(f"int8 is below the fidelity floor ({judge.budget}) on {where}: {guard.describe(first)}; "
+                 "falling back: keeping the worst layers in float")
+        try:
+            out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, self.cfg.max_float_layers, (out, first))
+        except EdgecError as e:
+            raise EdgecError(f"int8 collapses ({guard.describe(first)}) and the fallback failed: {e}; "
+                             "use --no-guard to write it anyway") from None
+        check["action"] = f"fallback: {len(self.report['guard']['float_layers'])} layer(s) kept float"
+        check["final"] = self.report["guard"]["final"]
+        self._current.notes.append(f"below the fidelity floor ({guard.describe(first)}): {check['action']}, "
+                                   f"now {guard.describe(check['final'])}")
+        return out
+
     def _fp16(self, model: onnx.ModelProto) -> onnx.ModelProto:
         data = self.eval or self.calib or Dataset(random_feeds(self.static(model), 8), None, "random inputs")
         h, block, fid = fp16.to_fp16(model, data, self.cfg.min_cosine or 0.999, notes=self._current.notes)
         self.report["fp16"] = {"kept_fp32": block, "fidelity": fid}
+        self.report.setdefault("fidelity_checks", []).append(
+            {"stage": "quantize-fp16", "floor": f"cosine >= {self.cfg.min_cosine or 0.999:g}", "data": data.source,
+             "samples": len(data), "passed": True,
+             "action": f"{len(block)} node(s) kept fp32" if block else "none"})
         return h
 
     def measure(self, model: onnx.ModelProto, reference: onnx.ModelProto | None) -> dict:
@@ -172,7 +219,25 @@ class Optimizer:
         model = keep_interface(model, self.interface)
         self.report["after"] = self.measure(model, original)
         self._check_budget()
+        self._check_floor()
         return model
+
+    def _check_floor(self) -> None:
+        """The whole pipeline against the fidelity floor. Quantization has fixed itself above; what is left
+        below the floor comes from pruning at the levels the user asked for: said in one line, recorded."""
+        fid = self.report["after"]["eval"].get("fidelity")
+        if fid is None:
+            return
+        s = {"cosine": fid["cosine"], "agreement": fid["argmax_agreement"]}
+        floor = self.floor()
+        ok = s["cosine"] >= floor.min_cosine and s["agreement"] >= floor.min_agreement - 1e-12
+        self.report.setdefault("fidelity_checks", []).append(
+            {"stage": "final", "floor": str(floor), "data": self.report["after"]["eval"]["data"],
+             "samples": fid["samples"], "final": s, "passed": ok, "action": "none" if ok else "warned"})
+        if not ok:
+            self.log(f"[yellow]warning: the optimized model is below the fidelity floor ({floor}): {guard.describe(s)} "
+                     f"on {self.report['after']['eval']['data']}; prune less or set --max-accuracy-drop/--min-cosine "
+                     "to refuse such a model[/yellow]")
 
     def _check_budget(self) -> None:
         """Whatever the passes were, never write a model that breaks the user's budget."""

@@ -1,0 +1,124 @@
+"""int8 that keeps accuracy: the fidelity floor (never write a collapsed model), the steps that improve int8
+before any fallback, and a guard whose promise holds on data it did not choose with.
+
+The collapse model is the trained digits CNN with one huge-outlier channel: channel K of the first conv (weights
+and bias) times 1000 and the depthwise conv's channel K weights divided by 1000. ReLU commutes with positive
+scaling, so the fp32 function is the same; per-tensor uint8 activation ranges are not: the other 15 channels of
+that tensor fall into one or two quantization steps and default int8 collapses to chance.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from edgec.optimizer.data import Dataset
+from edgec.optimizer.evaluate import accuracy, fidelity, predict
+
+from opt_helpers import cli
+
+K, FACTOR = 5, 1000.0
+
+
+def outlier_model(path) -> onnx.ModelProto:
+    m = onnx.load(str(path))
+    inits = {t.name: t for t in m.graph.initializer}
+    nodes = {n.name: n for n in m.graph.node}
+
+    def scale(name, factor):
+        a = numpy_helper.to_array(inits[name]).copy()
+        a[K] *= factor
+        inits[name].CopyFrom(numpy_helper.from_array(a.astype(np.float32), name))
+
+    first, dw = nodes["/0/Conv"], nodes["/3/Conv"]
+    assert [a.i for a in dw.attribute if a.name == "group"] == [16]  # the depthwise conv right after ReLU
+    scale(first.input[1], FACTOR)
+    scale(first.input[2], FACTOR)
+    scale(dw.input[1], 1 / FACTOR)
+    return m
+
+
+@pytest.fixture(scope="module")
+def collapse(digits_cnn, tmp_path_factory):
+    """(model path, calibration .npz without labels, eval .npz with labels)."""
+    folder = tmp_path_factory.mktemp("collapse")
+    m = outlier_model(digits_cnn.model)
+    path = folder / "outlier.onnx"
+    onnx.save(m, str(path))
+    d = np.load(digits_cnn.data)
+    np.savez(folder / "calib.npz", input=d["input"][:120])
+    np.savez(folder / "eval.npz", input=d["input"][120:], labels=d["labels"][120:])
+    return path, folder / "calib.npz", folder / "eval.npz"
+
+
+def _eval_data(path) -> Dataset:
+    d = np.load(path)
+    return Dataset([{"input": d["input"][i:i + 1]} for i in range(len(d["labels"]))], d["labels"], str(path))
+
+
+def _optimize(capsys, out_dir, model, *args):
+    out, rep = out_dir / "out.onnx", out_dir / "report.json"
+    rc, stdout, stderr = cli(capsys, "optimize", model, "-o", out, "--report", rep, *args)
+    return rc, out, (json.loads(rep.read_text()) if rep.exists() else None), stdout, stderr
+
+
+def test_outlier_model_is_the_same_function(digits_cnn, collapse):
+    ev = _eval_data(collapse[2])
+    ref, got = predict(onnx.load(str(digits_cnn.model)), ev), predict(onnx.load(str(collapse[0])), ev)
+    assert fidelity(ref, got)["cosine"] > 0.99999
+    assert accuracy(got, ev.labels)["top1"] >= 0.95
+
+
+def test_collapsed_int8_is_never_written(collapse, tmp_path, capsys):
+    """No --eval, no budget: the floor check on held-out calibration samples catches the collapse and the
+    guard falls back until the model is usable; without the guard this test fails (the raw model is ~12%)."""
+    model, calib, ev = collapse
+    (tmp_path / "a").mkdir()
+    rc, out, doc, stdout, stderr = _optimize(capsys, tmp_path / "a", model, "--quantize", "int8", "--calib", calib,
+                                             *NO_IMPROVEMENTS)
+    assert rc == 0, stderr
+    check = next(c for c in doc["fidelity_checks"] if c["stage"] == "quantize-int8")
+    assert check["held_out"] and check["samples"] == 30 and not check["passed"]
+    assert check["all_int8"]["agreement"] < 0.5
+    assert check["action"].startswith("fallback") and "below the fidelity floor" in stderr
+    assert check["final"]["cosine"] >= 0.99 and check["final"]["agreement"] >= 0.95
+    assert len([line for line in stderr.splitlines() if "fidelity floor" in line]) == 1
+    # the written model on data neither calibration nor the check saw
+    acc = accuracy(predict(onnx.load(str(out)), _eval_data(ev)), _eval_data(ev).labels)["top1"]
+    assert acc >= 0.9, acc
+    assert any(n.op_type == "QuantizeLinear" for n in onnx.load(str(out)).graph.node)  # still int8 elsewhere
+
+    (tmp_path / "b").mkdir()
+    rc, out, doc, stdout, stderr = _optimize(capsys, tmp_path / "b", model, "--quantize", "int8", "--calib", calib,
+                                             "--no-guard", *NO_IMPROVEMENTS)
+    assert rc == 0, stderr
+    assert "warning" in stderr and "--no-guard" in stderr
+    check = next(c for c in doc["fidelity_checks"] if c["stage"] == "quantize-int8")
+    assert not check["passed"] and "no-guard" in check["action"] and "guard" not in doc
+    acc = accuracy(predict(onnx.load(str(out)), _eval_data(ev)), _eval_data(ev).labels)["top1"]
+    assert acc < 0.5, acc  # the raw result really is collapsed
+
+
+def test_healthy_int8_passes_the_floor_untouched(digits_cnn, digits_split, tmp_path, capsys):
+    calib, _ = digits_split
+    rc, out, doc, _, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--quantize", "int8", "--calib", calib)
+    assert rc == 0, stderr
+    check = next(c for c in doc["fidelity_checks"] if c["stage"] == "quantize-int8")
+    assert check["passed"] and check["action"] == "none" and "guard" not in doc
+    assert "fidelity floor" not in stderr
+
+
+def test_floor_after_pruning_warns(digits_cnn, digits_split, tmp_path, capsys):
+    calib, ev = digits_split
+    rc, out, doc, _, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--prune", "unstructured:0.8",
+                                        "--eval", ev)
+    assert rc == 0, stderr
+    final = next(c for c in doc["fidelity_checks"] if c["stage"] == "final")
+    assert not final["passed"] and final["action"] == "warned" and "fidelity floor" in stderr
+
+
+NO_IMPROVEMENTS: tuple = ()
