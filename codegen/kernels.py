@@ -27,9 +27,9 @@ SCRATCH_THREADS = 8  # per-thread scratch slices reserved; = EC_MAX_THREADS in e
 
 @dataclass(frozen=True, eq=False)
 class Kernel:
-    name: str          # C function
+    name: str          # C function (winograd: the transform pair, functions in params "in" / "out")
     dtype: str         # f32
-    op: str            # gemm | gspc | dwconv
+    op: str            # gemm | igemm | gspc | gspc_ow | gspc_mg | dwconv | dwconv_cb | winograd
     isa: str           # scalar | avx2 | avx512 | neon
     tile: str
     file: str          # relative to runtime_c/
@@ -43,7 +43,7 @@ class Kernel:
 
 
 _FAMILY = {"gemm": "gemm", "igemm": "gemm", "gspc": "gspc", "gspc_ow": "gspc", "gspc_mg": "gspc", "dwconv": "dwconv",
-           "dwconv_cb": "dwconv"}
+           "dwconv_cb": "dwconv", "winograd": "winograd"}
 _G = "f32-gemm/f32-gemm-"
 _GS = "f32-gspc/f32-gspc-"
 _I = "f32-igemm/f32-igemm-"
@@ -51,6 +51,7 @@ _IGEMM_SCRATCH = "padded input N*C*Hp*Wp + Wp + NR, plus threads x Mp x NC tile 
 _DW = "f32-dwconv/f32-dwconv-"
 _MG_SCRATCH = "N x ceil(G/gb) x gb x C/G x Hp x Wp x 4 (packed input, groups interleaved)"
 _GEMM_SCRATCH = "conv: threads x Cpg*KH*KW x NC x 4; Gemm/MatMul: packed runtime operands"
+_WG_SCRATCH = "N x C x m x HP x Q (input in column phases) + threads x alpha^2 x (Cpg + KB) x TB (V, M) (x 4 bytes)"
 
 KERNELS: tuple[Kernel, ...] = (
     Kernel("f32_gemm_ukernel_4x4__scalar", "f32", "gemm", "scalar", "4x4", _G + "4x4-scalar.c",
@@ -114,6 +115,12 @@ KERNELS: tuple[Kernel, ...] = (
     *(Kernel(f"f32_dwconv_cb__{isa}", "f32", "dwconv_cb", isa, f"c{lanes}", f"{_DW}cb-{isa}.c",
              {"lanes": lanes}, scratch="N x ceil(C/lanes) x Hp x Wp x lanes x 4")
       for isa, lanes in (("avx2", 8), ("avx512", 16), ("neon", 4))),
+    # Winograd F(m,3) input/output transform pairs (3x3 stride-1 convs; the alpha^2 GEMMs run on the
+    # isa's f32-igemm microkernel); the scalar ones are the reference, with the matrices as tables
+    *(Kernel(f"f32_winograd_f{m}3__{isa}", "f32", "winograd", isa, f"f{m}3", f"f32-winograd/f32-winograd-f{m}3-{isa}.c",
+             {"m": m, "in": f"f32_winograd_in_f{m}3__{isa}", "out": f"f32_winograd_out_f{m}3__{isa}"},
+             scratch=_WG_SCRATCH)
+      for isa in ("scalar", "avx2", "avx512", "neon") for m in (2, 4, 6)),
 )
 
 
@@ -183,6 +190,11 @@ def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:
 def dwconv_cb_kernel(target: Target) -> Kernel | None:
     ks = usable(target, "dwconv_cb")
     return ks[0] if ks else None
+
+
+def winograd_kernel(target: Target, m: int) -> Kernel:
+    """The F(m,3) transform pair of the target's best isa (the scalar pair always exists)."""
+    return next(k for k in usable(target, "winograd") if k.params["m"] == m)
 
 
 def _largest_divisor(n: int, cap: int) -> int:

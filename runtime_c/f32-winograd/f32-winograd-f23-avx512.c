@@ -1,0 +1,8 @@
+/* Winograd F(2,3) input/output transforms for avx512 (body in f32-winograd-tmpl.h). */
+#include "../ec_simd_avx512.h"
+#include "f32-winograd.h"
+
+#define WG_M 2
+#define FN_IN f32_winograd_in_f23__avx512
+#define FN_OUT f32_winograd_out_f23__avx512
+#include "f32-winograd-tmpl.h"

@@ -1,0 +1,7 @@
+/* Winograd F(2,3) transforms, portable reference (body in f32-winograd-scalar-tmpl.h). */
+#include "f32-winograd.h"
+
+#define WG_M 2
+#define FN_IN f32_winograd_in_f23__scalar
+#define FN_OUT f32_winograd_out_f23__scalar
+#include "f32-winograd-scalar-tmpl.h"

@@ -1,0 +1,8 @@
+/* Winograd F(4,3) input/output transforms for neon (body in f32-winograd-tmpl.h). */
+#include "../ec_simd_neon.h"
+#include "f32-winograd.h"
+
+#define WG_M 4
+#define FN_IN f32_winograd_in_f43__neon
+#define FN_OUT f32_winograd_out_f43__neon
+#include "f32-winograd-tmpl.h"

@@ -1,0 +1,69 @@
+/* Portable Winograd F(WG_M,3) transforms: plain matrix products with the tables below, one tile at
+ * a time. The reference the SIMD transforms (f32-winograd-tmpl.h) are tested against; the
+ * including file defines WG_M, FN_IN and FN_OUT. Same matrices as codegen/ops/winograd.py
+ * (interpolation points 0, +-1 for F(2,3); 0, +-1, +-2 for F(4,3); 0, +-1, +-2, +-1/2 for F(6,3)). */
+#define WG_A (WG_M + 2)
+
+#if WG_M == 2
+static const float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+static const float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+#elif WG_M == 4
+static const float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                               {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+static const float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+#elif WG_M == 6
+static const float BT[8][8] = {
+    {1, 0, -5.25f, 0, 5.25f, 0, -1, 0},        {0, 1, 1, -4.25f, -4.25f, 1, 1, 0},
+    {0, -1, 1, 4.25f, -4.25f, -1, 1, 0},       {0, 0.5f, 0.25f, -2.5f, -1.25f, 2, 1, 0},
+    {0, -0.5f, 0.25f, 2.5f, -1.25f, -2, 1, 0}, {0, 2, 4, -2.5f, -5, 0.5f, 1, 0},
+    {0, -2, 4, 2.5f, -5, -0.5f, 1, 0},         {0, -1, 0, 5.25f, 0, -5.25f, 0, 1}};
+static const float AT[6][8] = {{1, 1, 1, 1, 1, 1, 1, 0},
+                               {0, 1, -1, 2, -2, 0.5f, -0.5f, 0},
+                               {0, 1, 1, 4, 4, 0.25f, 0.25f, 0},
+                               {0, 1, -1, 8, -8, 0.125f, -0.125f, 0},
+                               {0, 1, 1, 16, 16, 0.0625f, 0.0625f, 0},
+                               {0, 1, -1, 32, -32, 0.03125f, -0.03125f, 1}};
+#else
+#error "WG_M must be 2, 4 or 6"
+#endif
+
+F32_WINOGRAD_IN_DECL(FN_IN) {
+  for (size_t tw = 0; tw < n; tw++) {
+    float d[WG_A][WG_A], t[WG_A][WG_A];
+    for (int i = 0; i < WG_A; i++)
+      for (int j = 0; j < WG_A; j++) d[i][j] = p[(size_t)(j % WG_M) * ps + (size_t)i * q + tw + (size_t)(j / WG_M)];
+    for (int i = 0; i < WG_A; i++) /* t = d B */
+      for (int c = 0; c < WG_A; c++) {
+        float s = 0.0f;
+        for (int j = 0; j < WG_A; j++) s += d[i][j] * BT[c][j];
+        t[i][c] = s;
+      }
+    for (int r = 0; r < WG_A; r++) /* V = B^T t */
+      for (int c = 0; c < WG_A; c++) {
+        float s = 0.0f;
+        for (int i = 0; i < WG_A; i++) s += BT[r][i] * t[i][c];
+        v[(size_t)(r * WG_A + c) * vs + tw] = s;
+      }
+  }
+}
+
+F32_WINOGRAD_OUT_DECL(FN_OUT) {
+  for (size_t tw = 0; tw < n; tw++) {
+    float t[WG_M][WG_A];
+    for (int a = 0; a < WG_M; a++) /* t = A^T M */
+      for (int c = 0; c < WG_A; c++) {
+        float s = 0.0f;
+        for (int r = 0; r < WG_A; r++) s += AT[a][r] * mm[(size_t)(r * WG_A + c) * ms + tw];
+        t[a][c] = s;
+      }
+    for (size_t a = 0; a < rows; a++)
+      for (size_t b = 0; b < WG_M && tw * WG_M + b < cols; b++) {
+        float s = bias;
+        for (int c = 0; c < WG_A; c++) s += t[a][c] * AT[b][c];
+        const size_t o = a * ldy + tw * WG_M + b;
+        y[o] = ec_epi_value(s, res ? res + o : NULL, before, act);
+      }
+  }
+}
+
+#undef WG_A

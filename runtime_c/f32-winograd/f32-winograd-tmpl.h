@@ -1,0 +1,160 @@
+/* Winograd F(WG_M,3) input/output transforms over the ec_v vocabulary of the including file, which
+ * defines WG_M (2, 4 or 6), FN_IN and FN_OUT. Lanes are consecutive tiles of one tile row, so
+ * every load and store of V and M is a whole vector; the matrices are the ones of
+ * f32-winograd-scalar-tmpl.h (and codegen/ops/winograd.py), written out as FMA chains. */
+#define WG_A (WG_M + 2)
+
+EC_INLINE ec_v wg_sub(ec_v a, ec_v b) { return ec_vfma(a, b, ec_vset1(-1.0f)); }
+EC_INLINE ec_v wg_fma(ec_v acc, ec_v x, float k) { return ec_vfma(acc, x, ec_vset1(k)); }
+
+/* o = B^T d (one dimension) */
+EC_INLINE void wg_bt(const ec_v *d, ec_v *o) {
+#if WG_M == 2
+  o[0] = wg_sub(d[0], d[2]);
+  o[1] = ec_vadd(d[1], d[2]);
+  o[2] = wg_sub(d[2], d[1]);
+  o[3] = wg_sub(d[1], d[3]);
+#elif WG_M == 4
+  o[0] = wg_fma(wg_fma(d[4], d[0], 4.0f), d[2], -5.0f);
+  const ec_v s12 = ec_vadd(d[1], d[2]), s34 = ec_vadd(d[3], d[4]);
+  o[1] = wg_fma(s34, s12, -4.0f);
+  const ec_v m12 = wg_sub(d[1], d[2]), m43 = wg_sub(d[4], d[3]);
+  o[2] = wg_fma(m43, m12, 4.0f);
+  const ec_v m42 = wg_sub(d[4], d[2]), m31 = wg_sub(d[3], d[1]);
+  o[3] = wg_fma(m42, m31, 2.0f);
+  o[4] = wg_fma(m42, m31, -2.0f);
+  o[5] = wg_fma(wg_fma(d[5], d[1], 4.0f), d[3], -5.0f);
+#elif WG_M == 6
+  o[0] = wg_fma(wg_sub(d[0], d[6]), wg_sub(d[4], d[2]), 5.25f);
+  o[7] = wg_fma(wg_sub(d[7], d[1]), wg_sub(d[3], d[5]), 5.25f);
+  ec_v p = wg_fma(ec_vadd(d[2], d[6]), d[4], -4.25f), q = wg_fma(ec_vadd(d[1], d[5]), d[3], -4.25f);
+  o[1] = ec_vadd(p, q);
+  o[2] = wg_sub(p, q);
+  p = wg_fma(wg_fma(d[6], d[2], 0.25f), d[4], -1.25f);
+  q = wg_fma(wg_fma(ec_vmul(d[1], ec_vset1(0.5f)), d[3], -2.5f), d[5], 2.0f);
+  o[3] = ec_vadd(p, q);
+  o[4] = wg_sub(p, q);
+  p = wg_fma(wg_fma(d[6], d[2], 4.0f), d[4], -5.0f);
+  q = wg_fma(wg_fma(ec_vmul(d[1], ec_vset1(2.0f)), d[3], -2.5f), d[5], 0.5f);
+  o[5] = ec_vadd(p, q);
+  o[6] = wg_sub(p, q);
+#else
+#error "WG_M must be 2, 4 or 6"
+#endif
+}
+
+/* o = A^T d (one dimension): WG_A values -> WG_M */
+EC_INLINE void wg_at(const ec_v *d, ec_v *o) {
+#if WG_M == 2
+  o[0] = ec_vadd(ec_vadd(d[0], d[1]), d[2]);
+  o[1] = wg_sub(wg_sub(d[1], d[2]), d[3]);
+#elif WG_M == 4
+  const ec_v a = ec_vadd(d[1], d[2]), b = wg_sub(d[1], d[2]), c = ec_vadd(d[3], d[4]), e = wg_sub(d[3], d[4]);
+  o[0] = ec_vadd(ec_vadd(d[0], a), c);
+  o[1] = wg_fma(b, e, 2.0f);
+  o[2] = wg_fma(a, c, 4.0f);
+  o[3] = wg_fma(ec_vadd(b, d[5]), e, 8.0f);
+#else
+  const ec_v a1 = ec_vadd(d[1], d[2]), b1 = wg_sub(d[1], d[2]), a2 = ec_vadd(d[3], d[4]), b2 = wg_sub(d[3], d[4]);
+  const ec_v a3 = ec_vadd(d[5], d[6]), b3 = wg_sub(d[5], d[6]);
+  o[0] = ec_vadd(ec_vadd(d[0], a1), ec_vadd(a2, a3));
+  o[1] = wg_fma(wg_fma(b1, b2, 2.0f), b3, 0.5f);
+  o[2] = wg_fma(wg_fma(a1, a2, 4.0f), a3, 0.25f);
+  o[3] = wg_fma(wg_fma(b1, b2, 8.0f), b3, 0.125f);
+  o[4] = wg_fma(wg_fma(a1, a2, 16.0f), a3, 0.0625f);
+  o[5] = wg_fma(wg_fma(ec_vadd(b1, d[7]), b2, 32.0f), b3, 0.03125f);
+#endif
+}
+
+/* nl tiles (nl == EC_VL: whole vectors, else the row's tail) */
+EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t vs, size_t nl) {
+  ec_v t[WG_A][WG_A];
+#pragma GCC unroll 8
+  for (int i = 0; i < WG_A; i++) {
+    ec_v d[WG_A];
+#pragma GCC unroll 8
+    for (int j = 0; j < WG_A; j++) {
+      const float *s = p + (size_t)(j % WG_M) * ps + (size_t)i * q + (size_t)(j / WG_M);
+      d[j] = nl == EC_VL ? ec_vld(s) : ec_vld_n(s, nl);
+    }
+    wg_bt(d, t[i]);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < WG_A; c++) {
+    ec_v d[WG_A], o[WG_A];
+#pragma GCC unroll 8
+    for (int i = 0; i < WG_A; i++) d[i] = t[i][c];
+    wg_bt(d, o);
+#pragma GCC unroll 8
+    for (int r = 0; r < WG_A; r++) {
+      float *dst = v + (size_t)(r * WG_A + c) * vs;
+      if (nl == EC_VL)
+        ec_vst(dst, o[r]);
+      else
+        ec_vst_n(dst, o[r], nl);
+    }
+  }
+}
+
+F32_WINOGRAD_IN_DECL(FN_IN) {
+  size_t tw = 0;
+  for (; tw + EC_VL <= n; tw += EC_VL) wg_in_chunk(p + tw, ps, q, v + tw, vs, EC_VL);
+  if (tw < n) wg_in_chunk(p + tw, ps, q, v + tw, vs, n - tw);
+}
+
+/* nl tiles' outputs into y (cols valid columns from the chunk's first tile, rows valid rows) */
+EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, size_t rows, size_t cols,
+                            float bias, const float *res, int before, ec_act act, size_t nl) {
+  ec_v t[WG_M][WG_A];
+#pragma GCC unroll 8
+  for (int c = 0; c < WG_A; c++) {
+    ec_v d[WG_A], o[WG_M];
+#pragma GCC unroll 8
+    for (int r = 0; r < WG_A; r++) {
+      const float *s = mm + (size_t)(r * WG_A + c) * ms;
+      d[r] = nl == EC_VL ? ec_vld(s) : ec_vld_n(s, nl);
+    }
+    wg_at(d, o);
+#pragma GCC unroll 8
+    for (int a = 0; a < WG_M; a++) t[a][c] = o[a];
+  }
+  float buf[WG_M][WG_M][EC_VL];
+  const ec_v vb = ec_vset1(bias);
+#pragma GCC unroll 8
+  for (int a = 0; a < WG_M; a++) {
+    ec_v o[WG_M];
+    wg_at(t[a], o);
+#pragma GCC unroll 8
+    for (int b = 0; b < WG_M; b++) {
+      ec_v x = ec_vadd(o[b], vb);
+      if (!res) x = ec_vact(act, x);
+      ec_vst(buf[a][b], x);
+    }
+  }
+  /* lanes are tiles: interleave the m columns of each tile into the NCHW row */
+  if (rows == WG_M && cols >= nl * WG_M) {
+    for (int a = 0; a < WG_M; a++)
+      for (size_t l = 0; l < nl; l++)
+#pragma GCC unroll 8
+        for (int b = 0; b < WG_M; b++) y[(size_t)a * ldy + l * WG_M + (size_t)b] = buf[a][b][l];
+  } else {
+    for (size_t a = 0; a < rows; a++)
+      for (size_t l = 0; l < nl; l++)
+        for (size_t b = 0; b < WG_M && l * WG_M + b < cols; b++) y[a * ldy + l * WG_M + b] = buf[a][b][l];
+  }
+  if (res)
+    for (size_t a = 0; a < rows; a++)
+      ec_vepi_row(y + a * ldy, res + a * ldy, EC_MIN(cols, nl * WG_M), before, act);
+}
+
+F32_WINOGRAD_OUT_DECL(FN_OUT) {
+  size_t tw = 0;
+  for (; tw + EC_VL <= n; tw += EC_VL)
+    wg_out_chunk(mm + tw, ms, y + tw * WG_M, ldy, rows, cols - tw * WG_M, bias, res ? res + tw * WG_M : NULL,
+                 before, act, EC_VL);
+  if (tw < n)
+    wg_out_chunk(mm + tw, ms, y + tw * WG_M, ldy, rows, cols - tw * WG_M, bias, res ? res + tw * WG_M : NULL,
+                 before, act, n - tw);
+}
+
+#undef WG_A
