@@ -27,7 +27,7 @@ from edgec.codegen.fuse import fold_batchnorm, fuse_epilogues
 from edgec.codegen.ir import Graph, Node, Tensor
 from edgec.codegen.patterns import fuse_gelu, fuse_hardswish, fuse_layernorm
 from edgec.errors import EdgecError
-from edgec.model import constant_tensors, load_model, opset_version, tensor_shapes
+from edgec.model import constant_tensors, load_model, opset_version, shape_problem, tensor_shapes
 
 MIN_OPSET = 13
 ALIAS_OPS = {"Identity", "Dropout"}
@@ -54,7 +54,8 @@ def lower_model(model: onnx.ModelProto, name: str = "model") -> Graph:
         listed = ", ".join(f"{n} ({op})" for n, op in bad[:20]) + (" ..." if len(bad) > 20 else "")
         raise EdgecError(f"{len(bad)} node(s) use ops edgec cannot compile: {listed}")
     graph = _build(model, name)
-    for pass_fn in (fold_batchnorm, fold_affine, fuse_layernorm, fuse_hardswish, fuse_gelu, fuse_epilogues, _copy_odd_outputs):
+    for pass_fn in (fold_batchnorm, fold_affine, fuse_layernorm, fuse_hardswish, fuse_gelu, fuse_epilogues,
+                    _copy_odd_outputs):
         graph = pass_fn(graph)
     return graph
 
@@ -87,6 +88,9 @@ class _Builder:
             return self.tensors[name]
         info = self.infos.get(name)
         if info is None or not info.is_static():
+            why = shape_problem(self.model)
+            if why:
+                raise EdgecError(f"tensor {name!r} has no static shape: at these input shapes {why}")
             raise EdgecError(f"tensor {name!r} has no static shape after shape inference; pass --input-shape")
         try:
             dt = np.dtype(info.dtype)

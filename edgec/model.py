@@ -19,6 +19,8 @@ from onnx import helper, numpy_helper, shape_inference, version_converter
 from edgec.errors import EdgecError
 
 MIN_OPSET = 7
+MAX_DIM = 2**31 - 1
+MAX_TENSOR_BYTES = 2**31  # no tensor on the boards edgec targets comes near this; past it, sizes overflow in C
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ def parse_input_shapes(specs: list[str] | None) -> dict[str, list[int]]:
             raise EdgecError(f"malformed --input-shape {spec!r}: dimensions must be whole numbers") from None
         if not parsed or any(d <= 0 for d in parsed):
             raise EdgecError(f"malformed --input-shape {spec!r}: dimensions must be positive")
+        if any(d > MAX_DIM for d in parsed):
+            raise EdgecError(f"malformed --input-shape {spec!r}: a dimension above {MAX_DIM} cannot be right")
         shapes[name] = parsed
     return shapes
 
@@ -101,11 +105,43 @@ def _read(path: Path) -> onnx.ModelProto:
         raise EdgecError(f"{path} is not a readable ONNX model (truncated or not protobuf): {_first_line(e)}") from None
     if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
         raise EdgecError(f"{path} is not an ONNX model (no graph in the file)")
+    if len(model.graph.output) == 0:
+        raise EdgecError(f"{path} has no outputs: its graph declares no output tensor, so it computes nothing")
+    for kind, values in (("output", model.graph.output), ("input", model.graph.input)):
+        seen: set[str] = set()
+        for v in values:
+            if v.name in seen:
+                raise EdgecError(f"{path} lists graph {kind} {v.name!r} twice; each {kind} must be a distinct tensor")
+            seen.add(v.name)
+    _check_external_data(model, path)
     try:
         onnx.load_external_data_for_model(model, str(path.parent))
-    except (OSError, ValueError) as e:
+    except Exception as e:  # onnx raises OSError, ValueError or its checker's ValidationError here
         raise EdgecError(f"{path}: its external weight data could not be read: {_first_line(e)}") from None
     return model
+
+
+def _check_external_data(model: onnx.ModelProto, path: Path) -> None:
+    """External weights must be files inside the model's folder: a model is untrusted and its `location`
+    must not make edgec read (and then embed in generated code) anything else on this machine."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    base = path.parent.resolve()
+    for t in _get_all_tensors(model):
+        if not uses_external_data(t):
+            continue
+        loc = next((e.value for e in t.external_data if e.key == "location"), "")
+        shown = repr(loc[:200])
+        if not loc or "\0" in loc or os.path.isabs(loc):
+            raise EdgecError(f"{path}: weight {t.name!r} refers to external data {shown} outside the model's "
+                             "folder; refused (external data files must sit beside the model)")
+        target = (base / loc).resolve()
+        if target != base and base not in target.parents:
+            raise EdgecError(f"{path}: weight {t.name!r} refers to external data {shown} outside the model's "
+                             "folder; refused (external data files must sit beside the model)")
+        if not target.is_file():
+            raise EdgecError(f"{path}: external data file {shown} of weight {t.name!r} is missing "
+                             f"(looked for {target})")
 
 
 def _first_line(e: BaseException) -> str:
@@ -160,6 +196,11 @@ def pin_input_shapes(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> No
             continue
         if not tt.HasField("shape"):
             raise EdgecError(f"input {v.name!r} has no declared shape; pass --input-shape {v.name}:D1,D2,...")
+        bad = [d for d in info.shape if isinstance(d, int) and d <= 0]
+        if bad:
+            what = "a negative dim" if bad[0] < 0 else "a zero-size dim (an empty tensor)"
+            raise EdgecError(f"input {v.name!r} declares {what}: {_fmt(info.shape)}; if that dim means 'any size', "
+                             f"pin it with --input-shape {v.name}:D1,D2,...")
         dyn = [i for i, d in enumerate(info.shape) if not (isinstance(d, int) and d > 0)]
         if dyn == [0] or (dyn and dyn[0] == 0 and len(dyn) == 1):
             tt.shape.dim[0].Clear()
@@ -196,6 +237,16 @@ def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
         del folded.graph.value_info[:]
         inferred = _onnx_infer(folded)
     return inferred
+
+
+def shape_problem(model: onnx.ModelProto) -> str | None:
+    """Why shapes stay unknown, if onnx's strict inference can say: the first node whose shapes do not fit
+    (e.g. an Add of 7 and 8 pixels when an input size does not divide the network's stride), else None."""
+    try:
+        shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
+    except Exception as e:  # one line per failing node; the first is where it starts
+        return _first_line(e).replace("[ShapeInferenceError] Inference error(s): ", "")
+    return None
 
 
 def _onnx_infer(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -261,8 +312,11 @@ def fold_shape_subgraphs(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def load_model(path: str | os.PathLike, input_shapes: dict[str, list[int]] | None = None, *,
-               min_opset: int = MIN_OPSET, check: bool = True, static: bool = True) -> onnx.ModelProto:
-    """Read, check, convert to >= min_opset, pin dynamic dims (if static) and infer shapes."""
+               min_opset: int = MIN_OPSET, check: bool = True, static: bool = True,
+               finite_weights: bool = True) -> onnx.ModelProto:
+    """Read, check, convert to >= min_opset, pin dynamic dims (if static) and infer shapes.
+
+    finite_weights: refuse NaN weights (what would compile or quantize is a broken model)."""
     path = Path(path)
     model = _read(path)
     if check:
@@ -270,6 +324,12 @@ def load_model(path: str | os.PathLike, input_shapes: dict[str, list[int]] | Non
     version = opset_version(model)
     if version == 0:
         raise EdgecError(f"{path} imports no default-domain (ai.onnx) opset")
+    newest = onnx.defs.onnx_opset_version()
+    if version > newest:
+        raise EdgecError(f"{path} uses opset {version}, which does not exist yet: the newest this edgec knows "
+                         f"(onnx {onnx.__version__}) is {newest}; export the model with opset {newest} or lower")
+    if finite_weights:
+        _check_weights(model, path)
     if version < MIN_OPSET:
         model = convert_opset(model, MIN_OPSET, f"{path.name}")
     if min_opset > opset_version(model):
@@ -279,13 +339,41 @@ def load_model(path: str | os.PathLike, input_shapes: dict[str, list[int]] | Non
     return infer_shapes(model)
 
 
+def _check_weights(model: onnx.ModelProto, path: Path) -> None:
+    for name, arr in constant_tensors(model).items():
+        if arr.dtype.kind in "fc":
+            bad = int(np.count_nonzero(np.isnan(arr)))
+            if bad:
+                raise EdgecError(f"{path}: weight {name!r} holds {bad} NaN value(s) of {arr.size}: the model is broken "
+                                 "(training diverged or the export is damaged); fix it before compiling or optimizing")
+
+
+def _check_sizes(model: onnx.ModelProto) -> None:
+    """Refuse shapes whose tensors could not exist on a board (and would overflow size arithmetic)."""
+    g = model.graph
+    for v in list(g.input) + list(g.value_info) + list(g.output):
+        info = _value_info(v)
+        if not info.is_static():
+            continue
+        try:
+            itemsize = np.dtype(info.dtype).itemsize
+        except TypeError:
+            itemsize = 1
+        nbytes = int(np.prod(info.shape, dtype=object)) * itemsize
+        if nbytes > MAX_TENSOR_BYTES:
+            raise EdgecError(f"tensor {v.name!r} would be {nbytes / 2**30:.1f} GiB (shape {_fmt(info.shape)}, "
+                             f"{info.dtype}): too large (the limit is {MAX_TENSOR_BYTES >> 30} GiB per tensor); check the input shape")
+
+
 def with_static_shapes(model: onnx.ModelProto, input_shapes: dict[str, list[int]]) -> onnx.ModelProto:
     """A copy of model with dynamic input dims pinned (given shapes, else batch 1) and shapes inferred."""
     pinned = onnx.ModelProto()
     pinned.CopyFrom(model)
     del pinned.graph.value_info[:]  # stale dynamic shapes from an earlier inference would win over the new ones
     pin_input_shapes(pinned, input_shapes)
-    return infer_shapes(pinned)
+    pinned = infer_shapes(pinned)
+    _check_sizes(pinned)
+    return pinned
 
 
 def constant_tensors(model: onnx.ModelProto) -> dict[str, np.ndarray]:

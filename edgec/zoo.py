@@ -5,6 +5,7 @@
   read out of the rapidocr-onnxruntime wheel on PyPI.
 - onnx_light / node_cases: architecture fixtures and per-op conformance cases shipped in the onnx wheel.
 - digits_cnn: a small CNN trained here with torch on scikit-learn's bundled digits, with its held-out split.
+- text_lines: a labelled text-direction set for ppocr_cls, rendered here with Pillow (edgec/textlines.py).
 
 Everything lands under cache_dir() (EDGEC_CACHE_DIR, else $XDG_CACHE_HOME/edgec, else ~/.cache/edgec), so reruns
 are offline. `python -m edgec.zoo NAME` prints the path of a model (used by the Makefile and benchmarks/).
@@ -56,7 +57,7 @@ def ppocr_det() -> Path:
 
 
 def ppocr_rec() -> Path:
-    """PP-OCRv4 Chinese text recognition (input x: [N,3,48,W], W a multiple of 8; output [N,W/8,6625] CTC scores)."""
+    """PP-OCRv4 Chinese text recognition (input x: [N,3,48,W]; output [N,W//8,6625] CTC probabilities)."""
     return _ppocr("rec")
 
 
@@ -130,12 +131,37 @@ def digits_cnn() -> DigitsCNN:
     return DigitsCNN(model, data, float(meta.read_text()))
 
 
+def text_lines(n: int, seed: int) -> Path:
+    """n rendered text lines for ppocr cls, labelled 0 (upright) / 1 (turned 180 degrees), as a .npz with
+    "x" [n,3,48,192] (PaddleOCR's preprocessing) and "labels"; cached by recipe, fonts, n and seed."""
+    from edgec import textlines
+
+    recipe = hashlib.sha256(inspect.getsource(textlines).encode()).hexdigest()[:12]
+    dest = cache_dir() / "data" / f"textlines-{recipe}-{textlines.font_key()}-{n}-{seed}.npz"
+    if not dest.exists():
+        import io
+
+        import numpy as np
+
+        x, labels, _ = textlines.text_lines(n, seed)
+        buf = io.BytesIO()
+        np.savez(buf, x=x, labels=labels)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(dest, buf.getvalue())
+    return dest
+
+
+# the text-direction sets: calibration and evaluation are drawn from different seeds
+TEXT_LINES = {"calib": (256, 1), "eval": (1000, 2)}
+
 MODELS = {
     "ppocr-cls": ppocr_cls,
     "ppocr-det": ppocr_det,
     "ppocr-rec": ppocr_rec,
     "digits-cnn": lambda: digits_cnn().model,
     "digits-data": lambda: digits_cnn().data,
+    "textlines-calib": lambda: text_lines(*TEXT_LINES["calib"]),
+    "textlines-eval": lambda: text_lines(*TEXT_LINES["eval"]),
 }
 
 

@@ -162,9 +162,9 @@ def test_affine_constants_fold_into_the_producer(tmp_path, producer):
              numpy_helper.from_array(np.array(0.3, np.float32), "e")]
     nodes = [first, helper.make_node("Mul", ["a", "p"], ["m"]), helper.make_node("Add", ["m", "d"], ["s"]),
              helper.make_node("Sub", ["s", "e"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
+    yshape = [3, c] if producer == "Gemm" else [1, c, 6, 6]
     g = helper.make_graph(nodes, "aff", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, c] if producer == "Gemm" else [1, c, 6, 6])],
-                          inits)
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, yshape)], inits)
     p = tmp_path / "aff.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), p)
     x = rng.standard_normal(xshape).astype(np.float32)
@@ -182,6 +182,14 @@ def test_dynamic_input_still_asks_for_a_shape(tmp_path):
     from edgec.errors import EdgecError
     with pytest.raises(EdgecError, match="pass --input-shape x:"):
         load_model(p)
+
+
+def test_det_input_size_that_does_not_fit_says_where(ppocr_det):
+    """100 is no multiple of the detector's stride 32: its FPN adds 7- and 8-pixel maps. The error names the node."""
+    from edgec.codegen.lower import lower_file
+    from edgec.errors import EdgecError
+    with pytest.raises(EdgecError, match=r"no static shape: at these input shapes .*p2o\.Add\.248.*Incompatible"):
+        lower_file(ppocr_det, {"x": [1, 3, 100, 100]})
 
 
 def test_zoo_paths(ppocr_det, ppocr_rec, capsys):
