@@ -3,7 +3,7 @@
 # `test`: also the Arm cross compilers, qemu user-mode emulation and OpenSSH (the test suite uses real ones).
 set -euo pipefail
 kind=${1:-test}
-pkgs=(gcc make libc6-dev python3-venv python3-dev)
+pkgs=(gcc make libc6-dev python3-venv python3-dev fonts-dejavu-core)  # fonts: edgec/textlines.py draws with them
 if [ "$kind" = test ]; then
   pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross
          qemu-user openssh-server openssh-client)

@@ -122,3 +122,48 @@ def test_floor_after_pruning_warns(digits_cnn, digits_split, tmp_path, capsys):
 
 
 NO_IMPROVEMENTS: tuple = ()
+
+
+# --- the rendered text-direction set (edgec/textlines.py, zoo.text_lines) ---
+
+def test_text_lines_are_deterministic_and_labelled():
+    from edgec import textlines
+
+    x1, y1, f1 = textlines.text_lines(12, seed=3)
+    x2, y2, f2 = textlines.text_lines(12, seed=3)
+    x3, _, _ = textlines.text_lines(12, seed=4)
+    assert np.array_equal(x1, x2) and np.array_equal(y1, y2) and f1 == f2
+    assert not np.array_equal(x1, x3)
+    assert x1.shape == (12, 3, 48, 192) and x1.dtype == np.float32 and set(y1) == {0, 1}
+    assert x1.min() >= -1 and x1.max() <= 1  # (x/255 - 0.5)/0.5
+    assert textlines.fonts()[0][0].startswith("pillow-default")
+    # short lines are padded on the right with zeros after normalisation, as PaddleOCR does
+    assert (np.abs(x1[:, :, :, -8:]).sum(axis=(1, 2, 3)) == 0).any()
+
+
+def _ppocr13(ppocr_cls):
+    return onnx.version_converter.convert_version(onnx.load(str(ppocr_cls)), 13)
+
+
+def _lines(n, seed):
+    from edgec import zoo
+
+    d = np.load(zoo.text_lines(n, seed))
+    return Dataset([{"x": d["x"][i:i + 1]} for i in range(n)], d["labels"], f"text lines seed {seed}")
+
+
+def test_text_lines_are_hard_for_default_int8(ppocr_cls):
+    """fp32 gets most lines right; onnxruntime-style default int8 (minmax, per-tensor activations) measurably
+    moves the answers."""
+    from edgec.optimizer.quantize import Int8Settings, Quantizer
+
+    m = _ppocr13(ppocr_cls)
+    calib, ev = _lines(64, 1), _lines(300, 2)
+    ref = predict(m, ev)
+    assert accuracy(ref, ev.labels)["top1"] >= 0.85
+    q = Quantizer(m, calib, Int8Settings())
+    try:
+        fid = fidelity(ref, predict(q(), ev))
+    finally:
+        q.close()
+    assert fid["cosine"] < 0.995 and fid["argmax_agreement"] < 0.99, fid
