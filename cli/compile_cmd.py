@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -48,10 +49,11 @@ def compile(  # noqa: A001 - the command is called compile
         print_json(doc)
         return
     saved = 1 - b.arena_bytes / b.naive_bytes if b.naive_bytes else 0.0
-    out.print(f"wrote {b.dir} for target {b.target.name}: {len(b.layers)} layers, weights {b.weights_bytes} bytes, "
+    out.print(f"wrote {escape(str(b.dir))} for target {b.target.name}: {len(b.layers)} layers, "
+              f"weights {b.weights_bytes} bytes, "
               f"arena {b.arena_bytes} bytes (naive {b.naive_bytes}, {saved:.0%} saved)")
     for name, path in b.binaries.items():
-        out.print(f"built {name}: {path}")
+        out.print(f"built {name}: {escape(str(path))}")
     if explain:
         from edgec.codegen.costmodel import explain_table
         out.print(explain_table(b.layers))
@@ -102,7 +104,7 @@ def verify(
 
 def _verify_table(title: str, rows: list[dict], verdict: bool = False) -> Table:
     lsb = any("max_err_lsb" in o for o in rows)
-    t = Table(title=title, title_justify="left")
+    t = Table(title=escape(title), title_justify="left")
     cols = ["output", "shape", "max abs err", *(["max err (LSB)"] if lsb else []), "max rel err", "cosine",
             "argmax agree", *(["ok"] if verdict else [])]
     for col in cols:

@@ -42,7 +42,7 @@ def list_devices(json_out: bool = typer.Option(False, "--json", help="Machine-re
                                  "workdir": d.workdir, "emulated": d.emulated} for d in devs],
                     "groups": inv.groups(), "profiles": profile_names(), "inventory": str(inv.path)})
         return
-    t = Table(title=f"devices ({inv.path})", title_justify="left")
+    t = Table(title=f"devices ({escape(str(inv.path))})", title_justify="left")
     for col in ("name", "profile", "address", "target", "workdir"):
         t.add_column(col)
     for d in devs:
@@ -92,7 +92,8 @@ def add(
                               identity_file=identity_file, workdir=workdir, transport="local" if local else None,
                               exec_wrapper=exec_wrapper.split() if exec_wrapper else None)
     inv.add(dev, replace=replace)
-    out.print(f"added {escape(name)} ({escape(dev.address)}, profile {profile}) to {inventory_path()}; "
+    out.print(f"added {escape(name)} ({escape(dev.address)}, profile {escape(profile)}) to "
+              f"{escape(str(inventory_path()))}; "
               f"next: edgec devices check {escape(name)}")
 
 
@@ -138,7 +139,7 @@ def check(names: List[str] = typer.Argument(..., help="Device(s) or group(s) to 
         print_json(recs if len(recs) > 1 else recs[0])
         return
     for r in recs:
-        t = Table(title=f"{r['device']} ({r['address']}, profile {r['profile']})", show_header=False,
+        t = Table(title=escape(f"{r['device']} ({r['address']}, profile {r['profile']})"), show_header=False,
                   title_justify="left")
         simd = [f for f in SIMD_FEATURES if f in r["features"]]
         feats = f"{' '.join(simd) or 'no SIMD extensions edgec uses'} ({len(r['features'])} flags in all)"

@@ -26,7 +26,7 @@ def inspect(
     Example: edgec inspect mobilenet.onnx --input-shape input:1,3,224,224 --json
     """
     shapes = parse_input_shapes(input_shape)
-    declared = load_model(model, static=False)
+    declared = load_model(model, static=False, finite_weights=False)  # inspect shows broken models too
     doc = inspect_model(with_static_shapes(declared, shapes), declared, model)
     if json_out:
         print_json(doc)
@@ -78,7 +78,7 @@ def render(doc: dict) -> None:
     out.print(layers)
     un = doc["unsupported"]
     if not un["checked"]:
-        out.print(f"[yellow]unsupported ops: not checked ({un['reason']})[/yellow]")
+        out.print(f"[yellow]unsupported ops: not checked ({escape(un['reason'])})[/yellow]")
     elif un["nodes"]:
         out.print(f"[red]{len(un['nodes'])} node(s) the code generator does not support:[/red]")
         for n in un["nodes"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 
 from edgec import __version__
 from edgec.errors import EdgecError
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     except EdgecError as e:
         if debug:
             raise
-        err.print(f"[bold red]error:[/bold red] {e}", markup=True, highlight=False)
+        err.print(f"[bold red]error:[/bold red] {escape(str(e))}", markup=True, highlight=False)
         return e.exit_code
     except KeyboardInterrupt:
         err.print("[red]interrupted[/red]")
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         text = " ".join(str(e).split())[:300]
-        err.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {text} (rerun with --debug for the traceback)")
+        err.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {escape(text)} "
+                  "(rerun with --debug for the traceback)")
         return 1
     return rv if isinstance(rv, int) else 0
 

@@ -68,8 +68,10 @@ def optimize(
         refuse_overwrite(model, report)
         if report.resolve() == output.resolve():
             raise EdgecError(f"--report {report} is the output model path; choose another file")
+        if not report.parent.is_dir():  # the report is written last: say so before the work
+            raise EdgecError(f"--report folder {report.parent} does not exist")
     with _progress() as p:
-        doc = run(model, output, cfg, progress=p, log=lambda m: err.print(f"[dim]{m}[/dim]"))
+        doc = run(model, output, cfg, progress=p, log=lambda m: err.print(f"[dim]{escape(m)}[/dim]"))
     render(doc)
     if report is not None:
         write_text_atomic(report, json.dumps(doc, indent=2, sort_keys=True, default=_plain) + "\n")
@@ -108,7 +110,7 @@ def evaluate(
     t.add_column("value", justify="right")
     for k, v in _flat(res).items():
         if k not in ("model", "data", "reference"):
-            t.add_row(k, _fmt(k, v))
+            t.add_row(escape(k), _fmt(k, v))
     out.print(t)
 
 

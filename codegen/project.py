@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 import shutil
 import subprocess
@@ -79,6 +80,7 @@ def compile_model(model_path, out_dir, *, target="native", threads: int = 1, inp
     tgt = get_target(target)
     if out_dir.exists() and not out_dir.is_dir():
         raise EdgecError(f"output {out_dir} exists and is not a folder")
+    _check_writable(out_dir)
     g = lower_file(model_path, input_shapes)
     stamp = {"command": command or "edgec compile " + shlex.join([str(model_path), "-o", str(out_dir),
                                                                   "--target", tgt.name]),
@@ -88,6 +90,17 @@ def compile_model(model_path, out_dir, *, target="native", threads: int = 1, inp
     if build:
         b.binaries = build_project(out_dir, tgt, cc=cc, profile=profile)
     return b
+
+
+def _check_writable(out_dir: Path) -> None:
+    """Before any work: the project folder, or the nearest folder it would be created in, takes writes."""
+    probe = out_dir
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise EdgecError(f"output {out_dir}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise EdgecError(f"output folder {probe} is not writable")
 
 
 def build_project(dir, target="native", cc: str | None = None, profile: bool = False,

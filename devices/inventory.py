@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from edgec import yamlfile
 from edgec.errors import EdgecError
 from edgec.files import write_text_atomic
 
@@ -158,8 +160,11 @@ def device_from_profile(name: str, profile: str, **overrides) -> Device:
         raise EdgecError(f"device {name!r}: unknown setting(s) {', '.join(sorted(unknown))}")
     if fields.get("port") is not None:
         fields["port"] = _int(name, "port", fields["port"])
+        if not 1 <= fields["port"] <= 65535:
+            raise EdgecError(f"device {name!r}: port must be 1..65535, got {fields['port']}")
     if fields.get("timeout") is not None:
-        fields["timeout"] = float(fields["timeout"])
+        fields["timeout"] = _timeout(name, fields["timeout"])
+    _check_words(name, fields)
     for key in ("exec_wrapper", "cflags", "ldflags", "features"):
         if isinstance(fields.get(key), str):
             fields[key] = fields[key].split()
@@ -167,21 +172,48 @@ def device_from_profile(name: str, profile: str, **overrides) -> Device:
 
 
 def _int(name: str, key: str, value) -> int:
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
+        raise EdgecError(f"device {name!r}: {key} must be a whole number, got {value!r}")
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise EdgecError(f"device {name!r}: {key} must be a number, got {value!r}") from None
+
+
+def _timeout(name: str, value) -> float:
+    try:
+        t = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        t = float("nan")
+    if not 0 < t <= 3600:  # NaN fails this too
+        raise EdgecError(f"device {name!r}: timeout must be seconds in (0, 3600], got {value!r}")
+    return t
+
+
+# Host names, IPv4/IPv6 addresses and ssh config aliases; user names as useradd takes them. Nothing here
+# may reach a shell or ssh's option parser as anything but one plain word.
+_HOST_RE = re.compile(r"[A-Za-z0-9_.%:\[\]][A-Za-z0-9_.%:\[\]-]*")
+_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _check_words(name: str, fields: dict) -> None:
+    for key, pattern, what in (("host", _HOST_RE, "a host name, IP address or ~/.ssh/config Host alias"),
+                               ("user", _USER_RE, "a user name (letters, digits, '.', '_', '-')")):
+        value = fields.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or len(value) > 253 or not pattern.fullmatch(value):
+            raise EdgecError(f"device {name!r}: {key} {value!r} is not {what}")
+    key = fields.get("identity_file")
+    if key is not None and (not isinstance(key, str) or not key.strip() or "\n" in key or "\0" in key):
+        raise EdgecError(f"device {name!r}: identity_file {key!r} is not a file path")
 
 
 def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         return {}
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise EdgecError(f"cannot parse {path}{where}: not valid YAML") from None
+    doc = yamlfile.read(path) or {}
     if not isinstance(doc, dict):
         raise EdgecError(f"{path} must be a mapping with a 'devices:' section")
     return doc
@@ -246,6 +278,11 @@ class Inventory:
         return [self.get(n) for n in names]
 
     def add(self, device: Device, *, replace: bool = False) -> None:
+        if not NAME_RE.fullmatch(device.name) or len(device.name) > 64:
+            raise EdgecError(f"device name {device.name!r}: use letters, digits, '.', '_' and '-' "
+                             "(it names the board in commands and reports)")
+        if device.identity_file and not Path(device.identity_file).expanduser().is_file():
+            raise EdgecError(f"identity file {device.identity_file} of device {device.name!r} does not exist")
         if device.probe_profile:
             raise EdgecError(f"device {device.name!r} has no profile yet: probe it first or pass --profile")
         if device.name in self.user_doc.get("devices", {}) and not replace:

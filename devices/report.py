@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -139,7 +140,7 @@ def render(rep: dict, console: Console) -> None:
     title = f"{rep['model']} on {rep['device']} ({rep['profile']}, {rep['target']}, {rep['threads']} thread(s))"
     if rep["emulated"]:
         title += " [EMULATED: emulator times]"
-    t = Table(title=title, show_header=False, title_justify="left")
+    t = Table(title=escape(title), show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
     rows = [("init", f"{_ms(rep['init_ms'])} ms"), ("first inference", f"{_ms(rep['first_ms'])} ms"),
@@ -159,7 +160,7 @@ def render(rep: dict, console: Console) -> None:
                      f"{_ms(ort['median_ms'])} ms median (v{ort.get('version')}): "
                      + compare_speed(rep.get("median_ms"), ort.get("median_ms"))))
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(k, Text(str(v)))  # board and model text is data, not markup
     parts = [t]
     if rep["layers"]:
         parts.append(_layers_table(rep["layers"]))
@@ -174,7 +175,7 @@ def _layers_table(layers: list[dict]) -> Table:
     for col in ("layer", "op", "algo", "ms", "time %", "MAC %"):
         t.add_column(col, justify="right" if col in ("ms", "time %", "MAC %") else "left")
     for l in layers:
-        t.add_row(_layer_name(l["name"]), l["op"], l["algo"], _ms(l["ms"]), f"{l['time_pct']:.1f}",
+        t.add_row(Text(_layer_name(l["name"])), Text(l["op"]), Text(l["algo"]), _ms(l["ms"]), f"{l['time_pct']:.1f}",
                   f"{l['mac_pct']:.1f}")
     return t
 
@@ -207,9 +208,9 @@ def compare_table(reports: list[dict], errors: dict[str, str]) -> Table:
     for r in ok:
         rel = "-" if not best or not r.get("median_ms") else (
             "fastest" if r is ok[0] else f"{r['median_ms'] / best:.2f}x its time")
-        t.add_row(r["device"], r["target"] or "-", _ms(r.get("median_ms")), _ms(r.get("p90_ms")),
+        t.add_row(Text(r["device"]), Text(r["target"] or "-"), _ms(r.get("median_ms")), _ms(r.get("p90_ms")),
                   f"{r.get('cov_pct', 0):.1f}", f"{r.get('throughput_ips', 0):.0f}", rel,
                   ", ".join(warning_tags(r["warnings"])) or "ok")
     for name in errors:
-        t.add_row(name, "-", "-", "-", "-", "-", "-", Text("failed", style="red"))
+        t.add_row(Text(name), "-", "-", "-", "-", "-", "-", Text("failed", style="red"))
     return t

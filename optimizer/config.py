@@ -34,11 +34,13 @@ Other top-level sections (target, device) belong to other commands and are carri
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import yaml
 
+from edgec import yamlfile
 from edgec.errors import EdgecError
 
 
@@ -74,6 +76,7 @@ class OptimizeConfig:
     extra: dict = field(default_factory=dict)  # other sections, saved back as they were
 
     def check(self) -> None:
+        self._check_types()
         if self.quantize not in (None, "int8", "fp16"):
             raise EdgecError(f"--quantize must be int8 or fp16, got {self.quantize!r}")
         if self.prune_scope not in ("layer", "global"):
@@ -88,8 +91,18 @@ class OptimizeConfig:
         if self.calib_samples < 1:
             raise EdgecError("calib_samples must be at least 1")
         for name, value in self.prune_layers.items():
-            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:
                 raise EdgecError(f"prune_layers.{name}: sparsity must be in [0, 1), got {value!r}")
+        # specs and shapes are checked here, before the model is loaded and measured
+        from edgec.model import parse_input_shapes
+        from edgec.optimizer.prune import parse_spec
+
+        for spec in self.prune:
+            parse_spec(spec)
+        parse_input_shapes(self.input_shapes)
+
+    def _check_types(self) -> None:
+        check_types({f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}, "")
 
     def to_yaml(self, model: str, output: str) -> str:
         d = asdict(self)
@@ -101,6 +114,35 @@ class OptimizeConfig:
 
 DATA_KEYS = ("calib", "eval", "input_shapes", "preprocess")
 _NAMES = {f.name for f in fields(OptimizeConfig)} - {"extra"}
+_KINDS = {"fuse": "bool", "disable_passes": "strs", "prune": "strs", "prune_scope": "str", "prune_layers": "map",
+          "prune_skip": "strs", "prune_first_last": "bool", "prune_compensate": "bool", "sensitivity": "bool",
+          "quantize": "str", "calib_method": "str", "calib_samples": "int", "activations": "str",
+          "per_channel": "bool", "reduce_range": "bool", "keep_float": "strs", "max_float_layers": "int",
+          "max_accuracy_drop": "float", "min_cosine": "float", "fix_shapes": "bool",
+          "guard": "bool", "floor_cosine": "float", "floor_agreement": "float", "calib": "path", "eval": "path",
+          "input_shapes": "strs", "preprocess": "map"}
+_OK = {"bool": lambda v: isinstance(v, bool),
+       "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+       "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+       "str": lambda v: isinstance(v, str),
+       "path": lambda v: isinstance(v, str) and v != "",
+       "strs": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+       "map": lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v)}
+_NULLABLE = {f.name for f in fields(OptimizeConfig) if f.default is None}
+
+
+def check_types(values: dict, where: str) -> None:
+    """Every setting has the type its flag would give it (YAML happily yields "x" where a number belongs)."""
+    for name, value in values.items():
+        kind = _KINDS[name]
+        if value is None and name in _NULLABLE:
+            continue
+        if not _OK[kind](value):
+            raise EdgecError(f"{where}setting {name}: expected {_KIND_TEXT[kind]}, got {value!r}"[:300])
+
+
+_KIND_TEXT = {"bool": "true or false", "int": "a whole number", "float": "a number", "str": "a string",
+              "path": "a file or folder path", "strs": "a list of strings", "map": "a mapping"}
 
 
 def load_config(path: str | Path | None, overrides: dict) -> OptimizeConfig:
@@ -110,17 +152,23 @@ def load_config(path: str | Path | None, overrides: dict) -> OptimizeConfig:
         p = Path(path)
         if not p.is_file():
             raise EdgecError(f"config file not found: {p}")
-        try:
-            doc = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise EdgecError(f"{p} is not valid YAML: {' '.join(str(e).split())[:200]}") from None
+        doc = yamlfile.read(p)
+        if doc is None:
+            raise EdgecError(f"{p} is empty; expected 'optimize:' and 'data:' sections (or leave out --config)")
         if not isinstance(doc, dict):
             raise EdgecError(f"{p}: expected a mapping with 'optimize:' and 'data:' sections")
-    section = dict(doc.get("optimize") or {})
-    section.update(doc.get("data") or {})
-    unknown = sorted(set(section) - _NAMES)
+    section: dict = {}
+    for key in ("optimize", "data"):
+        part = doc.get(key)
+        if part is None:
+            continue
+        if not isinstance(part, dict):
+            raise EdgecError(f"{path}: '{key}:' must be a mapping of settings, got {type(part).__name__}")
+        section.update(part)
+    unknown = sorted(set(map(str, section)) - _NAMES)
     if unknown:
         raise EdgecError(f"{path}: unknown setting {unknown[0]!r}; known: {', '.join(sorted(_NAMES))}")
+    check_types(section, f"{path}: ")
     extra = {k: v for k, v in doc.items() if k not in ("optimize", "data", "model", "output")}
     for k, v in overrides.items():
         if v is not None and v != [] and v != ():

@@ -62,6 +62,14 @@ def _check_array(arr: np.ndarray, info, source: str, what: str) -> np.ndarray:
                          f"(save it with .astype(np.{info.dtype}))")
     if len(arr) == 0:
         raise EdgecError(f"{what} data {source} has no samples")
+    if arr.dtype.kind in "fc":
+        finite = np.isfinite(arr)
+        if not finite.all():
+            first = int(np.argwhere(~finite.reshape(len(arr), -1))[0][0])
+            kinds = " and ".join(k for k, f in (("NaN", np.isnan), ("inf", np.isinf)) if f(arr).any())
+            raise EdgecError(f"{what} data {source}: input {info.name!r} holds {int((~finite).sum())} {kinds} "
+                             f"value(s), first in sample {first}; calibration ranges and metrics would be "
+                             "meaningless: clean the data")
     return arr
 
 
@@ -88,12 +96,39 @@ def _from_arrays(model, arrays: dict[str, np.ndarray], labels, source: str, what
     return Dataset(feeds, None if labels is None else _labels(labels, n, source), source)
 
 
+PICKLE_HINT = "holds pickled Python objects, which edgec never loads (they can run code); save plain numeric arrays"
+
+
+def _read_error(path: Path, what: str, e: Exception) -> EdgecError:
+    text = " ".join(str(e).split())
+    if "pickle" in text or "Object arrays" in text:
+        return EdgecError(f"{what} data {path} {PICKLE_HINT}")
+    return EdgecError(f"cannot read {what} data {path} (truncated or not a NumPy file): "
+                      f"{text[:200] or type(e).__name__}")
+
+
+def _npy(path: Path, what: str) -> np.ndarray:
+    """One .npy file, never unpickled; a damaged file is one clear line."""
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as e:  # numpy raises ValueError, EOFError, OSError, UnpicklingError... on bad files
+        raise _read_error(path, what, e) from None
+    if not isinstance(arr, np.ndarray):
+        raise EdgecError(f"{what} data {path}: expected one array in a .npy file")
+    return arr
+
+
 def _npz(model, path: Path, what: str) -> Dataset:
     try:
         with np.load(path, allow_pickle=False) as z:
+            if not hasattr(z, "files"):
+                raise EdgecError(f"{what} data {path}: a .npz must be a NumPy archive (np.savez), "
+                                 "this is a single array")
             arrays = {k: z[k] for k in z.files}
+    except EdgecError:
+        raise
     except Exception as e:
-        raise EdgecError(f"cannot read {what} data {path}: {' '.join(str(e).split())[:200]}") from None
+        raise _read_error(path, what, e) from None
     labels = arrays.pop("labels", None)
     return _from_arrays(model, arrays, labels, str(path), what)
 
@@ -102,12 +137,12 @@ def _npy_folder(model, path: Path, files: list[Path], what: str) -> Dataset:
     infos = _inputs(model)
     if len(infos) != 1:
         raise EdgecError(f"{what} data {path}: a folder of .npy files only works for single-input models; use a .npz")
-    labels = np.load(path / "labels.npy") if (path / "labels.npy").exists() else None
+    labels = _npy(path / "labels.npy", what) if (path / "labels.npy").is_file() else None
     parts = []
     for f in files:
         if f.name == "labels.npy":
             continue
-        parts.append(_check_array(np.load(f, allow_pickle=False), infos[0], str(f), what))
+        parts.append(_check_array(_npy(f, what), infos[0], str(f), what))
     if not parts:
         raise EdgecError(f"{what} data folder {path} holds no sample .npy files")
     return _from_arrays(model, {infos[0].name: np.concatenate(parts)}, labels, str(path), what)

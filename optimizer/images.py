@@ -107,7 +107,9 @@ def load_images(path: Path, model: onnx.ModelProto, spec: dict, what: str, limit
         except EdgecError:
             raise
         except Exception as e:
-            raise EdgecError(f"cannot read image {f}: {' '.join(str(e).split())[:200]}") from None
+            raise EdgecError(f"cannot read image {f}: {' '.join(str(e).split())[:200] or type(e).__name__}") from None
+        if not np.isfinite(x).all():
+            raise EdgecError(f"preprocessing {f} gave NaN/inf values: check preprocess scale, mean and std (std 0?)")
         feeds.append({infos[0].name: x[None].astype(infos[0].dtype)})
     lab = None if labels is None else np.asarray(labels[: len(feeds)], np.int64)
     return Dataset(feeds, lab, str(path), classes)

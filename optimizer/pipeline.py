@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -286,6 +287,8 @@ def optimize(model_path: str | Path, out_path: str | Path, cfg: OptimizeConfig, 
         raise EdgecError(f"output {out_path} should end in .onnx")
     if not out_path.parent.is_dir():  # say so before minutes of work, not after
         raise EdgecError(f"output folder {out_path.parent} does not exist")
+    if not os.access(out_path.parent, os.W_OK | os.X_OK):
+        raise EdgecError(f"output folder {out_path.parent} is not writable")
     opt = Optimizer(cfg, progress, log)
     model = opt.load(model_path)
     result = opt.run(model)
