@@ -116,7 +116,7 @@ KERNELS: tuple[Kernel, ...] = (
              {"lanes": lanes}, scratch="N x ceil(C/lanes) x Hp x Wp x lanes x 4")
       for isa, lanes in (("avx2", 8), ("avx512", 16), ("neon", 4))),
     # Winograd F(m,3) input/output transform pairs (3x3 stride-1 convs; the alpha^2 GEMMs run on the
-    # isa's f32-igemm microkernel); the scalar ones are the reference, with the matrices as tables
+    # isa's f32-gemm microkernel); the scalar ones are the reference, with the matrices as tables
     *(Kernel(f"f32_winograd_f{m}3__{isa}", "f32", "winograd", isa, f"f{m}3", f"f32-winograd/f32-winograd-f{m}3-{isa}.c",
              {"m": m, "in": f"f32_winograd_in_f{m}3__{isa}", "out": f"f32_winograd_out_f{m}3__{isa}"},
              scratch=_WG_SCRATCH)

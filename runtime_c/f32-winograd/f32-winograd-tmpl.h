@@ -87,11 +87,7 @@ EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t
     wg_bt(d, o);
 #pragma GCC unroll 8
     for (int r = 0; r < WG_A; r++) {
-      float *dst = v + (size_t)(r * WG_A + c) * vs;
-      if (nl == EC_VL)
-        ec_vst(dst, o[r]);
-      else
-        ec_vst_n(dst, o[r], nl);
+      ec_vst(v + (size_t)(r * WG_A + c) * vs, o[r]); /* whole vectors, see F32_WINOGRAD_IN_DECL */
     }
   }
 }

@@ -9,9 +9,15 @@
  *       (r, q*m + ph) at [ph][r][q]. Every tile row's input value (i, j) of VL consecutive tiles
  *       is then one contiguous vector, [j % m][th*m + i][tw + j / m].
  *   u:  [G][alpha^2][ceil(Kpg/MR)][Cpg][MR] (the GEMM's packed A, one matrix per xi).
- *   V:  per thread [alpha^2][Cpg][TB]: the B rows of the indirect GEMM microkernel (koff[c] = c*TB),
- *       TB tiles per work item, a multiple of NR, so no tile is ever repacked into panels.
- *   M:  per thread [alpha^2][KB][TB], KB output channels per GEMM pass.
+ *   V:  per thread [alpha^2][TB/NR][Cpg*NR + PAD] (+ PAD per xi): the GEMM's packed B, TB tiles
+ *       per work item (a multiple of NR). The input transform writes it directly, one run of tiles
+ *       within a tile row and a panel at a time, channel by channel, runs in tile order. Panels are
+ *       contiguous: B rows at a stride of TB floats used a fraction of L1's sets and measured 3-4x
+ *       slower at TB = 32, 64.
+ *   M:  per thread [alpha^2][KB][TB] (+ pad per xi), KB output channels per GEMM pass.
+ * The pads keep the alpha^2 streams of the transforms off one cache set (power-of-two strides),
+ * and take the whole-vector stores of the input transform past a run's last tile: they land on
+ * values written later in that order or in a pad (masked stores cost 3x the transform on Zen 3). 
  * A work item (n, group, block of TB tiles, K chunk) transforms its tiles' input into V (in L2),
  * runs the alpha^2 GEMMs one KB pass at a time and transforms each pass's M straight into NCHW
  * with the epilogue. The transforms are per-ISA kernels vectorised over the tiles of a tile row. */
@@ -25,7 +31,8 @@
 
 /* Input transform of n tiles of one tile row, one channel: p is the row's first tile in the
  * phase planes (padded value (i, tw*m + j) at p[(j % m)*ps + i*q + tw + j/m]); value xi of tile tw
- * is stored at v[xi*vs + tw]. */
+ * is stored at v[xi*vs + tw]. SIMD variants store whole vectors: up to EC_VL - 1 floats after the
+ * n values of each xi may be overwritten. */
 #define F32_WINOGRAD_IN_DECL(name)                                                              \
   void name(size_t n, const float *EC_RESTRICT p, size_t ps, size_t q, float *EC_RESTRICT v,   \
             size_t vs)
@@ -39,6 +46,8 @@
 
 typedef F32_WINOGRAD_IN_DECL((*f32_winograd_in_fn));
 typedef F32_WINOGRAD_OUT_DECL((*f32_winograd_out_fn));
+
+#define F32_WINOGRAD_PAD 16 /* floats after each xi slice of V and M */
 
 #define F32_WINOGRAD_KERNELS(f, isa)                                                            \
   F32_WINOGRAD_IN_DECL(f32_winograd_in_##f##__##isa);                                           \
@@ -65,7 +74,7 @@ typedef struct {
   size_t TB, KB;      /* tiles per work item (multiple of NR), output channels per pass (of MR) */
   size_t KSPLIT;      /* K chunks per tile block (parallelism for few tiles) */
   size_t MR, NR, KC;  /* GEMM microkernel tile, input channels per K block */
-  f32_igemm_ukernel_fn uk;
+  f32_gemm_ukernel_fn uk;
   f32_winograd_in_fn tin;
   f32_winograd_out_fn tout;
 } f32_winograd_shape;
@@ -74,7 +83,6 @@ typedef struct {
   const float *x;
   float *y;
   const float *u;      /* [G][alpha^2][ceil(Kpg/MR)][Cpg][MR] */
-  const int32_t *koff; /* [Cpg] = c*TB */
   const float *bias;
   const float *res;
   int res_before_act;
@@ -87,8 +95,8 @@ static inline size_t f32_winograd_xp_floats(size_t N, size_t C, size_t m, size_t
   return N * C * m * HP * Q;
 }
 
-static inline size_t f32_winograd_tmp_floats(size_t m, size_t Cpg, size_t KB, size_t TB) {
-  return (m + 2) * (m + 2) * (Cpg + KB) * TB;
+static inline size_t f32_winograd_tmp_floats(size_t m, size_t Cpg, size_t KB, size_t TB, size_t NR) {
+  return (m + 2) * (m + 2) * ((Cpg + KB) * TB + (TB / NR + 2) * F32_WINOGRAD_PAD);
 }
 
 EC_INLINE size_t f32_winograd_items(const f32_winograd_shape *s) {
@@ -109,11 +117,14 @@ EC_INLINE void f32_winograd_pack_plane(const f32_winograd_shape *s, const f32_wi
     const float *row = src + (size_t)ih * W;
     for (size_t ph = 0; ph < m; ph++) {
       float *d = dst + (ph * HP + r) * Q;
-      /* column q*m + ph - PL of the input: zero left of 0 and from W on */
-      for (size_t q = 0; q < Q; q++) {
-        const ptrdiff_t iw = (ptrdiff_t)(q * m + ph) - (ptrdiff_t)s->PL;
-        d[q] = iw >= 0 && iw < (ptrdiff_t)W ? row[iw] : 0.0f;
-      }
+      /* column q*m + ph - PL of the input: inside for q in [lo, hi) */
+      const size_t lo = ph >= s->PL ? 0 : EC_MIN(Q, EC_DIV_UP(s->PL - ph, m));
+      const size_t end = W + s->PL > ph ? EC_DIV_UP(W + s->PL - ph, m) : 0;
+      const size_t hi = EC_MAX(lo, EC_MIN(Q, end));
+      const float *sr = row + (lo * m + ph - s->PL);
+      for (size_t q = 0; q < lo; q++) d[q] = 0.0f;
+      for (size_t q = lo; q < hi; q++) d[q] = sr[(q - lo) * m];
+      for (size_t q = hi; q < Q; q++) d[q] = 0.0f;
     }
   }
 }
@@ -131,15 +142,18 @@ EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd
   const size_t k0 = ks * kchunk, k1 = EC_MIN(Kpg, k0 + kchunk);
   if (k0 >= k1) return;
   const size_t t0 = b * TB, nt = EC_MIN(TB, T - t0);
-  float *V = a->tmp + tid * f32_winograd_tmp_floats(m, Cpg, s->KB, TB);
-  float *Mb = V + A2 * Cpg * TB;
+  float *V = a->tmp + tid * f32_winograd_tmp_floats(m, Cpg, s->KB, TB, NR);
+  const size_t pst = Cpg * NR + F32_WINOGRAD_PAD; /* panel stride */
+  const size_t vs = TB / NR * pst + F32_WINOGRAD_PAD, ms = s->KB * TB + F32_WINOGRAD_PAD;
+  float *Mb = V + A2 * vs;
 
   const size_t ps = s->HP * s->Q;
   for (size_t c = 0; c < Cpg; c++) {
     const float *plane = a->xp + (n * s->C + g * Cpg + c) * m * ps;
-    for (size_t t = t0; t < t0 + nt;) {
-      const size_t th = t / TW, tw = t % TW, len = EC_MIN(TW - tw, t0 + nt - t);
-      s->tin(len, plane + th * m * s->Q + tw, ps, s->Q, V + c * TB + (t - t0), Cpg * TB);
+    for (size_t t = t0; t < t0 + nt;) { /* runs within one tile row and one panel */
+      const size_t th = t / TW, tw = t % TW, j = t - t0;
+      const size_t len = EC_MIN(EC_MIN(TW - tw, t0 + nt - t), NR - j % NR);
+      s->tin(len, plane + th * m * s->Q + tw, ps, s->Q, V + j / NR * pst + c * NR + j % NR, vs);
       t += len;
     }
   }
@@ -150,15 +164,15 @@ EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd
     const size_t kb1 = EC_MIN(k1, kb0 + s->KB);
     for (size_t xi = 0; xi < A2; xi++) {
       const float *ux = ug + xi * Mp * Cpg;
-      float *mx = Mb + xi * s->KB * TB;
+      float *mx = Mb + xi * ms;
       for (size_t c0 = 0; c0 < Cpg; c0 += s->KC) {
         const size_t kc = EC_MIN(s->KC, Cpg - c0);
         for (size_t j0 = 0; j0 < nt; j0 += NR) {
           const size_t nr = EC_MIN(NR, nt - j0);
-          const float *vb = V + xi * Cpg * TB + j0;
+          const float *vb = V + xi * vs + j0 / NR * pst + c0 * NR;
           for (size_t i0 = kb0; i0 < kb1; i0 += MR)
-            s->uk(EC_MIN(MR, kb1 - i0), nr, kc, ux + i0 * Cpg + c0 * MR, vb, a->koff + c0,
-                  mx + (i0 - kb0) * TB + j0, TB, c0 != 0, NULL);
+            s->uk(EC_MIN(MR, kb1 - i0), nr, kc, ux + i0 * Cpg + c0 * MR, vb, mx + (i0 - kb0) * TB + j0, TB,
+                  c0 != 0, NULL);
         }
       }
     }
@@ -168,7 +182,7 @@ EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd
       for (size_t t = t0; t < t0 + nt;) {
         const size_t th = t / TW, tw = t % TW, len = EC_MIN(TW - tw, t0 + nt - t);
         const size_t o = yo + th * m * s->Wo + tw * m;
-        s->tout(len, Mb + (k - kb0) * TB + (t - t0), s->KB * TB, a->y + o, s->Wo, EC_MIN(m, s->Ho - th * m),
+        s->tout(len, Mb + (k - kb0) * TB + (t - t0), ms, a->y + o, s->Wo, EC_MIN(m, s->Ho - th * m),
                 s->Wo - tw * m, bias, a->res ? a->res + o : NULL, a->res_before_act, a->act);
         t += len;
       }

@@ -39,12 +39,12 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
                      and o.arch in (None, k.arch))
         return "test_dwconv.c", {"T_PLANE": plane.name, "T_K": 0, "T_CB": k.name, "T_CB_LANES": k.params["lanes"]}, \
             ["f32-dwconv/f32-dwconv-kxk-scalar.c", plane.file]
-    if k.op == "winograd":  # the driver on the isa's indirect GEMM kernel, beside the portable transforms
+    if k.op == "winograd":  # the driver on the isa's GEMM kernel, beside the portable transforms
         ref = next(o for o in kernels.KERNELS if o.op == "winograd" and o.isa == "scalar" and o.tile == k.tile)
-        ik = kernels.igemm_kernel(kernels.build_target(k))
+        gk = kernels.gemm_kernel(kernels.build_target(k))
         return "test_winograd.c", {"T_M": k.params["m"], "T_IN": k.params["in"], "T_OUT": k.params["out"],
-                                   "T_REF_IN": ref.params["in"], "T_REF_OUT": ref.params["out"], "T_IUK": ik.name,
-                                   "T_MR": ik.params["mr"], "T_NR": ik.params["nr"]}, [ref.file, ik.file]
+                                   "T_REF_IN": ref.params["in"], "T_REF_OUT": ref.params["out"], "T_UK": gk.name,
+                                   "T_MR": gk.params["mr"], "T_NR": gk.params["nr"]}, [ref.file, gk.file]
     kk = k.params["k"][0] if k.params["k"] else 0
     return "test_dwconv.c", {"T_PLANE": k.name, "T_K": kk}, ["f32-dwconv/f32-dwconv-kxk-scalar.c"]
 

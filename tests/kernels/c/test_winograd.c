@@ -1,4 +1,4 @@
-/* Winograd F(T_M,3) (f32-winograd.h + transforms T_IN/T_OUT + indirect GEMM microkernel T_IUK)
+/* Winograd F(T_M,3) (f32-winograd.h + transforms T_IN/T_OUT + GEMM microkernel T_UK)
  * vs the naive direct convolution, and vs the same driver on the portable transforms T_REF_IN /
  * T_REF_OUT (a SIMD transform must agree with them to rounding). Odd shapes, pads 0/1/2 and
  * asymmetric, groups, N = 2, several tile blocks and K passes, K blocking, every epilogue.
@@ -51,19 +51,17 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), TH = EC_DIV_UP(Ho, T_M), TW = EC_DIV_UP(Wo, T_M);
   const size_t Cpg = p->C / p->G, HP = TH * T_M + 2, Q = TW + 1, threads = 3;
   f32_winograd_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->PT, p->PL, T_M, TH, TW, HP, Q,
-                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_IUK, tin, tout};
-  int32_t *koff = (int32_t *)malloc(Cpg * sizeof(int32_t));
-  for (size_t c = 0; c < Cpg; c++) koff[c] = (int32_t)(c * TB);
+                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout};
   float *xp = falloc(f32_winograd_xp_floats(p->N, p->C, T_M, HP, Q));
-  float *tmp = falloc(threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB));
-  f32_winograd_args a = {x, y, u, koff, b, r, before, act, xp, tmp};
+  float *tmp = falloc(threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_NR));
+  f32_winograd_args a = {x, y, u, b, r, before, act, xp, tmp};
   if (g_pool) {
     f32_winograd_run(&s, &a, g_pool);
   } else {
     for (size_t i = 0; i < p->N * p->C; i++) f32_winograd_pack_plane(&s, &a, i);
     for (size_t i = 0; i < f32_winograd_items(&s); i++) f32_winograd_item(&s, &a, i % threads, i);
   }
-  free(koff), free(xp), free(tmp);
+  free(xp), free(tmp);
 }
 
 /* TB in NR panels; KB in MR rows */
