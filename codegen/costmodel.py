@@ -109,8 +109,97 @@ def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
                   {"sparsity": s, "break_even": be})
 
 
+# Winograd F(m,3) vs direct 3x3 stride-1 convs, in units of one MAC of the packed GEMM microkernel.
+# Measured on Zen 3 (AVX2, 1 thread; benchmarks in docs/benchmarks.md): the indirect stride-1 GEMM runs
+# at 1/2.6 of the packed GEMM's MAC rate (strided B rows across padded planes), the spatial pack at
+# about 1/1.2 plus its im2col; one transformed input value costs ~21 MACs, one output value ~13 (scalar
+# interleave into NCHW included), one phase-packed input element ~37 (scalar strided copy); streaming a
+# byte of weights from memory ~10, ~2 again from L3 (a layer costs the larger of compute and weight traffic).
+# Other ISAs: the same ratios, not measured.
+WINOGRAD_M = (2, 4, 6)
+_DIRECT_RATE = {"s1": 2.6, "pack": 1.2, "gspc": 1.7}
+_WG_IN, _WG_OUT, _WG_PACK, _BYTE = 21.0, 13.0, 37.0, 10.0
+_BYTE_L3, _L3_SHARE = 2.0, 4 << 20  # repeated passes over weights that stay in (a share of) L3
+_CALL = 12  # MAC-equivalents per microkernel call beyond its K loop (tile load/store)
+
+
+def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
+    """Estimated cost (packed-GEMM MAC units) of F(m,3) on layer g, and its multiply reduction."""
+    a2 = (m + 2) ** 2
+    cpg, kpg, n, groups = g["C"] // g["G"], g["K"] // g["G"], g["N"], g["G"]
+    mp = -(-kpg // mr) * mr
+    th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
+    tiles = th * tw
+    tpad = -(-tiles // nr) * nr
+    gemm = n * groups * a2 * mp * tpad * (cpg + _CALL)
+    trans = n * (g["C"] * tiles * a2 * _WG_IN + g["K"] * tiles * a2 * _WG_OUT
+                 + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
+    u_bytes = 4 * groups * a2 * mp * cpg
+    passes = n * -(-tpad // _tb_hint(target, a2, cpg, nr, tpad))  # U is streamed once per tile block
+    weights = u_bytes * (_BYTE + (passes - 1) * (_BYTE_L3 if u_bytes <= _L3_SHARE else _BYTE))
+    direct_macs = n * g["K"] * cpg * 9 * g["Ho"] * g["Wo"]
+    wino_macs = n * g["K"] * cpg * a2 * tiles
+    return {"cost": max(gemm + trans, weights), "gemm": gemm, "transforms": trans,
+            "weight_bytes": u_bytes, "mult_reduction": direct_macs / wino_macs}
+
+
+def _tb_hint(target, a2: int, cpg: int, nr: int, tpad: int) -> int:
+    """Tiles per block the emitter will use (codegen/ops/winograd.blocking, one thread)."""
+    return min(tpad, max(1, (target.l2_bytes // 2) // (a2 * cpg * nr * 4)) * nr)
+
+
+def direct_estimate(g: dict, mr: int, cols: int, kind: str) -> dict:
+    """Estimated cost of the direct algorithm the Conv emitter would use (kind s1 | pack | gspc)."""
+    cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
+    mp = -(-kpg // mr) * mr
+    kg = cpg * 9
+    compute = g["N"] * g["G"] * mp * cols * (kg + _CALL) * _DIRECT_RATE[kind]
+    if kind == "pack":
+        compute += g["N"] * g["G"] * kg * cols * 2  # im2col
+    weights = 4 * g["G"] * mp * kg
+    return {"cost": max(compute, _BYTE * weights), "weight_bytes": weights}
+
+
+def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_kind: str,
+                   override: str = "auto") -> Choice:
+    """Winograd F(2,3) / F(4,3) / F(6,3) or the direct path for a 3x3 stride-1 dilation-1 conv.
+    Winograd trades multiplies for transforms and alpha^2/9 times the weights: it wins on many channels
+    and maps of several tiles, loses on few channels (transforms dominate) and on big weights over few
+    tiles (weight traffic). F(6,3) is only chosen by an override or when clearly cheaper: its rounding
+    error is 2-3x F(4,3)'s (docs/kernels.md). A choice within 10% of direct keeps direct."""
+    d = direct_estimate(g, mr, direct_cols, direct_kind)
+    est = {m: winograd_estimate(target, g, m, mr, nr) for m in WINOGRAD_M}
+    if override == "direct":
+        return Choice("direct", "EDGEC_CONV=direct", {"direct_cost": d["cost"]})
+    if override.startswith("winograd-f"):
+        m = int(override[len("winograd-f")])
+        return Choice(f"winograd-f{m}3", f"winograd F({m},3): EDGEC_CONV={override}", {})
+    key = layer_key("conv3x3", C=g["C"], OC=g["K"], g=g["G"], px=g["Ho"] * g["Wo"])
+    measured_algo = measured(target, key)
+    if measured_algo in ("direct",) + tuple(f"winograd-f{m}3" for m in WINOGRAD_M):
+        return Choice(measured_algo, "tuning database", {})
+    penalty = {2: 1.0, 4: 1.0, 6: 1.15}  # F(6,3)'s rounding: only for a clear gain
+    best = min(WINOGRAD_M, key=lambda m: est[m]["cost"] * penalty[m])
+    if override == "winograd":
+        e = est[best]
+        return Choice(f"winograd-f{best}3", f"winograd F({best},3): EDGEC_CONV=winograd, "
+                      f"{e['mult_reduction']:.1f}x fewer multiplies", {})
+    e = est[best]
+    ratio = d["cost"] / e["cost"]
+    if ratio > 1.1:
+        return Choice(f"winograd-f{best}3", f"winograd F({best},3): {e['mult_reduction']:.1f}x fewer multiplies, "
+                      f"est. {ratio:.1f}x faster than direct after transforms", {"est_speedup": round(ratio, 2)})
+    why = "transforms dominate (few channels)" if e["transforms"] > 0.5 * e["gemm"] else \
+        "weight traffic (alpha^2/9 x the weights over few tiles)" if e["cost"] > e["gemm"] + e["transforms"] else \
+        "too few tiles"
+    return Choice("direct", f"direct, not winograd: best F({best},3) est. {1 / ratio:.1f}x direct's time: {why}",
+                  {"est_speedup": round(ratio, 2)})
+
+
 def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:
     """Why the dense fp32 conv emitter's algorithm fits this layer, read from the algorithm it recorded."""
+    if algo.startswith("winograd"):
+        return f"winograd F({algo.split('-')[1][1]},3): fewer multiplies than direct, transforms fused into packing"
     if algo.startswith("dwconv-c"):
         return "depthwise on a small map: channels interleaved so every tap is a full-width FMA"
     if algo.startswith("dwconv"):

@@ -21,10 +21,12 @@ from edgec.errors import EdgecError
 SPARSE_MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "sparse-4x4")
 GSPC_MODES = ("auto", "tile", "ow", "mg")
 DW_MODES = ("auto", "plane", "cb")
+CONV_MODES = ("auto", "direct", "winograd", "winograd-f23", "winograd-f43", "winograd-f63")
 
 # field -> environment variable that fills it
-ENV = {"sparse": "EDGEC_SPARSE", "gspc": "EDGEC_GSPC", "dw": "EDGEC_DW", "tuning_db": "EDGEC_TUNING_DB"}
-_CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES}
+ENV = {"sparse": "EDGEC_SPARSE", "gspc": "EDGEC_GSPC", "dw": "EDGEC_DW", "conv": "EDGEC_CONV",
+       "tuning_db": "EDGEC_TUNING_DB"}
+_CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": CONV_MODES}
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class CompileOptions:
     sparse: str = "auto"          # sparse kernels: auto (cost model), dense, or one block format everywhere
     gspc: str = "auto"            # grouped convs: force one GSPC row-kernel family where it runs
     dw: str = "auto"              # depthwise convs: force the plane or channel-blocked kernels
+    conv: str = "auto"            # 3x3 stride-1 convs: direct, or Winograd (F chosen by the cost model, or forced)
     tuning_db: str | None = None  # JSON of measured per-layer choices, consulted before the cost model
 
     def __post_init__(self) -> None:

@@ -85,9 +85,32 @@ def emit(node: Node, ctx: EmitContext) -> str:
     macs = g["N"] * g["K"] * (g["C"] // g["G"]) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
     if g["G"] == g["C"] == g["K"]:
         return _emit_dw(node, ctx, g, w, macs)
+    wino = _winograd_choice(node, ctx, g)
+    if wino is not None and wino.algo != "direct":
+        from edgec.codegen.ops import winograd
+        return winograd.emit(node, ctx, g, w, macs, wino)
     if g["G"] > 1 and g["KH"] * g["KW"] > 1:
         return _emit_gspc(node, ctx, g, w, macs)  # grouped 1x1 has no window to reuse: GEMM per group
     return _emit_gemm(node, ctx, g, w, macs)
+
+
+def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
+    """costmodel.Choice for a 3x3 stride-1 layer (Winograd F(m,3) or direct), None for other layers; a
+    direct choice's reason is noted for --explain."""
+    from edgec.codegen.ops import winograd
+    if not winograd.eligible(g):
+        return None
+    if g["G"] > 1:
+        kind, cols = "gspc", g["Ho"] * g["Wo"]
+    else:
+        nr = kernels.igemm_kernel(ctx.target).params["nr"]
+        s1 = use_indirect(g, nr)
+        cols = (g["Ho"] - 1) * (g["Wo"] + 2) + g["Wo"] if s1 else g["Ho"] * g["Wo"]
+        kind, cols = ("s1" if s1 else "pack"), -(-cols // nr) * nr
+    choice = winograd.choose(ctx.target, g, cols, kind)
+    if choice.algo == "direct":
+        ctx.note(winograd=choice.why)
+    return choice
 
 
 def _shape_init(g: dict, keys: str) -> str:

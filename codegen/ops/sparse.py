@@ -78,7 +78,10 @@ def emit_conv(node: Node, ctx: EmitContext) -> str:
 def _dense(node: Node, ctx: EmitContext, sparse_why: str | None = None) -> str:
     out = dense.emit(node, ctx)
     x = node.inputs[0]
-    why = costmodel.describe_dense_conv(ctx.layer.algo, int(node.attr("group", 1)), x.shape[1])
+    why = ctx.layer.details.get("why") or costmodel.describe_dense_conv(ctx.layer.algo, int(node.attr("group", 1)),
+                                                                        x.shape[1])
+    if ctx.layer.details.get("winograd"):  # 3x3 stride 1 kept direct: say why
+        why = f"{why}; {ctx.layer.details['winograd']}"
     ctx.note(why=why + (f"; {sparse_why}" if sparse_why else ""))
     return out
 

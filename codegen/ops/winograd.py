@@ -1,0 +1,131 @@
+"""Winograd F(m,3) for 3x3, stride-1, dilation-1 Conv layers (runtime_c/f32-winograd).
+
+Called by the Conv emitter (conv.py) when the cost model (costmodel.choose_conv3x3) or the EDGEC_CONV
+override picks it. Offline here: U = G g G^T per (output, input) channel pair in float64, packed as the
+GEMM's A operand, one matrix per transformed position xi: [G][alpha^2][ceil(Kpg/MR)][Cpg][MR]. At run
+time the driver packs the input into column phases, transforms blocks of TB tiles into packed B panels
+and runs alpha^2 GEMMs on the target's f32-gemm microkernel; the output transform applies the
+epilogue and writes NCHW. The matrices are the ones of runtime_c/f32-winograd/f32-winograd-scalar-tmpl.h.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as Fr
+
+import numpy as np
+
+from edgec.codegen import costmodel, kernels, options
+
+# B^T, G, A^T of F(m,3) (Lavin & Gray), interpolation points 0, +-1 (m=2); 0, +-1, +-2 (m=4);
+# 0, +-1, +-2, +-1/2 (m=6), and infinity
+_H = Fr(1, 2)
+MATRICES = {
+    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [_H, _H, _H], [_H, -_H, _H], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]]),
+    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+         [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[Fr(1, 4), 0, 0], [Fr(-1, 6)] * 3, [Fr(-1, 6), Fr(1, 6), Fr(-1, 6)], [Fr(1, 24), Fr(1, 12), Fr(1, 6)],
+         [Fr(1, 24), Fr(-1, 12), Fr(1, 6)], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
+    6: ([[1, 0, Fr(-21, 4), 0, Fr(21, 4), 0, -1, 0], [0, 1, 1, Fr(-17, 4), Fr(-17, 4), 1, 1, 0],
+         [0, -1, 1, Fr(17, 4), Fr(-17, 4), -1, 1, 0], [0, _H, Fr(1, 4), Fr(-5, 2), Fr(-5, 4), 2, 1, 0],
+         [0, -_H, Fr(1, 4), Fr(5, 2), Fr(-5, 4), -2, 1, 0], [0, 2, 4, Fr(-5, 2), -5, _H, 1, 0],
+         [0, -2, 4, Fr(5, 2), -5, -_H, 1, 0], [0, -1, 0, Fr(21, 4), 0, Fr(-21, 4), 0, 1]],
+        [[1, 0, 0], [Fr(-2, 9)] * 3, [Fr(-2, 9), Fr(2, 9), Fr(-2, 9)], [Fr(1, 90), Fr(1, 45), Fr(2, 45)],
+         [Fr(1, 90), Fr(-1, 45), Fr(2, 45)], [Fr(32, 45), Fr(16, 45), Fr(8, 45)],
+         [Fr(32, 45), Fr(-16, 45), Fr(8, 45)], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, _H, -_H, 0], [0, 1, 1, 4, 4, Fr(1, 4), Fr(1, 4), 0],
+         [0, 1, -1, 8, -8, Fr(1, 8), Fr(-1, 8), 0], [0, 1, 1, 16, 16, Fr(1, 16), Fr(1, 16), 0],
+         [0, 1, -1, 32, -32, Fr(1, 32), Fr(-1, 32), 1]]),
+}
+
+
+def matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(B^T, G, A^T) of F(m,3) as float64."""
+    return tuple(np.array([[float(v) for v in row] for row in mat]) for mat in MATRICES[m])
+
+
+def eligible(g: dict) -> bool:
+    """3x3, stride 1, dilation 1, not depthwise (any padding and groups)."""
+    return (g["KH"], g["KW"], g["SH"], g["SW"], g["DH"], g["DW"]) == (3, 3, 1, 1, 1, 1) \
+        and not g["G"] == g["C"] == g["K"]
+
+
+def transform_weights(w: np.ndarray, m: int) -> np.ndarray:
+    """[K][Cpg][3][3] -> U = G g G^T, [K][Cpg][alpha][alpha], computed in float64."""
+    _, G, _ = matrices(m)
+    return np.einsum("ri,kcij,qj->kcrq", G, w.astype(np.float64), G)
+
+
+def pack_u(u: np.ndarray, groups: int, mr: int) -> np.ndarray:
+    """[K][Cpg][A][A] -> [G][A*A][ceil(Kpg/MR)][Cpg][MR] float32, rows past Kpg zero."""
+    K, cpg, a, _ = u.shape
+    kpg = K // groups
+    mp = -(-kpg // mr) * mr
+    out = np.zeros((groups, a * a, mp, cpg), np.float64)
+    out[:, :, :kpg] = u.reshape(groups, kpg, cpg, a * a).transpose(0, 3, 1, 2)
+    out = out.reshape(groups, a * a, mp // mr, mr, cpg).transpose(0, 1, 2, 4, 3)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
+    """TB (tiles per work item), KB (output channels per GEMM pass), KSPLIT, KC: V of a block in about
+    half of L2, its M pass beside it; more items than threads when the layer has the tiles or channels."""
+    a2 = (m + 2) ** 2
+    cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
+    mp = -(-kpg // mr) * mr
+    tiles = -(-g["Ho"] // m) * -(-g["Wo"] // m)
+    panels = -(-tiles // nr)
+    per_panel = a2 * cpg * nr * 4
+    np_ = max(1, min(panels, (target.l2_bytes // 2) // per_panel))
+    nblocks = -(-panels // np_)
+    items = g["N"] * g["G"] * nblocks
+    if threads > 1 and items < 2 * threads:  # more blocks while that adds no padded panel
+        nblocks = min(panels, max(nblocks, -(-2 * threads // (g["N"] * g["G"]))))
+        items = g["N"] * g["G"] * nblocks
+    tb = -(-(-(-tiles // nblocks)) // nr) * nr
+    ksplit = 1
+    if threads > 1 and items < 2 * threads:
+        ksplit = max(1, min(mp // mr, -(-2 * threads // items)))
+    kchunk = -(-(-(-kpg // ksplit)) // mr) * mr
+    kb = max(mr, min(kchunk, (target.l2_bytes // 4) // (a2 * tb * 4) // mr * mr))
+    kc_max = max(16, (target.l1d_bytes // 2) // (nr * 4) // 16 * 16)
+    kc = cpg if cpg <= kc_max * 5 // 4 else kc_max
+    return dict(TB=tb, KB=kb, KSPLIT=ksplit, KC=kc, tiles=tiles, nblocks=-(-tiles // tb))
+
+
+def choose(target, g: dict, direct_cols: int, direct_kind: str) -> costmodel.Choice:
+    """The cost model's (or EDGEC_CONV's) choice for an eligible layer."""
+    gk = kernels.gemm_kernel(target)
+    return costmodel.choose_conv3x3(target, g, gk.params["mr"], gk.params["nr"], direct_cols, direct_kind,
+                                    options.active().conv)
+
+
+def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice) -> str:
+    from edgec.codegen.ops.conv import _bias, _shape_init, epilogue_fields
+
+    m = int(choice.algo.rsplit("f", 1)[1][0])
+    t = ctx.target
+    gk = kernels.gemm_kernel(t)
+    wk = kernels.winograd_kernel(t, m)
+    mr, nr = gk.params["mr"], gk.params["nr"]
+    b = blocking(t, g, m, mr, nr, options.active().threads)
+    th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
+    hp, q = th * m + 2, tw + 1
+    cpg = g["C"] // g["G"]
+    u = ctx.weight(f"conv-wino{m}-{mr}:{node.name}", pack_u(transform_weights(w, m), g["G"], mr))
+    xp = ctx.scratch(g["N"] * g["C"] * m * hp * q * 4)
+    a2, pad = (m + 2) ** 2, 16  # F32_WINOGRAD_PAD
+    per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // nr + 2) * pad)  # f32_winograd_tmp_floats
+    tmp = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
+    ctx.require(gk.file, wk.file, "f32-winograd/f32-winograd.h")
+    ctx.note(algo=f"winograd-f{m}3-{gk.tile}-{gk.isa}", macs=macs, kernel=f"{wk.name} + {gk.name}",
+             tb=b["TB"], kb=b["KB"], ksplit=b["KSPLIT"], kc=b["KC"], why=choice.why, **choice.estimates)
+    shape = _shape_init(g, "N C H W K Ho Wo G PT PL")
+    return (f"static const f32_winograd_shape S = {{{shape}, {m}u, {th}u, {tw}u, {hp}u, {q}u, {b['TB']}u, "
+            f"{b['KB']}u, {b['KSPLIT']}u, {mr}u, {nr}u, {b['KC']}u, {gk.name}, {wk.params['in']}, "
+            f"{wk.params['out']}}};\n"
+            f"const f32_winograd_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
+            f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){xp}, (float *){tmp}}};\n"
+            f"f32_winograd_run(&S, &A, {ctx.pool});\n")
