@@ -20,6 +20,9 @@
       max_accuracy_drop: 1.0     # or min_cosine: 0.99
       max_float_layers: 3        # the guard may keep at most this many layers float
       fix_shapes: false          # true: the output's inputs/outputs get the analysis shapes (else kept as declared)
+      equalize: true             # int8: cross-layer equalization of Conv -> [Relu] -> Conv chains (--no-equalize)
+      range_search: true         # int8: per-tensor activation ranges of least error (--no-range-search)
+      bias_correction: true      # int8: biases corrected for weight rounding (--no-bias-correction)
       guard: true                # int8 below the fidelity floor falls back to float layers (false = --no-guard)
       floor_cosine: 0.99         # the floor: mean cosine vs fp32 on held-out samples ...
       floor_agreement: 0.95      # ... and argmax agreement with fp32
@@ -66,6 +69,9 @@ class OptimizeConfig:
     max_accuracy_drop: float | None = None
     min_cosine: float | None = None
     fix_shapes: bool = False
+    equalize: bool = True
+    range_search: bool = True
+    bias_correction: bool = True
     guard: bool = True
     floor_cosine: float = 0.99
     floor_agreement: float = 0.95
@@ -114,13 +120,11 @@ class OptimizeConfig:
 
 DATA_KEYS = ("calib", "eval", "input_shapes", "preprocess")
 _NAMES = {f.name for f in fields(OptimizeConfig)} - {"extra"}
-_KINDS = {"fuse": "bool", "disable_passes": "strs", "prune": "strs", "prune_scope": "str", "prune_layers": "map",
-          "prune_skip": "strs", "prune_first_last": "bool", "prune_compensate": "bool", "sensitivity": "bool",
-          "quantize": "str", "calib_method": "str", "calib_samples": "int", "activations": "str",
-          "per_channel": "bool", "reduce_range": "bool", "keep_float": "strs", "max_float_layers": "int",
-          "max_accuracy_drop": "float", "min_cosine": "float", "fix_shapes": "bool",
-          "guard": "bool", "floor_cosine": "float", "floor_agreement": "float", "calib": "path", "eval": "path",
-          "input_shapes": "strs", "preprocess": "map"}
+# the check each setting gets, from its annotation ("str | None" -> str); data paths must not be empty
+_BY_ANNOTATION = {"bool": "bool", "int": "int", "float": "float", "str": "str", "list": "strs", "dict": "map"}
+_KINDS = {f.name: _BY_ANNOTATION.get(str(f.type).split("|")[0].split("[")[0].strip())
+          for f in fields(OptimizeConfig) if f.name != "extra"}
+_KINDS.update(calib="path", eval="path")
 _OK = {"bool": lambda v: isinstance(v, bool),
        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
@@ -134,8 +138,8 @@ _NULLABLE = {f.name for f in fields(OptimizeConfig) if f.default is None}
 def check_types(values: dict, where: str) -> None:
     """Every setting has the type its flag would give it (YAML happily yields "x" where a number belongs)."""
     for name, value in values.items():
-        kind = _KINDS[name]
-        if value is None and name in _NULLABLE:
+        kind = _KINDS.get(name)
+        if kind is None or value is None and name in _NULLABLE:
             continue
         if not _OK[kind](value):
             raise EdgecError(f"{where}setting {name}: expected {_KIND_TEXT[kind]}, got {value!r}"[:300])
