@@ -11,6 +11,15 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def plain(text: str) -> str:
+    """Text from a model, a path or a peer, safe to print on a terminal as one line of rich markup: control bytes
+    (newlines, ESC sequences) shown escaped, markup brackets escaped."""
+    from rich.markup import escape
+
+    out = "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in str(text))
+    return escape(out)
+
+
 def print_json(doc) -> None:
     """Machine output: stable keys, nothing else on stdout."""
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, default=_default) + "\n")

@@ -10,13 +10,12 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.markup import escape
 
 from edgec import __version__
 from edgec.errors import EdgecError
 
 from edgec.cli import inspect_cmd, optimize_cmd, devices_cmd, compile_cmd
-from edgec.cli.console import err
+from edgec.cli.console import err, plain
 
 COMMAND_MODULES = [inspect_cmd, optimize_cmd, devices_cmd, compile_cmd]
 
@@ -71,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     except EdgecError as e:
         if debug:
             raise
-        err.print(f"[bold red]error:[/bold red] {escape(str(e))}", markup=True, highlight=False)
+        err.print(f"[bold red]error:[/bold red] {plain(str(e))}", markup=True, highlight=False)
         return e.exit_code
     except KeyboardInterrupt:
         err.print("[red]interrupted[/red]")
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         text = " ".join(str(e).split())[:300]
-        err.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {escape(text)} "
+        err.print(f"[bold red]internal error:[/bold red] {type(e).__name__}: {plain(text)} "
                   "(rerun with --debug for the traceback)")
         return 1
     return rv if isinstance(rv, int) else 0

@@ -105,3 +105,18 @@ def test_bare_edgec_prints_the_help():
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out and "internal error" not in out
     assert "Usage: edgec" in out and "compile" in out and "optimize" in out
+
+
+def test_model_text_in_an_error_is_one_plain_line(tmp_path):
+    """A hostile node name in an error message: no markup crash, no second line, no terminal escape sequence."""
+    name = "bad\nname [/red] [bold]\x1b[2J\r"
+    g = helper.make_graph([helper.make_node("NoSuchOpHere", ["x"], ["y"], name=name, domain="example.custom")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("example.custom", 1)])
+    p = tmp_path / "m.onnx"
+    onnx.save(m, p)
+    proc = edgec("compile", str(p), "-o", str(tmp_path / "out"))
+    one_line_error(proc)
+    assert "\x1b" not in proc.stderr and "\r" not in proc.stderr
+    assert not (tmp_path / "out").exists()
