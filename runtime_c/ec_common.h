@@ -84,12 +84,134 @@ static inline float ec_act_apply(ec_act act, float x) {
   return x;
 }
 
-/* Activations the SIMD helpers do in registers; the others go through ec_act_apply. */
+/* Piecewise-linear activations (no transcendental function). */
 static inline int ec_act_is_piecewise_linear(ec_act act) {
   return act.kind == EC_ACT_NONE || act.kind == EC_ACT_RELU || act.kind == EC_ACT_CLIP ||
          act.kind == EC_ACT_LEAKY_RELU || act.kind == EC_ACT_HARD_SIGMOID ||
          act.kind == EC_ACT_HARD_SWISH;
 }
+
+/* Polynomial approximations of the vector activations (ec_simd_act.h) and of their scalar twins
+ * below; coefficients are minimax fits of the relative error (docs/kernels.md has the measured
+ * accuracy). exp: n = round(x log2e), r = x - n ln2 (two-part ln2), e^r = 1 + r + r^2 Q(r) on
+ * |r| <= ln2/2, then scaled by 2^n in two factors so subnormal results stay exact. */
+#define EC_EXP_LO -104.0f          /* e^x < 2^-150: rounds to 0 */
+#define EC_EXP_HI 88.8f            /* above ln(FLT_MAX) and n = 128: overflows to inf */
+#define EC_EXP_MAGIC 12582912.0f   /* 1.5 * 2^23: adding it rounds to an integer */
+#define EC_LOG2E 1.44269502f
+#define EC_LN2_HI 0.693359375f     /* 9 bits: n * EC_LN2_HI is exact */
+#define EC_LN2_LO -2.12194440e-4f
+#define EC_EXP_Q0 0.49999994f
+#define EC_EXP_Q1 0.166665211f
+#define EC_EXP_Q2 0.041668389f
+#define EC_EXP_Q3 0.00836871099f
+#define EC_EXP_Q4 0.00138146046f
+/* tanh(x) = x + x^3 T(x^2) for |x| < EC_TANH_SMALL, else sign(x) (1 - e) / (1 + e), e = e^(-2|x|) */
+#define EC_TANH_SMALL 0.625f
+#define EC_TANH_T0 -0.333332807f
+#define EC_TANH_T1 0.133314416f
+#define EC_TANH_T2 -0.0537397042f
+#define EC_TANH_T3 0.0206390545f
+#define EC_TANH_T4 -0.00570495287f
+/* erf(x) = x P(x^2) for |x| < EC_ERF_SMALL; else erfc(|x|) = e^(-x^2) t R(t), t = 2 / (2 + |x|),
+ * fitted on [EC_ERF_SMALL, EC_ERFC_MAX] (beyond it erfc underflows) */
+#define EC_ERF_SMALL 0.9f
+#define EC_ERFC_MAX 10.1f
+#define EC_ERF_P0 1.12837911f
+#define EC_ERF_P1 -0.376125246f
+#define EC_ERF_P2 0.112821408f
+#define EC_ERF_P3 -0.0267789084f
+#define EC_ERF_P4 0.00501196086f
+#define EC_ERF_P5 -0.000609035138f
+#define EC_ERFC_R0 0.282102376f
+#define EC_ERFC_R1 0.281953722f
+#define EC_ERFC_R2 0.247727916f
+#define EC_ERFC_R3 0.175148726f
+#define EC_ERFC_R4 0.0709746927f
+#define EC_ERFC_R5 0.0666122362f
+#define EC_ERFC_R6 -0.212729648f
+#define EC_ERFC_R7 0.0886895433f
+#define EC_SQRT1_2 0.707106781f
+
+/* Scalar twins of the vector activations for rows in code without a vector vocabulary
+ * (ec_epi_row): branchless, so the compiler vectorises the loops. Only where FMA is an
+ * instruction; elsewhere (the generic target) rows go through ec_act_apply and libm. */
+#if !defined(EC_ACT_LIBM) && (defined(__FMA__) || defined(__ARM_FEATURE_FMA))
+#define EC_ACT_FAST_ROW 1
+#include <string.h>
+EC_INLINE uint32_t ec_f2u_(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+EC_INLINE float ec_u2f_(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+/* c ? a : b without a branch: a ternary whose arms compute would be sunk into them, and with
+ * trapping math the compiler then keeps the branch and does not vectorise the loop */
+EC_INLINE float ec_sel_lane(int c, float a, float b) {
+  const uint32_t m = 0u - (uint32_t)c;
+  return ec_u2f_((ec_f2u_(a) & m) | (ec_f2u_(b) & ~m));
+}
+EC_INLINE float ec_exp_lane(float x) {
+  x = x < EC_EXP_LO ? EC_EXP_LO : x; /* comparisons false on NaN: NaN goes through */
+  x = x > EC_EXP_HI ? EC_EXP_HI : x;
+  const float t = fmaf(x, EC_LOG2E, EC_EXP_MAGIC), n = t - EC_EXP_MAGIC;
+  float r = fmaf(-n, EC_LN2_HI, x);
+  r = fmaf(-n, EC_LN2_LO, r);
+  float q = fmaf(EC_EXP_Q4, r, EC_EXP_Q3);
+  q = fmaf(q, r, EC_EXP_Q2);
+  q = fmaf(q, r, EC_EXP_Q1);
+  q = fmaf(q, r, EC_EXP_Q0);
+  const float p = fmaf(r * r, q, r) + 1.0f;
+  /* n sits in the low bits of t; two's complement wrap of the uint32 difference */
+  const int32_t k = (int32_t)(ec_f2u_(t) - ec_f2u_(EC_EXP_MAGIC)), h = k / 2;
+  return p * ec_u2f_((uint32_t)(h + 127) << 23) * ec_u2f_((uint32_t)(k - h + 127) << 23);
+}
+EC_INLINE float ec_sigmoid_lane(float x) {
+  const float e = ec_exp_lane(-fabsf(x));
+  return ec_sel_lane(x < 0.0f, e, 1.0f) / (1.0f + e);
+}
+EC_INLINE float ec_silu_lane(float x) {
+  const float e = ec_exp_lane(-fabsf(x));
+  return x * ec_sel_lane(x < 0.0f, e, 1.0f) / (1.0f + e);
+}
+EC_INLINE float ec_tanh_lane(float x) {
+  const float e = ec_exp_lane(-2.0f * fabsf(x)), x2 = x * x;
+  float t = fmaf(EC_TANH_T4, x2, EC_TANH_T3);
+  t = fmaf(t, x2, EC_TANH_T2);
+  t = fmaf(t, x2, EC_TANH_T1);
+  t = fmaf(t, x2, EC_TANH_T0);
+  const float small = fmaf(x * x2, t, x), big = copysignf((1.0f - e) / (1.0f + e), x);
+  return ec_sel_lane(fabsf(x) < EC_TANH_SMALL, small, big);
+}
+/* 1 + erf(z), z2 = hi + lo = z^2 exactly: erfc(-z) without cancellation for z < 0. */
+EC_INLINE float ec_erf1p_lane(float z, float hi, float lo) {
+  const float az = fabsf(z), ac = ec_sel_lane(az > EC_ERFC_MAX, EC_ERFC_MAX, az);
+  float p = fmaf(EC_ERF_P5, hi, EC_ERF_P4);
+  p = fmaf(p, hi, EC_ERF_P3);
+  p = fmaf(p, hi, EC_ERF_P2);
+  p = fmaf(p, hi, EC_ERF_P1);
+  p = fmaf(p, hi, EC_ERF_P0);
+  const float t = 2.0f / (2.0f + ac);
+  float r = fmaf(EC_ERFC_R7, t, EC_ERFC_R6);
+  r = fmaf(r, t, EC_ERFC_R5);
+  r = fmaf(r, t, EC_ERFC_R4);
+  r = fmaf(r, t, EC_ERFC_R3);
+  r = fmaf(r, t, EC_ERFC_R2);
+  r = fmaf(r, t, EC_ERFC_R1);
+  r = fmaf(r, t, EC_ERFC_R0);
+  const float lc = ec_sel_lane(az > EC_ERFC_MAX, 0.0f, lo); /* inf - inf in lo past the fitted range */
+  const float w = ec_exp_lane(-hi) * (1.0f - lc) * (t * r); /* e^-(hi+lo) = e^-hi (1 - lo) */
+  return ec_sel_lane(az < EC_ERF_SMALL, fmaf(z, p, 1.0f), ec_sel_lane(z < 0.0f, w, 2.0f - w));
+}
+EC_INLINE float ec_gelu_lane(float x) {
+  const float x2 = x * x, lo = fmaf(x, x, -x2);
+  return 0.5f * x * ec_erf1p_lane(x * EC_SQRT1_2, 0.5f * x2, 0.5f * lo);
+}
+#endif
 
 /* Full scalar epilogue for one value: acc already includes bias. */
 static inline float ec_epi_value(float acc, const float *res, int before, ec_act act) {
@@ -134,6 +256,20 @@ static inline void ec_epi_row(const float *EC_RESTRICT src, float *EC_RESTRICT d
         dst[i] = v > act.b ? act.b : v;
       }
       return;
+#ifdef EC_ACT_FAST_ROW
+    case EC_ACT_SIGMOID:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_sigmoid_lane(src[i] + bias);
+      return;
+    case EC_ACT_SILU:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_silu_lane(src[i] + bias);
+      return;
+    case EC_ACT_TANH:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_tanh_lane(src[i] + bias);
+      return;
+    case EC_ACT_GELU:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_gelu_lane(src[i] + bias);
+      return;
+#endif
     default:
       for (size_t i = 0; i < n; i++) dst[i] = ec_act_apply(act, src[i] + bias);
       return;

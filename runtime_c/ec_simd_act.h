@@ -1,9 +1,93 @@
 /* SIMD epilogue helpers written once over the ec_v vocabulary of the including ISA header.
- * Piecewise-linear activations stay in registers; transcendental ones fall back to
- * ec_act_apply lane by lane (they are rare next to the MACs of a conv/GEMM output). */
+ * Every activation stays in registers: the transcendental ones use the polynomial exp / erf below
+ * (constants and their scalar twins in ec_common.h; accuracy in docs/kernels.md). */
 #ifndef EC_SIMD_ACT_H
 #define EC_SIMD_ACT_H
 
+#define EC_VC(c) ec_vset1(c)
+
+/* e^x: clamped so that n stays in [-150, 128]; the clamp keeps NaN (it is the second operand). */
+EC_INLINE ec_v ec_vexp(ec_v x) {
+  x = ec_vmin(EC_VC(EC_EXP_HI), ec_vmax(EC_VC(EC_EXP_LO), x));
+  const ec_v n = ec_vsub(ec_vfma(EC_VC(EC_EXP_MAGIC), x, EC_VC(EC_LOG2E)), EC_VC(EC_EXP_MAGIC));
+  const ec_v r = ec_vfnma(ec_vfnma(x, n, EC_VC(EC_LN2_HI)), n, EC_VC(EC_LN2_LO));
+  ec_v q = ec_vfma(EC_VC(EC_EXP_Q3), EC_VC(EC_EXP_Q4), r);
+  q = ec_vfma(EC_VC(EC_EXP_Q2), q, r);
+  q = ec_vfma(EC_VC(EC_EXP_Q1), q, r);
+  q = ec_vfma(EC_VC(EC_EXP_Q0), q, r);
+  return ec_vldexp(ec_vadd(ec_vfma(r, ec_vmul(r, r), q), EC_VC(1.0f)), n);
+}
+
+/* 1 / (1 + e^-x) from e = e^-|x| (no overflow; e / (1 + e) keeps relative accuracy for x < 0). */
+EC_INLINE ec_v ec_vsigmoid(ec_v x) {
+  const ec_v e = ec_vexp(ec_vneg(ec_vabs(x)));
+  return ec_vdiv(ec_vsel_lt(x, ec_vzero(), e, EC_VC(1.0f)), ec_vadd(EC_VC(1.0f), e));
+}
+
+EC_INLINE ec_v ec_vsilu(ec_v x) {
+  const ec_v e = ec_vexp(ec_vneg(ec_vabs(x)));
+  return ec_vdiv(ec_vmul(x, ec_vsel_lt(x, ec_vzero(), e, EC_VC(1.0f))), ec_vadd(EC_VC(1.0f), e));
+}
+
+/* Odd polynomial near 0 (where (1 - e) / (1 + e) would cancel), else from e = e^-2|x|. */
+EC_INLINE ec_v ec_vtanh(ec_v x) {
+  const ec_v ax = ec_vabs(x), x2 = ec_vmul(x, x);
+  const ec_v e = ec_vexp(ec_vmul(EC_VC(-2.0f), ax));
+  ec_v t = ec_vfma(EC_VC(EC_TANH_T3), EC_VC(EC_TANH_T4), x2);
+  t = ec_vfma(EC_VC(EC_TANH_T2), t, x2);
+  t = ec_vfma(EC_VC(EC_TANH_T1), t, x2);
+  t = ec_vfma(EC_VC(EC_TANH_T0), t, x2);
+  const ec_v small = ec_vfma(x, ec_vmul(x, x2), t);
+  const ec_v big = ec_vcopysign(ec_vdiv(ec_vsub(EC_VC(1.0f), e), ec_vadd(EC_VC(1.0f), e)), x);
+  return ec_vsel_lt(ax, EC_VC(EC_TANH_SMALL), small, big);
+}
+
+/* P(z^2) (erf(z) = z P near 0) and erfc(|z|), for z^2 = hi + lo (lo: rounding error of hi). */
+EC_INLINE void ec_verf_parts(ec_v az, ec_v hi, ec_v lo, ec_v *p0, ec_v *w) {
+  ec_v p = ec_vfma(EC_VC(EC_ERF_P4), EC_VC(EC_ERF_P5), hi);
+  p = ec_vfma(EC_VC(EC_ERF_P3), p, hi);
+  p = ec_vfma(EC_VC(EC_ERF_P2), p, hi);
+  p = ec_vfma(EC_VC(EC_ERF_P1), p, hi);
+  *p0 = ec_vfma(EC_VC(EC_ERF_P0), p, hi);
+  const ec_v ac = ec_vmin(EC_VC(EC_ERFC_MAX), az);
+  const ec_v t = ec_vdiv(EC_VC(2.0f), ec_vadd(EC_VC(2.0f), ac));
+  ec_v r = ec_vfma(EC_VC(EC_ERFC_R6), EC_VC(EC_ERFC_R7), t);
+  r = ec_vfma(EC_VC(EC_ERFC_R5), r, t);
+  r = ec_vfma(EC_VC(EC_ERFC_R4), r, t);
+  r = ec_vfma(EC_VC(EC_ERFC_R3), r, t);
+  r = ec_vfma(EC_VC(EC_ERFC_R2), r, t);
+  r = ec_vfma(EC_VC(EC_ERFC_R1), r, t);
+  r = ec_vfma(EC_VC(EC_ERFC_R0), r, t);
+  /* e^-(hi+lo) = e^-hi (1 - lo); past the fitted range lo may be inf - inf, and e^-hi is 0 */
+  const ec_v lc = ec_vsel_lt(EC_VC(EC_ERFC_MAX), az, ec_vzero(), lo);
+  *w = ec_vmul(ec_vmul(ec_vexp(ec_vneg(hi)), ec_vsub(EC_VC(1.0f), lc)), ec_vmul(t, r));
+}
+
+EC_INLINE ec_v ec_verf(ec_v x) {
+  const ec_v az = ec_vabs(x), hi = ec_vmul(x, x), lo = ec_vfma(ec_vneg(hi), x, x);
+  ec_v p, w;
+  ec_verf_parts(az, hi, lo, &p, &w);
+  return ec_vsel_lt(az, EC_VC(EC_ERF_SMALL), ec_vmul(x, p), ec_vcopysign(ec_vsub(EC_VC(1.0f), w), x));
+}
+
+/* x/2 (1 + erf(x / sqrt 2)); for x < 0 the bracket is erfc(|z|), computed without cancellation. */
+EC_INLINE ec_v ec_vgelu(ec_v x) {
+  const ec_v x2 = ec_vmul(x, x), lo = ec_vfma(ec_vneg(x2), x, x), z = ec_vmul(x, EC_VC(EC_SQRT1_2));
+  const ec_v az = ec_vabs(z), hi = ec_vmul(EC_VC(0.5f), x2);
+  ec_v p, w;
+  ec_verf_parts(az, hi, ec_vmul(EC_VC(0.5f), lo), &p, &w);
+  const ec_v big = ec_vsel_lt(z, ec_vzero(), w, ec_vsub(EC_VC(2.0f), w));
+  const ec_v b = ec_vsel_lt(az, EC_VC(EC_ERF_SMALL), ec_vfma(EC_VC(1.0f), z, p), big);
+  return ec_vmul(ec_vmul(EC_VC(0.5f), x), b);
+}
+
+/* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): ONNX Gelu with approximate="tanh". */
+EC_INLINE ec_v ec_vgelu_tanh(ec_v x) {
+  const ec_v u = ec_vmul(ec_vmul(EC_VC(0.797884561f), x), ec_vfma(EC_VC(1.0f), EC_VC(0.044715f), ec_vmul(x, x)));
+  return ec_vmul(ec_vmul(EC_VC(0.5f), x), ec_vadd(EC_VC(1.0f), ec_vtanh(u)));
+}
+
+/* Lane by lane through the scalar reference. */
 EC_INLINE ec_v ec_vact_scalar(ec_act act, ec_v x) {
   float t[EC_VL];
   ec_vst(t, x);
@@ -27,7 +111,11 @@ EC_INLINE ec_v ec_vact_k(ec_act_kind kind, ec_act act, ec_v x) {
     ec_v y = ec_vfma(ec_vset1(0.5f), x, ec_vset1(1.0f / 6.0f));
     return ec_vmul(x, ec_vmin(ec_vmax(y, ec_vzero()), ec_vset1(1.0f)));
   }
-  default: return ec_vact_scalar(act, x);
+  case EC_ACT_SIGMOID: return ec_vsigmoid(x);
+  case EC_ACT_SILU: return ec_vsilu(x);
+  case EC_ACT_TANH: return ec_vtanh(x);
+  case EC_ACT_GELU: return ec_vgelu(x);
+  default: return ec_vact_scalar(act, x); /* kinds without a vector form */
   }
 }
 

@@ -22,6 +22,38 @@ EC_INLINE __m256i ec_vmask(size_t n) {
 EC_INLINE ec_v ec_vld_n(const float *p, size_t n) { return _mm256_maskload_ps(p, ec_vmask(n)); }
 EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) { _mm256_maskstore_ps(p, ec_vmask(n), v); }
 
+/* Transcendental support (ec_simd_act.h). NaN in the second operand of ec_vmax/ec_vmin propagates on
+ * every ISA (x86 returns the second operand when either is NaN). */
+EC_INLINE ec_v ec_vsub(ec_v a, ec_v b) { return _mm256_sub_ps(a, b); }
+EC_INLINE ec_v ec_vfnma(ec_v acc, ec_v a, ec_v b) { return _mm256_fnmadd_ps(a, b, acc); } /* acc - a*b */
+EC_INLINE ec_v ec_vdiv(ec_v a, ec_v b) { return _mm256_div_ps(a, b); }
+EC_INLINE ec_v ec_vabs(ec_v x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+EC_INLINE ec_v ec_vneg(ec_v x) { return _mm256_xor_ps(_mm256_set1_ps(-0.0f), x); }
+EC_INLINE ec_v ec_vcopysign(ec_v mag, ec_v sgn) { /* |mag| with the sign of sgn */
+  const __m256 m = _mm256_set1_ps(-0.0f);
+  return _mm256_or_ps(_mm256_andnot_ps(m, mag), _mm256_and_ps(m, sgn));
+}
+EC_INLINE ec_v ec_vsel_lt(ec_v a, ec_v b, ec_v x, ec_v y) { /* a < b ? x : y (false on NaN) */
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+}
+/* p * 2^n for integral n in [-150, 128]: two normal scale factors, so results may be subnormal or inf. */
+EC_INLINE ec_v ec_vldexp(ec_v p, ec_v n) {
+  const __m256i k = _mm256_cvtps_epi32(n), h = _mm256_srai_epi32(k, 1), b = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, b), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, h), b), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+EC_INLINE float ec_vhmax(ec_v x) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+EC_INLINE float ec_vhsum(ec_v x) {
+  __m128 m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_add_ss(m, _mm_movehdup_ps(m)));
+}
+
 /* r[i] lane j -> r[j] lane i (8x8), straight-line (arrays of vectors in loops went to memory). */
 #define EC_T4_(a, b, c, d, u0, u1, u2, u3)                                                     \
   do {                                                                                       \

@@ -19,6 +19,28 @@ EC_INLINE __mmask16 ec_vmask(size_t n) { return (__mmask16)((1u << n) - 1u); }
 EC_INLINE ec_v ec_vld_n(const float *p, size_t n) { return _mm512_maskz_loadu_ps(ec_vmask(n), p); }
 EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) { _mm512_mask_storeu_ps(p, ec_vmask(n), v); }
 
+/* Transcendental support (ec_simd_act.h); see ec_simd_avx2.h. */
+EC_INLINE ec_v ec_vsub(ec_v a, ec_v b) { return _mm512_sub_ps(a, b); }
+EC_INLINE ec_v ec_vfnma(ec_v acc, ec_v a, ec_v b) { return _mm512_fnmadd_ps(a, b, acc); } /* acc - a*b */
+EC_INLINE ec_v ec_vdiv(ec_v a, ec_v b) { return _mm512_div_ps(a, b); }
+EC_INLINE ec_v ec_vabs(ec_v x) {
+  return _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+EC_INLINE ec_v ec_vneg(ec_v x) {
+  return _mm512_castsi512_ps(_mm512_xor_epi32(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+}
+EC_INLINE ec_v ec_vcopysign(ec_v mag, ec_v sgn) { /* bit select 0xCA: m ? sgn : mag */
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_set1_epi32((int)0x80000000u),
+                                                       _mm512_castps_si512(sgn), _mm512_castps_si512(mag), 0xCA));
+}
+EC_INLINE ec_v ec_vsel_lt(ec_v a, ec_v b, ec_v x, ec_v y) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+}
+/* scalef handles the subnormal and overflow ranges itself. */
+EC_INLINE ec_v ec_vldexp(ec_v p, ec_v n) { return _mm512_scalef_ps(p, n); }
+EC_INLINE float ec_vhmax(ec_v x) { return _mm512_reduce_max_ps(x); }
+EC_INLINE float ec_vhsum(ec_v x) { return _mm512_reduce_add_ps(x); }
+
 /* r[i] lane j -> r[j] lane i (16x16): in-lane 4x4 transposes, then 128-bit blocks. Straight-line
  * code: loops over arrays of vectors made GCC go through memory. */
 #define EC_T4_(a, b, c, d, u0, u1, u2, u3)                                                     \

@@ -28,6 +28,47 @@ EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) {
   memcpy(p, t, n * sizeof(float));
 }
 
+/* Transcendental support (ec_simd_act.h). vmaxq/vminq propagate NaN from either operand. */
+EC_INLINE ec_v ec_vsub(ec_v a, ec_v b) { return vsubq_f32(a, b); }
+EC_INLINE ec_v ec_vfnma(ec_v acc, ec_v a, ec_v b) { return vfmsq_f32(acc, a, b); } /* acc - a*b */
+#if defined(__aarch64__)
+EC_INLINE ec_v ec_vdiv(ec_v a, ec_v b) { return vdivq_f32(a, b); }
+#else
+/* armv7 has no vector divide: reciprocal estimate and two Newton steps (within 2 ulp of a/b) */
+EC_INLINE ec_v ec_vdiv(ec_v a, ec_v b) {
+  float32x4_t r = vrecpeq_f32(b);
+  r = vmulq_f32(r, vrecpsq_f32(b, r));
+  r = vmulq_f32(r, vrecpsq_f32(b, r));
+  return vmulq_f32(a, r);
+}
+#endif
+EC_INLINE ec_v ec_vabs(ec_v x) { return vabsq_f32(x); }
+EC_INLINE ec_v ec_vneg(ec_v x) { return vnegq_f32(x); }
+EC_INLINE ec_v ec_vcopysign(ec_v mag, ec_v sgn) { return vbslq_f32(vdupq_n_u32(0x80000000u), sgn, mag); }
+EC_INLINE ec_v ec_vsel_lt(ec_v a, ec_v b, ec_v x, ec_v y) { return vbslq_f32(vcltq_f32(a, b), x, y); }
+EC_INLINE ec_v ec_vldexp(ec_v p, ec_v n) {
+  const int32x4_t k = vcvtq_s32_f32(n), h = vshrq_n_s32(k, 1), b = vdupq_n_s32(127);
+  const float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(h, b), 23));
+  const float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vsubq_s32(k, h), b), 23));
+  return vmulq_f32(vmulq_f32(p, s1), s2);
+}
+EC_INLINE float ec_vhmax(ec_v x) {
+#if defined(__aarch64__)
+  return vmaxvq_f32(x);
+#else
+  float32x2_t m = vpmax_f32(vget_low_f32(x), vget_high_f32(x));
+  return vget_lane_f32(vpmax_f32(m, m), 0);
+#endif
+}
+EC_INLINE float ec_vhsum(ec_v x) {
+#if defined(__aarch64__)
+  return vaddvq_f32(x);
+#else
+  float32x2_t m = vadd_f32(vget_low_f32(x), vget_high_f32(x));
+  return vget_lane_f32(vpadd_f32(m, m), 0);
+#endif
+}
+
 /* r[i] lane j -> r[j] lane i (4x4). */
 EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
   const float32x4x2_t a = vtrnq_f32(r[0], r[1]), b = vtrnq_f32(r[2], r[3]);

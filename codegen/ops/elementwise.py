@@ -1,16 +1,21 @@
 """Elementwise ops with numpy broadcasting, generated as loops with constant bounds and strides.
 
-The C compiler vectorises the innermost loop (stride 1 or 0), so no separate SIMD kernel is
-needed; float32 binary ops accept a fused epilogue (e.g. Add + Relu in residual blocks).
+The C compiler vectorises the innermost loop (stride 1 or 0), so arithmetic needs no separate SIMD
+kernel; float32 binary ops accept a fused epilogue (e.g. Add + Relu in residual blocks). Float32
+transcendental functions (Sigmoid, Tanh, Gelu, Exp, Erf), which a compiler does not vectorise
+through libm, call the target's f32-vact kernel (runtime_c/f32-vact) on SIMD targets; the generic
+target keeps the libm loops.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from edgec.codegen import kernels
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops._util import act_expr, block, cty, epilogue_lines, flt, is_float, loop_nest, math_fn
+from edgec.codegen.ops.conv import act_literal
 from edgec.codegen.registry import register
 
 ARITH = {"Add": "({a} + {b})", "Sub": "({a} - {b})", "Mul": "({a} * {b})", "Div": "({a} / {b})"}
@@ -18,6 +23,27 @@ COMPARE = {"Equal": "({a} == {b})", "Less": "({a} < {b})", "Greater": "({a} > {b
            "LessOrEqual": "({a} <= {b})", "GreaterOrEqual": "({a} >= {b})",
            "And": "({a} && {b})", "Or": "({a} || {b})", "Xor": "(!{a} != !{b})"}
 VARIADIC = ("Max", "Min", "Sum", "Mean")
+
+
+VECTOR_ISAS = ("avx512", "avx2", "neon")  # ISAs with an ec_simd_<isa>.h vocabulary and f32-vact kernel
+VACT_OPS = {"Exp": "F32_VACT_EXP", "Erf": "F32_VACT_ERF"}
+VACT_ACTS = ("sigmoid", "tanh", "gelu")  # fused activations with a transcendental function
+
+
+def vector_isa(target) -> str | None:
+    """Best vector-vocabulary ISA the target can run, or None (generic: scalar code)."""
+    return next((i for i in kernels.ISA_USES.get(target.isa, ()) if i in VECTOR_ISAS), None)
+
+
+def _vact_call(node: Node, ctx: EmitContext, op: str, act: str) -> str | None:
+    """Call of the target's f32-vact kernel over the whole tensor, or None on the generic target."""
+    t, y = node.inputs[0], node.outputs[0]
+    isa = vector_isa(ctx.target)
+    if isa is None or np.dtype(t.dtype) != np.float32 or t.size != y.size:
+        return None
+    ctx.require("f32-vact/f32-vact.h", f"f32-vact/f32-vact-{isa}.c")
+    ctx.note(algo=f"vact-{isa}")
+    return f"f32_vact__{isa}({op}, (ec_act){act}, {y.size}u, {ctx.ptr(t)}, {ctx.ptr(y)});\n"
 
 
 def _emit(node: Node, ctx: EmitContext, expr, operands=None) -> str:
@@ -146,6 +172,10 @@ UNARY = ("Abs", "Neg", "Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Rou
 @register(*UNARY, inplace=True)
 def emit_unary(node: Node, ctx: EmitContext) -> str:
     ctx.note(algo="elementwise")
+    if node.op in VACT_OPS:
+        call = _vact_call(node, ctx, VACT_OPS[node.op], act_literal(None, {}))
+        if call is not None:
+            return call
     return _emit(node, ctx, lambda v: _unary_expr(node)(v[0]), operands=[node.inputs[0]])
 
 
@@ -162,6 +192,10 @@ def emit_activation(node: Node, ctx: EmitContext) -> str:
 
 
 def _emit_act(node: Node, ctx: EmitContext, act) -> str:
+    if act[0] in VACT_ACTS:
+        call = _vact_call(node, ctx, "F32_VACT_ACT", act_literal(*act))
+        if call is not None:
+            return call
     t, y = node.inputs[0], node.outputs[0]
     xp, yp = ctx.ptr(t), ctx.ptr(y)
     body = [f"for (size_t i = 0; i < {y.size}u; i++) {{", f"    float x = {xp}[i];",
@@ -187,6 +221,9 @@ def _emit_generic_act(node: Node, ctx: EmitContext) -> str:
             return e
         return _emit(node, ctx, clip, operands=[t])
     if node.op == "Gelu":
+        call = _vact_call(node, ctx, "F32_VACT_GELU_TANH", act_literal(None, {}))
+        if call is not None:
+            return call
         k = "0.7978845608028654"
         return _emit(node, ctx, lambda v: f"(0.5 * {v[0]} * (1 + {f('tanh')}({k} * ({v[0]} + 0.044715 * {v[0]} * {v[0]} * {v[0]}))))",
                      operands=[t])

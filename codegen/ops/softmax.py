@@ -1,4 +1,8 @@
-"""Softmax / LogSoftmax along one axis (opset >= 13 semantics) via runtime_c/f32-softmax."""
+"""Softmax / LogSoftmax along one axis (opset >= 13 semantics) via runtime_c/f32-softmax.
+
+SIMD targets call the vector kernel of their ISA (f32-softmax-<isa>.c: vector max, exp + sum and
+scale, along rows when the axis is innermost, else across inner columns); the generic target uses
+the scalar reference header."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import numpy as np
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops._util import block
+from edgec.codegen.ops.elementwise import vector_isa
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -23,6 +28,12 @@ def emit_softmax(node: Node, ctx: EmitContext) -> str:
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
     if x.dtype != np.float32:
         return _double(node, ctx, outer, shape[axis], inner)
+    isa = vector_isa(ctx.target)
+    if isa is not None:
+        ctx.require("f32-softmax/f32-softmax.h", f"f32-softmax/f32-softmax-{isa}.c")
+        ctx.note(algo=f"softmax-{isa}")
+        return (f"f32_softmax__{isa}({outer}u, {shape[axis]}u, {inner}u, {int(node.op == 'LogSoftmax')}, "
+                f"{ctx.ptr(x)}, {ctx.ptr(y)});\n")
     ctx.require("f32-softmax/f32-softmax-scalar.h")
     ctx.note(algo="softmax")
     return (f"ec_f32_softmax_scalar({outer}u, {shape[axis]}u, {inner}u, {int(node.op == 'LogSoftmax')}, "
