@@ -111,8 +111,8 @@ def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
 
 # Winograd F(m,3) vs direct 3x3 stride-1 convs, in units of one MAC of the packed GEMM microkernel.
 # Measured on Zen 3 (AVX2, 1 thread; benchmarks in docs/benchmarks.md): the indirect stride-1 GEMM runs
-# at 1/2.6 of the packed GEMM's MAC rate (strided B rows across padded planes), the spatial pack at
-# about 1/1.2 plus its im2col; one transformed input value costs ~21 MACs, one output value ~13 (scalar
+# at 1/2.6 of the packed GEMM's MAC rate once its B panel (9*Cpg rows of NR) outgrows L1 (strided rows
+# across padded planes), at ~1/1.2 while it fits, like the spatial pack (plus its im2col); one transformed input value costs ~21 MACs, one output value ~13 (scalar
 # interleave into NCHW included), one phase-packed input element ~37 (scalar strided copy); streaming a
 # byte of weights from memory ~10, ~2 again from L3 (a layer costs the larger of compute and weight traffic).
 # Other ISAs: the same ratios, not measured.
@@ -148,12 +148,13 @@ def _tb_hint(target, a2: int, cpg: int, nr: int, tpad: int) -> int:
     return min(tpad, max(1, (target.l2_bytes // 2) // (a2 * cpg * nr * 4)) * nr)
 
 
-def direct_estimate(g: dict, mr: int, cols: int, kind: str) -> dict:
+def direct_estimate(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> dict:
     """Estimated cost of the direct algorithm the Conv emitter would use (kind s1 | pack | gspc)."""
     cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
     mp = -(-kpg // mr) * mr
     kg = cpg * 9
-    compute = g["N"] * g["G"] * mp * cols * (kg + _CALL) * _DIRECT_RATE[kind]
+    rate = _DIRECT_RATE["pack"] if kind == "s1" and kg * nr * 4 <= target.l1d_bytes else _DIRECT_RATE[kind]
+    compute = g["N"] * g["G"] * mp * cols * (kg + _CALL) * rate
     if kind == "pack":
         compute += g["N"] * g["G"] * kg * cols * 2  # im2col
     weights = 4 * g["G"] * mp * kg
@@ -167,7 +168,7 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
     and maps of several tiles, loses on few channels (transforms dominate) and on big weights over few
     tiles (weight traffic). F(6,3) is only chosen by an override or when clearly cheaper: its rounding
     error is 2-3x F(4,3)'s (docs/kernels.md). A choice within 10% of direct keeps direct."""
-    d = direct_estimate(g, mr, direct_cols, direct_kind)
+    d = direct_estimate(target, g, mr, nr, direct_cols, direct_kind)
     est = {m: winograd_estimate(target, g, m, mr, nr) for m in WINOGRAD_M}
     if override == "direct":
         return Choice("direct", "EDGEC_CONV=direct", {"direct_cost": d["cost"]})
