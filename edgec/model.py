@@ -370,6 +370,10 @@ def with_static_shapes(model: onnx.ModelProto, input_shapes: dict[str, list[int]
     pinned = onnx.ModelProto()
     pinned.CopyFrom(model)
     del pinned.graph.value_info[:]  # stale dynamic shapes from an earlier inference would win over the new ones
+    for out in pinned.graph.output:  # declared dynamic output dims (some exporters write -1) are inferred anew
+        for d in out.type.tensor_type.shape.dim:
+            if not (d.HasField("dim_value") and d.dim_value > 0):
+                d.Clear()
     pin_input_shapes(pinned, input_shapes)
     pinned = infer_shapes(pinned)
     _check_sizes(pinned)

@@ -160,3 +160,22 @@ def test_gelu_and_hardswish_patterns_fuse_into_gemm_epilogues(tmp_path, hardswis
     assert [(n.op, n.epilogue.act) for n in g.nodes] == [("Gemm", "gelu"), ("Gemm", "hard_swish")]
     from edgec.codegen import verify
     assert verify(p).ok
+
+
+def test_declared_dynamic_output_dims_are_inferred_anew(tmp_path):
+    """Some exporters declare 'any size' as dim_value -1 on outputs; with the inputs pinned, the output's shape is
+    inferred again instead of the declaration keeping it unknown (an optimized PaddleOCR model hit this)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from edgec.model import load_model, tensor_shapes
+
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])
+    out.type.tensor_type.shape.dim[0].Clear()
+    out.type.tensor_type.shape.dim[0].dim_value = -1
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])], [out])
+    p = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    m = load_model(p, {"x": [3, 2]})
+    assert tuple(tensor_shapes(m)["y"].shape) == (3, 2)
