@@ -48,6 +48,10 @@ def optimize(
         help="Shape to analyse and calibrate at, NAME:D1,D2,... (the output keeps the model's own input shapes)."),
     fix_shapes: bool = typer.Option(False, "--fix-shapes", help="Write the output with its inputs pinned to the "
                                     "--input-shape shapes (default batch 1) instead of the model's dynamic dims."),
+    no_equalize: bool = typer.Option(False, "--no-equalize", help="int8: skip cross-layer equalization."),
+    no_range_search: bool = typer.Option(False, "--no-range-search", help="int8: calibrator ranges as they are "
+                                         "(no per-tensor least-error range search)."),
+    no_bias_correction: bool = typer.Option(False, "--no-bias-correction", help="int8: skip bias correction."),
     no_guard: bool = typer.Option(False, "--no-guard", help="Write int8 even below the fidelity floor (with a warning)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write the report as JSON here."),
 ) -> None:
@@ -62,7 +66,9 @@ def optimize(
                  eval=_s(eval_data), max_accuracy_drop=max_accuracy_drop, min_cosine=min_cosine, max_float_layers=max_float_layers,
                  sensitivity=sensitivity or None, fuse=False if no_fuse else None, disable_passes=disable_pass,
                  keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape,
-                 fix_shapes=fix_shapes or None, guard=False if no_guard else None)
+                 fix_shapes=fix_shapes or None, guard=False if no_guard else None,
+                 equalize=False if no_equalize else None, range_search=False if no_range_search else None,
+                 bias_correction=False if no_bias_correction else None)
     cfg = load_config(config, flags)
     if report is not None:
         refuse_overwrite(model, report)

@@ -118,7 +118,8 @@ class Optimizer:
         budget = guard.Budget(cfg.max_accuracy_drop, cfg.min_cosine)
         held = self.held_out() if budget.active else None
         settings = quantize.Int8Settings(cfg.calib_method, cfg.activations, cfg.per_channel, cfg.reduce_range,
-                                         list(cfg.keep_float))
+                                         list(cfg.keep_float), equalize=cfg.equalize, range_search=cfg.range_search,
+                                         bias_correction=cfg.bias_correction)
         q = quantize.Quantizer(model, self.calib, settings, self.progress)
         try:
             if not budget.active:
@@ -129,6 +130,8 @@ class Optimizer:
             if "guard" in self.report:
                 for f in self.report["guard"]["float_layers"]:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
+            self._current.notes[:0] = q.notes
+            self.report["int8_steps"] = {k: q.steps.get(k, "off") for k in ("equalize", "range_search", "bias_correction")}
         finally:
             q.close()
         names = quantize.quantized_nodes(out)

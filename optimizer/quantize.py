@@ -14,6 +14,7 @@ import io
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,10 @@ class Int8Settings:
     per_channel: bool = True
     reduce_range: bool = False
     keep_float: list = field(default_factory=list)
+    # the steps before any fallback (off here: plain onnxruntime quantization; the pipeline turns them on)
+    equalize: bool = False         # cross-layer equalization of Conv -> [Relu] -> Conv chains
+    range_search: bool = False     # per-tensor activation ranges of least quantization error
+    bias_correction: bool = False  # fp32 biases corrected for the mean shift weight rounding causes
 
     def check(self) -> None:
         if self.method not in METHODS:
@@ -73,11 +78,24 @@ class Quantizer:
     def __init__(self, model: onnx.ModelProto, calib: Dataset, settings: Int8Settings,
                  progress=None):
         settings.check()
-        self.model, self.calib, self.s, self.progress = model, calib, settings, progress
+        self.calib, self.s, self.progress = calib, settings, progress
+        self.notes: list[str] = []
+        self.steps: dict = {}  # what each improvement step did, for the report
         self.tmp = tempfile.TemporaryDirectory(prefix="edgec-quant-")
         self.cache = Path(self.tmp.name) / "ranges.json"
         self.src = Path(self.tmp.name) / "fp32.onnx"  # a file: onnxruntime rewrites a ModelProto's weights in place
+        self.biases: dict | None = None  # bias correction: node -> corrected bias, computed on first use
+        if settings.equalize:
+            from edgec.optimizer.equalize import equalize
+
+            t0 = time.perf_counter()
+            model, done = equalize(model, self._feeds(), self.notes)
+            self.steps["equalize"] = {"chains": done, "seconds": round(time.perf_counter() - t0, 3)}
+        self.model = model
         onnx.save(model, str(self.src))
+
+    def _feeds(self, n: int = 64) -> list[dict]:
+        return self.calib.feeds[:n]
 
     def close(self) -> None:
         self.tmp.cleanup()
@@ -88,18 +106,48 @@ class Quantizer:
         reader = _Reader(self.calib, (lambda: self.progress.advance(task)) if task is not None else None)
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # the histogram calibrators print progress
+                method = "minmax" if self.s.range_search else self.s.method
                 cal = create_calibrator(self.src, None, augmented_model_path=str(Path(self.tmp.name) / "aug.onnx"),
-                                        calibrate_method=METHODS[self.s.method],
-                                        extra_options=METHOD_OPTIONS[self.s.method])
+                                        calibrate_method=METHODS[method], extra_options=METHOD_OPTIONS[method])
                 cal.collect_data(reader)
-                save_tensors_data(cal.compute_data(), self.cache)
+                ranges = cal.compute_data()
+            if self.s.range_search:
+                from edgec.optimizer.calibrate import search_ranges
+
+                t0 = time.perf_counter()
+                ranges, summary = search_ranges(self.model, ranges, self.calib.feeds, self.s.activations == "int8")
+                summary["seconds"] = round(time.perf_counter() - t0, 3)
+                self.steps["range_search"] = summary
+                self.notes.append(f"range search: {summary['clipped']} of {summary['tensors']} activation ranges "
+                                  f"clipped below min/max (median error {summary['median_error_reduction']:.2f}x "
+                                  "smaller on those)")
+            save_tensors_data(ranges, self.cache)
         finally:
             if task is not None:
                 self.progress.remove_task(task)
 
     def __call__(self, keep_float=(), only=None) -> onnx.ModelProto:
-        out = Path(self.tmp.name) / "q.onnx"
         excluded = sorted(set(self.s.keep_float) | set(keep_float))
+        if not self.s.bias_correction:
+            return self._quantize(self.src, excluded, only)
+        if self.biases is None:
+            from edgec.optimizer.equalize import bias_corrections
+
+            t0 = time.perf_counter()
+            plain = self._quantize(self.src, sorted(self.s.keep_float), None)
+            self.biases = bias_corrections(self.model, plain, self._feeds(128))
+            self.steps["bias_correction"] = {"layers": len(self.biases), "seconds": round(time.perf_counter() - t0, 3)}
+            self.notes.append(f"bias correction: {len(self.biases)} layer biases corrected for weight rounding")
+        from edgec.optimizer.equalize import with_biases
+
+        names = {n.name for n in self.model.graph.node}
+        rounded = (set(only) if only else names) - set(excluded)  # a layer kept float keeps its own bias
+        src = Path(self.tmp.name) / "fp32-corrected.onnx"
+        onnx.save(with_biases(self.model, self.biases, rounded), str(src))
+        return self._quantize(src, excluded, only)
+
+    def _quantize(self, src: Path, excluded: list, only) -> onnx.ModelProto:
+        out = Path(self.tmp.name) / "q.onnx"
         act = QuantType.QUInt8 if self.s.activations == "uint8" else QuantType.QInt8
         extra = {"WeightSymmetric": True, "ActivationSymmetric": self.s.activations == "int8"}
         level = logging.getLogger().level
@@ -107,9 +155,10 @@ class Quantizer:
         try:
             if not self.cache.exists():
                 self._calibrate()
-            quantize_static(self.src, out, None, quant_format=QuantFormat.QDQ, per_channel=self.s.per_channel,
+            method = METHODS["minmax" if self.s.range_search else self.s.method]
+            quantize_static(src, out, None, quant_format=QuantFormat.QDQ, per_channel=self.s.per_channel,
                             reduce_range=self.s.reduce_range, activation_type=act, weight_type=QuantType.QInt8,
-                            nodes_to_exclude=excluded, nodes_to_quantize=list(only) if only else None, calibrate_method=METHODS[self.s.method],
+                            nodes_to_exclude=excluded, nodes_to_quantize=list(only) if only else None, calibrate_method=method,
                             extra_options=extra, calibration_cache_path=self.cache)
         except EdgecError:
             raise
