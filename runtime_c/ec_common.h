@@ -184,8 +184,8 @@ EC_INLINE float ec_tanh_lane(float x) {
   t = fmaf(t, x2, EC_TANH_T2);
   t = fmaf(t, x2, EC_TANH_T1);
   t = fmaf(t, x2, EC_TANH_T0);
-  const float small = fmaf(x * x2, t, x), big = copysignf((1.0f - e) / (1.0f + e), x);
-  return ec_sel_lane(fabsf(x) < EC_TANH_SMALL, small, big);
+  const float small = fmaf(x * x2, t, x), big = (1.0f - e) / (1.0f + e);
+  return copysignf(ec_sel_lane(fabsf(x) < EC_TANH_SMALL, small, big), x);
 }
 /* 1 + erf(z), z2 = hi + lo = z^2 exactly: erfc(-z) without cancellation for z < 0. */
 EC_INLINE float ec_erf1p_lane(float z, float hi, float lo) {

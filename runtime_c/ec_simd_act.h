@@ -37,9 +37,9 @@ EC_INLINE ec_v ec_vtanh(ec_v x) {
   t = ec_vfma(EC_VC(EC_TANH_T2), t, x2);
   t = ec_vfma(EC_VC(EC_TANH_T1), t, x2);
   t = ec_vfma(EC_VC(EC_TANH_T0), t, x2);
-  const ec_v small = ec_vfma(x, ec_vmul(x, x2), t);
-  const ec_v big = ec_vcopysign(ec_vdiv(ec_vsub(EC_VC(1.0f), e), ec_vadd(EC_VC(1.0f), e)), x);
-  return ec_vsel_lt(ax, EC_VC(EC_TANH_SMALL), small, big);
+  const ec_v small = ec_vfma(x, ec_vmul(x, x2), t); /* sign of x except -0 + 0 */
+  const ec_v big = ec_vdiv(ec_vsub(EC_VC(1.0f), e), ec_vadd(EC_VC(1.0f), e));
+  return ec_vcopysign(ec_vsel_lt(ax, EC_VC(EC_TANH_SMALL), small, big), x);
 }
 
 /* P(z^2) (erf(z) = z P near 0) and erfc(|z|), for z^2 = hi + lo (lo: rounding error of hi). */
@@ -111,10 +111,12 @@ EC_INLINE ec_v ec_vact_k(ec_act_kind kind, ec_act act, ec_v x) {
     ec_v y = ec_vfma(ec_vset1(0.5f), x, ec_vset1(1.0f / 6.0f));
     return ec_vmul(x, ec_vmin(ec_vmax(y, ec_vzero()), ec_vset1(1.0f)));
   }
+#ifndef EC_ACT_LIBM /* -DEC_ACT_LIBM: fused activations through libm (reference, before/after timing) */
   case EC_ACT_SIGMOID: return ec_vsigmoid(x);
   case EC_ACT_SILU: return ec_vsilu(x);
   case EC_ACT_TANH: return ec_vtanh(x);
   case EC_ACT_GELU: return ec_vgelu(x);
+#endif
   default: return ec_vact_scalar(act, x); /* kinds without a vector form */
   }
 }

@@ -267,6 +267,14 @@ int main(int argc, char **argv) {
            over || s.bad ? "  FAIL" : "");
     fail += over || s.bad;
   }
+  { /* odd functions keep the sign of zero */
+    const float mz = -0.0f;
+    float r;
+    for (int f = F_SILU; f < NF; f++) {
+      apply(f, 1, &mz, &r);
+      if (r != 0.0f || !signbit(r)) fail++, printf("  %s(-0) = %g\n", k_names[f], r);
+    }
+  }
   fail += check_tails();
   fail += check_twins(x, n);
 #ifdef T_VACT
