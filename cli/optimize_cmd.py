@@ -205,6 +205,15 @@ def render(doc: dict) -> None:
         g = doc["guard"]
         kept = ", ".join(f["name"] for f in g["float_layers"]) or "none"
         out.print(f"guard ({escape(g['budget'])}): kept float: {escape(kept)}")
+        c = g.get("confirmed")
+        if c:
+            line = f"confirmed on {c['samples']} samples the choice did not use: cosine {c['cosine']:.5f}"
+            if "drop_ci95" in c:
+                line += (f", top-1 drop {c['drop_points']:.2f} points (95% CI {c['drop_ci95'][0]:.2f} to "
+                         f"{c['drop_ci95'][1]:.2f})")
+            if c.get("enough_data") is False:
+                line += "; too few samples to promise the budget"
+            out.print(line)
     for c in doc.get("fidelity_checks", []):
         if not c["passed"] or c["action"] != "none":
             out.print(f"fidelity check ({escape(c['stage'])}, {escape(c['floor'])}, {c['samples']} samples): "

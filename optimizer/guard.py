@@ -9,6 +9,7 @@ most-float mix allowed breaks the budget, no mix meets it and the guard fails wi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import onnx
@@ -91,36 +92,138 @@ def own_errors(quantizer: Quantizer, names: list[str], judge: "Judge", progress=
     return errs
 
 
+def halves(data: Dataset) -> tuple[Dataset, Dataset]:
+    """Two disjoint halves (even and odd samples): the guard chooses on one and confirms on the other."""
+    lab = data.labels
+    return (Dataset(data.feeds[0::2], None if lab is None else lab[0::2], f"{data.source} (choice half)", data.classes),
+            Dataset(data.feeds[1::2], None if lab is None else lab[1::2], f"{data.source} (confirmation half)",
+                    data.classes))
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion k/n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def confirmation(judge: Judge, s: dict) -> dict:
+    """What the confirmation half says: the score, n and, with labels, the drop's 95% interval (Wilson on the
+    int8 top-1, fp32's top-1 on the same samples taken as fixed) and whether n is enough to promise the budget."""
+    out = {"samples": len(judge.data), **s}
+    if "top1" in s:
+        n = len(judge.data)
+        lo, hi = wilson(round(s["top1"] * n), n)
+        out["drop_ci95"] = [(judge.base - hi) * 100, (judge.base - lo) * 100]
+        b = judge.budget.max_accuracy_drop
+        if b is not None:
+            out["enough_data"] = out["drop_ci95"][1] <= b + 1e-9
+    return out
+
+
 def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None = None,
-                 first_try: tuple | None = None) -> tuple[onnx.ModelProto, dict]:
-    """Quantize, then keep the worst layers float one by one until the budget holds.
-    first_try: (model, score) of the all-int8 model when the caller has already measured it."""
+                 first_try: tuple | None = None, confirm: Judge | None = None,
+                 macs: dict | None = None) -> tuple[onnx.ModelProto, dict]:
+    """Quantize; if the budget breaks, keep the worst layers float until it holds on `judge`'s data (the
+    choice) and on `confirm`'s (disjoint; None = no confirmation), then return to int8 every kept layer the
+    budget does not need, most MACs first. first_try: (model, score) of all-int8 on judge's data, if measured."""
     q, first = first_try if first_try is not None else (None, None)
     if q is None:
         q = quantizer()
         first = judge.score(q, "evaluating int8")
-    report = {"budget": str(judge.budget), "all_int8": first, "float_layers": [], "final": first}
-    if judge.ok(first):
+    report = {"budget": str(judge.budget), "all_int8": first, "float_layers": [], "final": first,
+              "choice": {"data": judge.data.source, "samples": len(judge.data)}}
+    macs = macs or {}
+
+    def passes(model, s) -> tuple[bool, dict | None]:
+        if not judge.ok(s):
+            return False, None
+        if confirm is None:
+            return True, None
+        c = confirm.score(model, "confirming")
+        return confirm.ok(c), c
+
+    ok, conf = passes(q, first)
+    if ok:
+        if confirm is not None:
+            report["confirmed"] = confirmation(confirm, conf)
         return q, report
+    ops = {n.name: n.op_type for n in quantizer.model.graph.node}
     names = quantized_nodes(q)
     ranked = sorted(own_errors(quantizer, names, judge, judge.progress).items(), key=lambda kv: -kv[1])
     limit = min(len(ranked) - 1, len(ranked) if max_float is None else max_float)
-    log(f"budget {judge.budget} broken by all-int8 ({_fmt(first)}); ranking {len(ranked)} layers by own error")
+    why = "all-int8" if judge.ok(first) is False else "all-int8 on the confirmation half"
+    log(f"budget {judge.budget} broken by {why} ({_fmt(first)}); ranking {len(ranked)} layers by own error")
     if limit < 1 or not judge.ok(judge.score(quantizer([n for n, _ in ranked[:limit]]), "checking the budget")):
         raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} (all int8: {_fmt(first)}; even with "
                          f"{max(limit, 0)} of {len(ranked)} layers float it fails); nothing written")
-    prev = first
-    for k, (name, err) in enumerate(ranked[:limit]):
-        q = quantizer([n for n, _ in ranked[: k + 1]])
-        s = judge.score(q, f"guard: {k + 1} float layer(s)")
-        report["float_layers"].append({"name": name, "own_error": err, "after": s,
-                                       "gain": {key: s[key] - prev[key] for key in s}})
-        log(f"kept {name} in float (own error {err:.2e}): {_fmt(s)}")
-        prev = s
-        if judge.ok(s):
-            report["final"] = s
-            return q, report
-    raise EdgecError(f"no mix of int8 and float layers meets {judge.budget}; nothing written")  # checked above
+    own = dict(ranked)
+    kept, s = [], first
+    for name, _ in ranked[:limit]:
+        kept.append(name)
+        q = quantizer(kept)
+        s = judge.score(q, f"guard: {len(kept)} float layer(s)")
+        ok, conf = passes(q, s)
+        if ok:
+            break
+    if not ok:
+        raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} on both halves of the evaluation "
+                         f"data (with {len(kept)} layers float: {_fmt(s)}); nothing written")
+    # undo the fallbacks the budget does not need, most MACs first; what each kept one is worth is measured
+    # by taking it out of the final mix
+    gains = {}
+    for name in sorted(kept, key=lambda n: -(macs.get(n) or 0)):
+        if len(kept) == 1:
+            break
+        trial = [n for n in kept if n != name]
+        qt = quantizer(trial)
+        st = judge.score(qt, "guard: undoing a fallback")
+        ok_t, conf_t = passes(qt, st)
+        if ok_t:
+            log(f"returned {_name(name)} to int8: the budget holds without it ({_fmt(st)})")
+            kept, q, s, conf = trial, qt, st, conf_t
+        else:
+            gains[name] = {"cosine": s["cosine"] - st["cosine"], "agreement": s["agreement"] - st["agreement"]}
+            if "top1" in s:
+                gains[name]["top1_points"] = (s["top1"] - st["top1"]) * 100
+    for name in kept:
+        entry = {"name": _name(name), "op": ops.get(name, "?"), "macs": macs.get(name), "own_error": own[name],
+                 "gain": gains.get(name, {}), "after": s}
+        report["float_layers"].append(entry)
+        log(f"kept {_name(name)} ({entry['op']}, {_macs(entry['macs'])} MACs) in float: own error {own[name]:.2e}"
+            + (f", gain {_gain(gains[name])}" if name in gains else ""))
+    report["final"] = s
+    if confirm is not None:
+        report["confirmed"] = c = confirmation(confirm, conf)
+        log(f"confirmed on {c['samples']} other samples: {_fmt(conf)}"
+            + (f", drop 95% CI [{c['drop_ci95'][0]:.2f}, {c['drop_ci95'][1]:.2f}] points" if "drop_ci95" in c else ""))
+        if c.get("enough_data") is False:
+            log(f"too few evaluation samples to promise {judge.budget}: the drop's 95% interval reaches "
+                f"{c['drop_ci95'][1]:.2f} points (pass more --eval data)")
+    return q, report
+
+
+def _name(name: str) -> str:
+    return name or "(unnamed node)"
+
+
+def _macs(n) -> str:
+    if n is None:
+        return "?"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= div:
+            return f"{n / div:.1f}{unit}"
+    return str(n)
+
+
+def _gain(g: dict) -> str:
+    parts = [f"cosine {g['cosine']:+.5f}"]
+    if "top1_points" in g:
+        parts.append(f"top-1 {g['top1_points']:+.2f} pts")
+    return ", ".join(parts)
 
 
 def _fmt(s: dict) -> str:

@@ -120,13 +120,15 @@ class Optimizer:
         settings = quantize.Int8Settings(cfg.calib_method, cfg.activations, cfg.per_channel, cfg.reduce_range,
                                          list(cfg.keep_float), equalize=cfg.equalize, range_search=cfg.range_search,
                                          bias_correction=cfg.bias_correction)
+        model = name_nodes(model)  # every layer the guard may name has a name
         q = quantize.Quantizer(model, self.calib, settings, self.progress)
         try:
             if not budget.active:
                 out = self._int8_floor(model, q)
             else:
-                judge = guard.Judge(model, held, budget, self.progress)
-                out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, cfg.max_float_layers)
+                judge, confirm = self._judges(model, held, budget)
+                out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, cfg.max_float_layers,
+                                                               confirm=confirm, macs=self._layer_macs(model))
             if "guard" in self.report:
                 for f in self.report["guard"]["float_layers"]:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
@@ -135,7 +137,7 @@ class Optimizer:
         finally:
             q.close()
         names = quantize.quantized_nodes(out)
-        self._current.notes.append(f"{len(names)} nodes run int8 ({cfg.calib_method} calibration on "
+        self._current.notes.append(f"{len(names)} nodes run int8 ({'least-error range' if cfg.range_search else cfg.calib_method} calibration on "
                                    f"{len(self.calib)} samples, activations {cfg.activations}"
                                    f"{', reduce_range' if cfg.reduce_range else ''})")
         self._current.notes.extend(f"{n}: kept float (--keep-float)" for n in cfg.keep_float)
@@ -147,6 +149,21 @@ class Optimizer:
                                        + ", ".join(f"{op} x{k}" for op, k in sorted(rest.items())))
         self._current.details["int8_nodes"] = names
         return infer_shapes(out)
+
+    def _judges(self, model, data: Dataset, budget: guard.Budget):
+        """The guard chooses on one half of the data and confirms on the other (too few samples: one set)."""
+        if len(data) < 8:
+            return guard.Judge(model, data, budget, self.progress), None
+        choose, confirm = guard.halves(data)
+        return guard.Judge(model, choose, budget, self.progress), guard.Judge(model, confirm, budget, self.progress)
+
+    def _layer_macs(self, model) -> dict:
+        try:
+            from edgec.analysis import model_stats
+
+            return {layer["name"]: layer.get("macs") for layer in model_stats(infer_shapes(self.static(model)))["layers"]}
+        except Exception:  # MACs only order the guard's undo pass; without them it still works
+            return {}
 
     def floor(self) -> guard.Budget:
         return guard.Budget(min_cosine=self.cfg.floor_cosine, min_agreement=self.cfg.floor_agreement)
@@ -174,8 +191,10 @@ class Optimizer:
             return out
         self.log(f"int8 is below the fidelity floor ({judge.budget}) on {where}: {guard.describe(first)}; "
                  "falling back: keeping the worst layers in float")
+        choose, confirm = self._judges(model, data, self.floor())
         try:
-            out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, self.cfg.max_float_layers, (out, first))
+            out, self.report["guard"] = guard.guarded_int8(q, choose, self.log, self.cfg.max_float_layers,
+                                                           confirm=confirm, macs=self._layer_macs(model))
         except EdgecError as e:
             raise EdgecError(f"int8 collapses ({guard.describe(first)}) and the fallback failed: {e}; "
                              "use --no-guard to write it anyway") from None

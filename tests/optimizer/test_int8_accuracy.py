@@ -270,3 +270,62 @@ def test_improved_int8_compiles_and_verifies(digits_cnn, digits_split, tmp_path,
     rc, stdout, stderr = cli(capsys, "verify", out, "--input", digits_cnn.data)
     assert rc == 0, stdout + stderr
     assert "exact QDQ arithmetic" in stdout
+
+
+# --- a guard that holds on data it did not choose with ---
+
+def test_guard_halves_are_disjoint():
+    from edgec.optimizer.guard import halves
+
+    data = Dataset([{"x": np.full((1, 2), i, np.float32)} for i in range(11)], np.arange(11) % 3, "d")
+    a, b = halves(data)
+    ids_a = {int(f["x"][0, 0]) for f in a.feeds}
+    ids_b = {int(f["x"][0, 0]) for f in b.feeds}
+    assert not ids_a & ids_b and ids_a | ids_b == set(range(11)) and abs(len(a) - len(b)) <= 1
+    assert list(a.labels) == [i % 3 for i in sorted(ids_a)] and list(b.labels) == [i % 3 for i in sorted(ids_b)]
+
+
+def test_wilson_interval():
+    from edgec.optimizer.guard import wilson
+
+    lo, hi = wilson(120, 120)
+    assert hi == 1.0 and 0.96 < lo < 0.975  # 120 of 120 right still allows ~3% wrong
+    lo, hi = wilson(50, 100)
+    assert lo == pytest.approx(0.404, abs=1e-3) and hi == pytest.approx(0.596, abs=1e-3)
+
+
+def test_guard_confirms_on_the_other_half_and_names_every_layer(collapse, tmp_path, capsys):
+    """Unnamed nodes get synthesized names; the choice is confirmed on the disjoint half with n and a 95%
+    interval; every layer left float is worth something (the ones the budget did not need went back to int8)."""
+    model, calib, ev = collapse
+    m = onnx.load(str(model))
+    for n in m.graph.node:
+        n.name = ""
+    unnamed = tmp_path / "unnamed.onnx"
+    onnx.save(m, str(unnamed))
+    (tmp_path / "o").mkdir()
+    rc, out, doc, stdout, stderr = _optimize(capsys, tmp_path / "o", unnamed, "--quantize", "int8", "--calib", calib,
+                                             "--eval", ev, "--max-accuracy-drop", "0.5", *NO_IMPROVEMENTS)
+    assert rc == 0, stderr
+    g = doc["guard"]
+    names = {n.name for n in onnx.load(str(out)).graph.node}
+    assert g["float_layers"] and all(f["name"] and f["name"] in names for f in g["float_layers"])
+    assert all(f["op"] == "Conv" and f["macs"] > 0 for f in g["float_layers"])
+    for f in g["float_layers"]:
+        if len(g["float_layers"]) > 1:
+            assert f["gain"]["top1_points"] > 0, f  # taking it out breaks the budget
+    c = g["confirmed"]
+    assert c["samples"] == 120 and g["choice"]["samples"] == 120
+    assert c["drop_points"] <= 0.5 and c["drop_ci95"][0] <= c["drop_points"] <= c["drop_ci95"][1]
+    assert c["enough_data"] is False and "too few" in stderr  # 120 samples cannot promise 0.5 points
+    assert "confirmed on 120 samples" in stdout
+
+
+def test_unreachable_budget_writes_nothing(collapse, tmp_path, capsys):
+    model, calib, ev = collapse
+    rc, out, doc, _, stderr = _optimize(capsys, tmp_path, model, "--quantize", "int8", "--calib", calib, "--eval", ev,
+                                        "--max-accuracy-drop", "0.5", "--max-float-layers", "1", *NO_IMPROVEMENTS)
+    assert rc != 0 and "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "no mix" in errors[0] and "nothing written" in errors[0]
+    assert list(tmp_path.iterdir()) == []
