@@ -1,0 +1,98 @@
+"""Winograd vs direct 3x3 convs: time (edgec direct, edgec F(m,3), onnxruntime; 1 thread, same run) and
+error (each F against onnxruntime and against edgec's direct kernels) on the dense 3x3 stack of
+bench_gspc.py (4 x conv3x3 + ReLU, 128 ch, 28x28, g=1) and ResNet-50 (the onnx wheel's light model,
+random variance-preserving weights as in tests/codegen/test_e2e.py), plus the trained PP-OCR classifier.
+
+    python benchmarks/bench_winograd.py --runs 60 --rounds 5 --md
+    python benchmarks/bench_winograd.py --errors-only
+
+Times are medians over rounds of medians (the host may be shared); ratios are what to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "codegen"))
+
+from bench_gspc import stack_model  # noqa: E402
+from common import median, random_inputs, time_edgec, time_onnxruntime  # noqa: E402
+
+from edgec import zoo  # noqa: E402
+from edgec.codegen import build_project, compile_model  # noqa: E402
+from edgec.codegen.options import CompileOptions  # noqa: E402
+from edgec.codegen.verifier import onnxruntime_outputs, run_binary  # noqa: E402
+
+MODES = ("direct", "winograd-f23", "winograd-f43", "winograd-f63", "auto")
+
+
+def models(tmp: Path) -> dict:
+    from test_e2e import randomized
+
+    out = {"stack 4x conv3x3 128ch 28x28": (stack_model(tmp / "stack.onnx", 128, 28, 1, 1, 4), None),
+           "ResNet-50 (random weights)": (randomized(zoo.onnx_light("resnet50"), tmp / "r50.onnx"), None)}
+    try:
+        out["PP-OCR cls (trained)"] = (zoo.ppocr_cls(), {"x": [1, 3, 48, 192]})
+    except Exception as e:  # noqa: BLE001 - the registry may be unreachable: time the others
+        print(f"# ppocr-cls skipped: {e}", file=sys.stderr)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median of their medians")
+    ap.add_argument("--errors-only", action="store_true")
+    ap.add_argument("--md", action="store_true")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for name, (path, shapes) in models(tmp).items():
+            feeds = random_inputs(path, shapes, seed=1)
+            _, want = onnxruntime_outputs(path, feeds)
+            want = want[0].astype(np.float64)
+            scale = float(np.max(np.abs(want)))
+            bins, outs, algos = {}, {}, {}
+            for mode in MODES:
+                b = compile_model(path, tmp / f"{name[:6]}-{mode}", input_shapes=shapes,
+                                  options=CompileOptions(conv=mode))
+                algos[mode] = sorted({l["algo"].rsplit("-", 2)[0] for l in b.layers if l["op"] == "Conv"})
+                bins[mode] = build_project(b.dir, b.target, jobs=2)
+                outs[mode] = run_binary(bins[mode]["runner"], b.target, list(feeds.values()),
+                                        tmp / f"run-{name[:6]}-{mode}")[0].astype(np.float64)
+            print(f"# {name}: max |ort output| {scale:.3g}")
+            head = ["mode", "conv algos", "max abs err vs ort", "/ max |out|", "max abs vs edgec direct"]
+            if a.md:
+                print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+            for mode in MODES:
+                e = float(np.max(np.abs(outs[mode] - want)))
+                ed = float(np.max(np.abs(outs[mode] - outs["direct"])))
+                row = [mode, " ".join(algos[mode]), f"{e:.2e}", f"{e / scale:.2e}", f"{ed:.2e}"]
+                print(("| " + " | ".join(row) + " |") if a.md else "  ".join(row))
+            if a.errors_only:
+                continue
+            times = {m: [] for m in (*MODES, "onnxruntime")}
+            for _ in range(a.rounds):  # interleaved, so a busy spell hits every column
+                for mode in MODES:
+                    times[mode].append(median(time_edgec(bins[mode]["bench"], 1, a.runs, a.warmup)["runs_ms"]))
+                times["onnxruntime"].append(median(time_onnxruntime(path, feeds, 1, a.runs, a.warmup)))
+            med = {m: median(v) for m, v in times.items()}
+            head = ["", *med]
+            if a.md:
+                print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+            print(("| ms (1 thread) | " if a.md else "ms  ") + " | ".join(f"{v:.2f}" for v in med.values())
+                  + (" |" if a.md else ""))
+            print(("| vs direct | " if a.md else "x   ") + " | ".join(f"{med['direct'] / v:.2f}" for v in med.values())
+                  + (" |" if a.md else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
