@@ -275,6 +275,31 @@ static inline void ec_epi_row(const float *EC_RESTRICT src, float *EC_RESTRICT d
       return;
     }
   }
+#ifdef EC_ACT_FAST_ROW
+  if (act.kind == EC_ACT_SIGMOID || act.kind == EC_ACT_SILU || act.kind == EC_ACT_TANH || act.kind == EC_ACT_GELU) {
+    /* with a residual (YOLO's shortcut after a SiLU conv): three passes, each a vector loop */
+    if (before)
+      for (size_t i = 0; i < n; i++) dst[i] = src[i] + bias + res[i];
+    else
+      for (size_t i = 0; i < n; i++) dst[i] = src[i] + bias;
+    switch (act.kind) {
+    case EC_ACT_SIGMOID:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_sigmoid_lane(dst[i]);
+      break;
+    case EC_ACT_SILU:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_silu_lane(dst[i]);
+      break;
+    case EC_ACT_TANH:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_tanh_lane(dst[i]);
+      break;
+    default:
+      for (size_t i = 0; i < n; i++) dst[i] = ec_gelu_lane(dst[i]);
+    }
+    if (!before)
+      for (size_t i = 0; i < n; i++) dst[i] += res[i];
+    return;
+  }
+#endif
   for (size_t i = 0; i < n; i++) dst[i] = ec_epi_value(src[i] + bias, res + i, before, act);
 }
 
