@@ -151,7 +151,13 @@ def test_hostile_device_and_paths(sshd, edgec_env, tiny_model, tmp_path):
     dev = device_from_profile(name, "x86-avx2", host="127.0.0.1", port=sshd.port, user="root",
                               identity_file=str(sshd.client_key), timeout=5,
                               workdir=str(tmp_path / f"w $(touch {canary}) `x`; y"))
-    Inventory().add(dev)
+    with pytest.raises(EdgecError, match="device name"):
+        Inventory().add(dev)  # `devices add` refuses such a name...
+    # ...but a hand-written inventory can still hold one: every command built from it must stay quoted
+    import yaml
+    from edgec.devices.inventory import inventory_path
+    inventory_path().parent.mkdir(parents=True, exist_ok=True)
+    inventory_path().write_text(yaml.safe_dump({"devices": {name: dev.entry()}}))
     rc, out, err = run_cli("deploy", str(tiny_model), "-d", name)
     assert rc == 0, err
     assert "outputs match onnxruntime" in out
