@@ -28,6 +28,12 @@ TEMPLATES = Path(__file__).with_name("templates")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _VIEW = re.compile(r"EC_VIEW_COPY\((.*)\);")
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
+# gcc 12.2 -O1/-O2: ivopts turns a layer loop's arena load into a 0-based TARGET_MEM_REF; the late pure-const
+# pass then declares the layer const and modref its arena unread, and the caller drops the call (docs/codegen.md).
+# The make line passes these only to a compiler that takes them (gcc >= 11; clang rejects them).
+IPA_WORKAROUND = "-fno-ipa-pure-const -fno-ipa-modref"
+IPA_WORKAROUND_PROBE = (f"$(shell $(CC) -Werror {IPA_WORKAROUND} -x c -c -o /dev/null /dev/null 2>/dev/null "
+                        f"&& echo {IPA_WORKAROUND})")
 
 
 def _views(body: str) -> str:
@@ -247,6 +253,9 @@ CFLAGS ?= -O3
 LDFLAGS ?=
 LDLIBS = -lm -lpthread
 EC_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -I. -Iruntime $(ARCH_FLAGS)
+# gcc 12.2 -O1/-O2 dropped layer calls (ivopts rebased arena loads on 0; pure-const, modref misread it): off if taken
+EC_IPA_FIX := {IPA_WORKAROUND_PROBE}
+EC_CFLAGS += $(EC_IPA_FIX)
 ifeq ($(PROFILE),1)
 EC_CFLAGS += -DEC_PROFILE
 endif

@@ -12,6 +12,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgec.codegen.lower import lower_file
+from edgec.codegen.printer import IPA_WORKAROUND_PROBE
 from edgec.codegen.project import generate
 from edgec.codegen.targets import Target
 from edgec.errors import EdgecError
@@ -155,7 +156,9 @@ def build(batch: Batch, cflags: str, cc: str = "gcc") -> Path:
         rules.append(f"rt{k}.o: {rt / rel}\n\t$(CC) $(F) -I{rt} -c -o $@ $<\n")
         objs.append(f"rt{k}.o")
     rules.append(f"ec_npy.o: {tmpl / 'ec_npy.c'}\n\t$(CC) $(F) -c -o $@ $<\n")
-    mk = (f"CC = {cc}\nF = -std=c11 -D_POSIX_C_SOURCE=200809L {' '.join(batch.target.cflags)} {cflags} -I{tmpl}\n"
+    # the generated Makefile's gcc workaround flags too, so the cases build as users' projects do
+    mk = (f"CC = {cc}\nIPA_FIX := {IPA_WORKAROUND_PROBE}\n"
+          f"F = -std=c11 -D_POSIX_C_SOURCE=200809L {' '.join(batch.target.cflags)} {cflags} $(IPA_FIX) -I{tmpl}\n"
           f"all: {' '.join(objs)} ec_npy.o\n" + "\n".join(rules))
     (batch.work / "Makefile").write_text(mk)
     subprocess.run(["make", "-k", "-j2", "-C", str(batch.work)], capture_output=True, text=True)
