@@ -4,18 +4,31 @@
 
 Prints median ms per model and thread count, and the ratio edgec / onnxruntime (lower is better; the goal for
 single-thread latency is <= 1.5).
+
+    python benchmarks/bench_models.py --engines [edgec,onnxruntime,openvino,ncnn,mnn] --threads 1,2 --runs 30 --md
+
+With --engines (no list: every engine installed here; the others come from `pip install -e .[bench]`), each model
+runs on every named engine: each engine's output is first held against onnxruntime's (max abs error, top-1), one
+that does not match is reported as "wrong output" and not timed; the rest are timed in --rounds interleaved rounds
+(each engine in turn, the order rotating, so drift on a shared host hits all alike), and the median ms per engine
+and edgec against the fastest other engine are printed. The onnx light models get random weights there (their
+ConstantOfShape weights make every output identical, so a wrong conversion could not show). --models also takes
+dense3x3 (bench_gspc.py's 4 x conv3x3+ReLU stack, 128 ch, 28x28, g=1).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import median, random_inputs, time_edgec, time_onnxruntime  # noqa: E402
+from common import (median, random_inputs, time_edgec, time_onnxruntime,  # noqa: E402
+                    without_initializer_inputs)
 
 from edgec import zoo  # noqa: E402
 from edgec.codegen import compile_model  # noqa: E402
@@ -46,19 +59,157 @@ def bench_one(name: str, runs: int, warmup: int, threads_list: list[int], target
     return rows
 
 
+# only in --engines runs: not part of the default model list
+EXTRA_MODELS = {"dense3x3": "4 x conv3x3+ReLU, 128 ch, 28x28, g=1"}
+
+
+def engine_model(name: str, tmp: Path) -> tuple[Path, dict | None]:
+    """The model file every engine gets for `name`, and its input shapes."""
+    if name == "dense3x3":
+        from bench_gspc import stack_model
+        return stack_model(tmp / "dense3x3.onnx", 128, 28, 1, 1, 4), None
+    fetch, shapes = MODELS[name]
+    path = Path(fetch())
+    if name in ("squeezenet", "shufflenet", "resnet50"):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "codegen"))
+        from test_e2e import randomized
+        path = randomized(path, tmp / f"{name}-random.onnx")
+    return without_initializer_inputs(path, tmp / f"{name}.onnx"), shapes
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:200]
+
+
+def bench_engines(name: str, engines: list, threads_list: list[int], runs: int, rounds: int, warmup: int,
+                  tol: float, tmp: Path, out=print) -> list[dict]:
+    """Per thread count: check every engine against onnxruntime, then time the good ones in interleaved rounds."""
+    from engines import EngineError, OnnxRuntime, check
+
+    from edgec.errors import EdgecError
+    path, shapes = engine_model(name, tmp)
+    feeds = random_inputs(path, shapes)
+    ref = OnnxRuntime().prepare(path, feeds, 1, tmp).outputs()
+    per_round = max(1, math.ceil(runs / rounds))
+    rows = []
+    for t in threads_list:
+        runners, status = {}, {}
+        for e in engines:
+            try:
+                r = e.prepare(path, feeds, t, tmp / f"{name}-{e.name}-t{t}")
+                c = check(r.outputs(), ref, tol)
+            except (EngineError, EdgecError) as ex:
+                status[e.name] = "cannot run"
+                out(f"  {name}, {e.name}: cannot run: {_one_line(ex)}")
+                continue
+            except Exception as ex:  # a third-party engine's own exception types; one line, the run goes on
+                status[e.name] = "cannot run"
+                out(f"  {name}, {e.name}: cannot run: {type(ex).__name__}: {_one_line(ex)}")
+                continue
+            if not c["ok"]:
+                status[e.name] = "wrong output"
+                out(f"  {name}, {e.name}, {t} thread(s): wrong output vs onnxruntime ({c['why']}); not timed")
+                continue
+            if t == threads_list[0]:
+                out(f"  {name}, {e.name}: matches onnxruntime (max abs error {c['max_abs']:.2g}, top-1 agrees)")
+            runners[e.name] = r
+        times = {n: [] for n in runners}
+        order = list(runners)
+        for k in range(rounds):
+            for n in order[k % len(order):] + order[:k % len(order)] if order else []:
+                times[n] += runners[n].time(per_round, warmup)
+                time.sleep(0.05)  # let the previous engine's spinning worker threads go idle
+        ms = {n: median(v) for n, v in times.items()}
+        row = {"model": name, "threads": t, "ms": ms, "status": status, "verdict": verdict(ms)}
+        out(f"{name}, {t} thread(s): " + ", ".join(f"{n} {ms[n]:.3f} ms" for n in ms)
+            + (f" -> {row['verdict']}" if row["verdict"] else ""), flush=True)
+        rows.append(row)
+    return rows
+
+
+def verdict(ms: dict[str, float]) -> str:
+    """edgec against the fastest other engine that ran, in words."""
+    from engines import ratio_words
+    others = {n: v for n, v in ms.items() if n != "edgec"}
+    if "edgec" not in ms or not others:
+        return ""
+    best = min(others, key=others.get)
+    return ratio_words(ms["edgec"], best, others[best])
+
+
+def md_table(rows: list[dict], names: list[str]) -> list[str]:
+    lines = ["| model | threads | " + " | ".join(f"{n} ms" for n in names) + " | edgec vs the fastest other |",
+             "|---|---|" + "---|" * len(names) + "---|"]
+    for r in rows:
+        cells = [f"{r['ms'][n]:.3f}" if n in r["ms"] else r["status"].get(n, "-") for n in names]
+        best = {n: v for n, v in r["ms"].items()}
+        if best:
+            fastest = min(best, key=best.get)
+            cells[names.index(fastest)] = f"**{cells[names.index(fastest)]}**"
+        label = EXTRA_MODELS.get(r["model"], r["model"])
+        lines.append(f"| {label} | {r['threads']} | " + " | ".join(cells) + f" | {r['verdict'] or '-'} |")
+    return lines
+
+
+def engines_main(args, threads: list[int]) -> int:
+    from engines import ENGINES
+    wanted = list(ENGINES) if args.engines == "all" else [n.strip() for n in args.engines.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in ENGINES]
+    if unknown:
+        print(f"unknown engine {unknown[0]!r}; known: {', '.join(ENGINES)}", file=sys.stderr)
+        return 2
+    models = [m for m in args.models.split(",") if m]
+    bad = [m for m in models if m not in MODELS and m not in EXTRA_MODELS]
+    if bad:
+        print(f"unknown model {bad[0]!r}; known: {', '.join([*MODELS, *EXTRA_MODELS])}", file=sys.stderr)
+        return 2
+    engines = []
+    for n in wanted:
+        e = ENGINES[n](target=args.target) if n == "edgec" else ENGINES[n]()
+        why = e.missing()
+        if why:
+            print(f"skipped {n}: {why}")
+        else:
+            engines.append(e)
+    if not engines:
+        print("no engine to run", file=sys.stderr)
+        return 2
+    print("engines: " + ", ".join(f"{e.name} {e.version()}" for e in engines))
+    warmup = 3 if args.warmup is None else args.warmup
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in models:
+            rows += bench_engines(name, engines, threads, args.runs, args.rounds, warmup, args.tol, Path(tmp))
+    if args.md:
+        print()
+        print("\n".join(md_table(rows, [e.name for e in engines])))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
-    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="warm-up runs (default 5; with --engines 3, before each engine's share of every round)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--target", default="native")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--engines", nargs="?", const="all", default=None,
+                    help="compare engines (comma list of edgec,onnxruntime,openvino,ncnn,mnn; alone: all installed)")
+    ap.add_argument("--rounds", type=int, default=5, help="with --engines: interleaved rounds (runs split among them)")
+    ap.add_argument("--tol", type=float, default=1e-3,
+                    help="with --engines: max abs error allowed vs onnxruntime, times max(1, |output|max)")
+    ap.add_argument("--md", action="store_true", help="with --engines: also print a markdown table at the end")
     args = ap.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
+    if args.engines is not None:
+        return engines_main(args, threads)
+    warmup = 5 if args.warmup is None else args.warmup
     print("| model | threads | edgec ms | onnxruntime ms | edgec/ort | arena KB (naive KB) |")
     print("|---|---|---|---|---|---|")
     for name in args.models.split(","):
-        for r in bench_one(name, args.runs, args.warmup, threads, args.target):
+        for r in bench_one(name, args.runs, warmup, threads, args.target):
             print(f"| {r['model']} | {r['threads']} | {r['edgec_ms']:.3f} | {r['ort_ms']:.3f} | {r['ratio']:.2f} | "
                   f"{r['arena_kb']:.0f} ({r['naive_kb']:.0f}) |", flush=True)
     return 0

@@ -50,3 +50,16 @@ def time_edgec(bench_binary: Path, threads: int, runs: int, warmup: int) -> dict
 
 def median(xs) -> float:
     return float(statistics.median(xs))
+
+
+def without_initializer_inputs(src: Path, dst: Path) -> Path:
+    """Copy of a model whose graph inputs no longer list its initializers (old exporters did): engines must not
+    treat weights as overridable inputs, which keeps onnxruntime from folding them and trips some converters."""
+    import onnx
+    m = onnx.load(str(src))
+    names = {t.name for t in m.graph.initializer}
+    keep = [i for i in m.graph.input if i.name not in names]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    onnx.save(m, str(dst))
+    return dst

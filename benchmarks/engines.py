@@ -1,0 +1,350 @@
+"""Other inference engines on the same CPU, for bench_models.py --engines.
+
+One adapter per engine turns an ONNX model into a runner with a fixed intra-op thread count, converting it into a
+work folder where the engine has its own format (ncnn through pnnx, MNN through MNNConvert). A runner returns the
+outputs in the ONNX graph's output order and times its own inference step. The third-party engines come from the
+`bench` extra (`pip install -e .[bench]`) and are imported only here, lazily: a missing one is skipped with its reason.
+
+Every engine runs in fp32 (ncnn's fp16/bf16 storage and arithmetic off, OpenVINO's precision hint f32, MNN's
+default precision, which is fp32 on x86), so its output can be held against onnxruntime's before it is timed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+CONVERT_TIMEOUT_S = 900
+
+
+class EngineError(Exception):
+    """This engine cannot run this model (conversion or load failed); the message is one line."""
+
+
+@dataclass
+class Runner:
+    outputs: Callable[[], list[np.ndarray]]  # one inference on the prepared feeds, outputs in ONNX order
+    step: Callable[[], object]  # one inference, results left where they are (what gets timed)
+    timer: Callable[[int, int], list[float]] | None = None  # (runs, warmup) -> ms per run, when the engine times itself
+    notes: list[str] = field(default_factory=list)
+
+    def time(self, runs: int, warmup: int) -> list[float]:
+        if self.timer is not None:
+            return self.timer(runs, warmup)
+        for _ in range(warmup):
+            self.step()
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            self.step()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return times
+
+
+def _dist_version(*names: str) -> str | None:
+    for n in names:
+        try:
+            return importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _tail(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+def _run_tool(cmd: list[str], cwd: Path, what: str) -> None:
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=CONVERT_TIMEOUT_S)
+    except FileNotFoundError:
+        raise EngineError(f"{cmd[0]} not found") from None
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"{what} did not finish within {CONVERT_TIMEOUT_S} s") from None
+    if proc.returncode != 0:
+        raise EngineError(f"{what} failed: {_tail(proc.stderr + proc.stdout)}")
+
+
+def _tool(name: str) -> str | None:
+    """A console script of the venv this interpreter runs in, else from PATH."""
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else shutil.which(name)
+
+
+class Engine:
+    name = ""
+    package = ""  # what to pip install
+
+    def missing(self) -> str | None:
+        """None when usable here, else why not (one line)."""
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def prepare(self, model: Path, feeds: dict[str, np.ndarray], threads: int, work: Path) -> Runner:
+        raise NotImplementedError
+
+
+class OnnxRuntime(Engine):
+    name, package = "onnxruntime", "onnxruntime"
+
+    def missing(self):
+        return None if _dist_version("onnxruntime") else "not installed (pip install onnxruntime)"
+
+    def version(self):
+        return _dist_version("onnxruntime") or "?"
+
+    def prepare(self, model, feeds, threads, work):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.log_severity_level = 3  # old exporters' harmless warnings would bury the results
+        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+        return Runner(outputs=lambda: [np.asarray(o) for o in sess.run(None, feeds)], step=lambda: sess.run(None, feeds))
+
+
+class Edgec(Engine):
+    """The compiled C project: outputs through its runner, times from its own bench program (no Python in the loop)."""
+    name, package = "edgec", "edgec"
+
+    def __init__(self, target: str = "native"):
+        self.target = target
+
+    def missing(self):
+        return None
+
+    def version(self):
+        import edgec
+        return edgec.__version__
+
+    def prepare(self, model, feeds, threads, work):
+        from common import time_edgec
+
+        from edgec.codegen import compile_model
+        from edgec.codegen.targets import get_target
+        from edgec.codegen.verifier import run_binary
+        shapes = {k: list(v.shape) for k, v in feeds.items()}
+        build = compile_model(model, work / "edgec", target=self.target, threads=threads, input_shapes=shapes,
+                              build=True)
+        tgt = get_target(self.target)
+        if not tgt.runs_natively():
+            raise EngineError(f"target {self.target} does not run on this machine")
+        bench = build.binaries["bench"]
+
+        def outputs():
+            return run_binary(build.binaries["runner"], tgt, list(feeds.values()), work / "edgec-run", threads=threads)
+
+        return Runner(outputs=outputs, step=lambda: None,
+                      timer=lambda runs, warmup: time_edgec(bench, threads, runs, warmup)["runs_ms"])
+
+
+class OpenVino(Engine):
+    name, package = "openvino", "openvino"
+
+    def missing(self):
+        try:
+            import openvino  # noqa: F401
+        except Exception as e:  # an installed but broken wheel is as unusable as a missing one
+            return f"not importable ({type(e).__name__}: {str(e)[:120]}); pip install openvino"
+        return None
+
+    def version(self):
+        return _dist_version("openvino") or "?"
+
+    def prepare(self, model, feeds, threads, work):
+        import openvino as ov
+        core = ov.Core()
+        m = core.read_model(str(model))
+        m.reshape({name: ov.PartialShape(list(a.shape)) for name, a in feeds.items()})
+        compiled = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+                                                 "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
+        req = compiled.create_infer_request()
+        for name, a in feeds.items():
+            req.set_tensor(name, ov.Tensor(np.ascontiguousarray(a)))
+        n_out = len(compiled.outputs)
+
+        def outputs():
+            req.infer()
+            return [np.array(req.get_output_tensor(i).data) for i in range(n_out)]
+
+        return Runner(outputs=outputs, step=req.infer)
+
+
+class Ncnn(Engine):
+    """ONNX -> pnnx -> ncnn param/bin (fp32 weights: fp16=0). pnnx names the blobs in0.. and out0.. in graph order."""
+    name, package = "ncnn", "ncnn pnnx"
+
+    def missing(self):
+        try:
+            import ncnn  # noqa: F401
+        except Exception as e:
+            return f"not importable ({type(e).__name__}: {str(e)[:120]}); pip install ncnn pnnx"
+        if _tool("pnnx") is None:
+            return "pnnx (the ONNX converter) not installed; pip install pnnx"
+        return None
+
+    def version(self):
+        return f"{_dist_version('ncnn') or '?'} (pnnx {_dist_version('pnnx') or '?'})"
+
+    def prepare(self, model, feeds, threads, work):
+        import ncnn
+        d = work / "ncnn"
+        d.mkdir(parents=True, exist_ok=True)
+        src = d / "model.onnx"
+        shutil.copyfile(model, src)
+        shapes = ",".join("[" + ",".join(str(int(s)) for s in a.shape) + "]f32" for a in feeds.values())
+        _run_tool([_tool("pnnx") or "pnnx", src.name, f"inputshape={shapes}", "fp16=0", "device=cpu"], d,
+                  "pnnx conversion")
+        param, binf = d / "model.ncnn.param", d / "model.ncnn.bin"
+        if not param.exists() or not binf.exists():
+            raise EngineError("pnnx wrote no ncnn param/bin")
+        net = ncnn.Net()
+        net.opt.num_threads = threads
+        net.opt.use_fp16_packed = False
+        net.opt.use_fp16_storage = False
+        net.opt.use_fp16_arithmetic = False
+        net.opt.use_bf16_storage = False
+        net.opt.use_vulkan_compute = False
+        if net.load_param(str(param)) != 0 or net.load_model(str(binf)) != 0:
+            raise EngineError("ncnn could not load pnnx's param/bin")
+        names = [ln.split()[1] for ln in param.read_text().splitlines()[2:] if ln.split()[:1] == ["Input"]]
+        outs = sorted({tok for ln in param.read_text().splitlines()[2:] for tok in ln.split() if tok.startswith("out")
+                       and tok[3:].isdigit()}, key=lambda t: int(t[3:]))
+        if len(names) != len(feeds):
+            raise EngineError(f"pnnx's ncnn graph has {len(names)} inputs, the model {len(feeds)}")
+        # ncnn Mats have no batch axis: a batch-1 NCHW feed becomes (C, H, W)
+        mats = [ncnn.Mat(np.ascontiguousarray(a[0] if a.ndim >= 2 and a.shape[0] == 1 else a)) for a in feeds.values()]
+
+        def run(fetch: list[str]):
+            ex = net.create_extractor()
+            for name, m in zip(names, mats):
+                ex.input(name, m)
+            res = []
+            for o in fetch:
+                rc, mat = ex.extract(o)
+                if rc != 0:
+                    raise EngineError(f"ncnn extract {o} failed ({rc})")
+                res.append(mat)
+            return res
+
+        def outputs():
+            return [np.array(m) for m in run(outs)]
+
+        return Runner(outputs=outputs, step=lambda: run(outs), notes=[] if outs else ["no outputs"])
+
+
+class Mnn(Engine):
+    """ONNX -> MNNConvert -> .mnn, run through the Session API (NCHW input kept, CPU backend)."""
+    name, package = "mnn", "MNN"
+
+    def missing(self):
+        try:
+            import MNN  # noqa: F401
+        except Exception as e:
+            return f"not importable ({type(e).__name__}: {str(e)[:120]}); pip install MNN"
+        if _tool("mnnconvert") is None:
+            return "mnnconvert not found (it ships with pip install MNN)"
+        return None
+
+    def version(self):
+        return _dist_version("MNN", "mnn") or "?"
+
+    def prepare(self, model, feeds, threads, work):
+        import MNN
+        d = work / "mnn"
+        d.mkdir(parents=True, exist_ok=True)
+        out = d / "model.mnn"
+        _run_tool([_tool("mnnconvert") or "mnnconvert", "-f", "ONNX", "--modelFile", str(model), "--MNNModel", str(out),
+                   "--bizCode", "edgec", "--keepInputFormat"], d, "MNNConvert")
+        if not out.exists():
+            raise EngineError("MNNConvert wrote no .mnn file")
+        interp = MNN.Interpreter(str(out))
+        sess = interp.createSession({"backend": "CPU", "numThread": threads, "precision": "normal"})
+        ins = []
+        for name, a in feeds.items():
+            t = interp.getSessionInput(sess, name)
+            interp.resizeTensor(t, tuple(int(s) for s in a.shape))
+            ins.append((t, a))
+        interp.resizeSession(sess)
+        for t, a in ins:
+            host = MNN.Tensor(tuple(int(s) for s in a.shape), MNN.Halide_Type_Float,
+                              np.ascontiguousarray(a, dtype=np.float32), MNN.Tensor_DimensionType_Caffe)
+            t.copyFrom(host)
+        out_names = _onnx_output_names(model)
+
+        def outputs():
+            interp.runSession(sess)
+            res = []
+            for name in out_names:
+                t = interp.getSessionOutput(sess, name)
+                shape = tuple(t.getShape())
+                host = MNN.Tensor(shape, MNN.Halide_Type_Float, np.zeros(shape, np.float32),
+                                  MNN.Tensor_DimensionType_Caffe)
+                t.copyToHostTensor(host)
+                res.append(np.array(host.getNumpyData(), dtype=np.float32).reshape(shape))
+            return res
+
+        return Runner(outputs=outputs, step=lambda: interp.runSession(sess))
+
+
+def _onnx_output_names(model: Path) -> list[str]:
+    import onnx
+    return [o.name for o in onnx.load(str(model), load_external_data=False).graph.output]
+
+
+ENGINES: dict[str, Callable[..., Engine]] = {
+    "edgec": Edgec, "onnxruntime": OnnxRuntime, "openvino": OpenVino, "ncnn": Ncnn, "mnn": Mnn,
+}
+
+
+def check(got: list[np.ndarray], want: list[np.ndarray], tol: float) -> dict:
+    """Hold an engine's outputs against onnxruntime's: max abs error over all outputs (ok when within tol x the
+    reference's magnitude, at least tol) and top-1 agreement per batch row (a near-tie, where onnxruntime's value at
+    the engine's argmax is within that same bound of its maximum, counts as agreement)."""
+    if len(got) < len(want):
+        return {"ok": False, "why": f"{len(got)} outputs, onnxruntime has {len(want)}", "max_abs": None}
+    max_abs, argmax_ok = 0.0, True
+    for g, w in zip(got, want):
+        g = np.asarray(g, np.float64)
+        w = np.asarray(w, np.float64)
+        if g.size != w.size:
+            return {"ok": False, "why": f"output shape {list(g.shape)} vs onnxruntime {list(w.shape)}", "max_abs": None}
+        g = g.reshape(w.shape)
+        if not np.all(np.isfinite(g)):
+            return {"ok": False, "why": "non-finite values", "max_abs": None}
+        scale = float(np.max(np.abs(w))) if w.size else 0.0
+        b = tol * max(1.0, scale)
+        err = float(np.max(np.abs(g - w))) if w.size else 0.0
+        max_abs = max(max_abs, err)
+        rows_w = w.reshape(w.shape[0], -1) if w.ndim >= 2 else w.reshape(1, -1)
+        rows_g = g.reshape(rows_w.shape)
+        for rw, rg in zip(rows_w, rows_g):
+            if rw.size and rw[int(np.argmax(rg))] < rw.max() - b:
+                argmax_ok = False
+        if err > b:
+            return {"ok": False, "why": f"max abs error {err:.3g} > {b:.3g}", "max_abs": max_abs,
+                    "argmax_ok": argmax_ok}
+    if not argmax_ok:
+        return {"ok": False, "why": "top-1 differs from onnxruntime", "max_abs": max_abs, "argmax_ok": False}
+    return {"ok": True, "why": "", "max_abs": max_abs, "argmax_ok": True}
+
+
+def ratio_words(edgec_ms: float, other: str, other_ms: float) -> str:
+    """edgec against one other engine, in words (both readings of the same ratio are easy to misread)."""
+    r = edgec_ms / other_ms
+    if r <= 1.0:
+        return f"edgec is {1 / r:.2f}x faster than {other}"
+    return f"edgec takes {r:.2f}x {other}'s time"
