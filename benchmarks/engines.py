@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -34,7 +34,6 @@ class Runner:
     outputs: Callable[[], list[np.ndarray]]  # one inference on the prepared feeds, outputs in ONNX order
     step: Callable[[], object]  # one inference, results left where they are (what gets timed)
     timer: Callable[[int, int], list[float]] | None = None  # (runs, warmup) -> ms per run, when the engine times itself
-    notes: list[str] = field(default_factory=list)
 
     def time(self, runs: int, warmup: int) -> list[float]:
         if self.timer is not None:
@@ -243,7 +242,7 @@ class Ncnn(Engine):
         def outputs():
             return [np.array(m) for m in run(outs)]
 
-        return Runner(outputs=outputs, step=lambda: run(outs), notes=[] if outs else ["no outputs"])
+        return Runner(outputs=outputs, step=lambda: run(outs))
 
 
 class Mnn(Engine):
