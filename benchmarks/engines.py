@@ -334,7 +334,8 @@ def check(got: list[np.ndarray], want: list[np.ndarray], tol: float) -> dict:
             if rw.size and rw[int(np.argmax(rg))] < rw.max() - b:
                 argmax_ok = False
         if err > b:
-            return {"ok": False, "why": f"max abs error {err:.3g} > {b:.3g}", "max_abs": max_abs,
+            top1 = "" if argmax_ok else ", top-1 differs"
+            return {"ok": False, "why": f"max abs error {err:.3g} > {b:.3g}{top1}", "max_abs": max_abs,
                     "argmax_ok": argmax_ok}
     if not argmax_ok:
         return {"ok": False, "why": "top-1 differs from onnxruntime", "max_abs": max_abs, "argmax_ok": False}
