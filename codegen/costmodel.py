@@ -3,7 +3,9 @@
 Emitters ask `choose_*` and record the answer with ctx.note(algo=..., why=...), so the choice shows
 in `edgec compile --explain` and in the bench profile. A measured choice wins over the model: a
 tuning database (JSON: {"<target>": {"<layer key>": "<algo>"}}) named by EDGEC_TUNING_DB is consulted
-first via `measured()`; the rest of the code never needs to know where a choice came from.
+first via `measured()` (3x3 Winograd/direct, GSPC family, depthwise plane/cb, sparse format, int8 path).
+Device tuning records (`edgec tune`, docs/tuning.md) go further: they force one layer's variant through
+codegen/variants.py before any `choose_*` runs, so the cost model is only asked for untuned layers.
 
 Sparse vs dense uses the break-even sparsity measured by benchmarks/bench_sparse.py (docs/benchmarks.md):
 below it the dense kernel is faster, above it the sparse one.
@@ -75,6 +77,12 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
     """Depthwise direct kernel when each group has one input and one output channel; GSPC for other
     grouped convs when the target has an int8 GSPC kernel (gspc=True); else packed GEMM per group
     (im2col into the GEMM's layout; 1x1 stride 1 packs without im2col)."""
+    from edgec.codegen.options import active
+
+    forced = active().q8conv  # EDGEC_Q8CONV, or one layer's tuning record (codegen/variants.py)
+    if forced == "q8-gemm" or (forced == "q8-gspc" and gspc and groups > 1) or \
+            (forced == "q8-dwconv" and groups == c_in == c_out):
+        return Choice(forced, f"forced: {forced}")
     key = layer_key("q8conv", C=c_in, OC=c_out, g=groups, k=f"{k[0]}x{k[1]}", px=pixels)
     m = measured(target, key)
     if m in ("q8-dwconv", "q8-gemm") or (m == "q8-gspc" and gspc):
@@ -268,6 +276,8 @@ def explain_table(layers: list[dict]):
     for l in layers:
         d = l.get("details", {})
         why = d.get("why") or d.get("sparse_choice") or d.get("kernel") or ""
+        if d.get("tuned"):  # a tuning record forced this layer's variant: say where it was measured
+            why = d["tuned"]
         if d.get("f16_weights"):
             why = f"{why}; fp16 weights: {d['f16_weights']}".strip("; ")
         t.add_row(*map(Text, (l["name"][:40], l["op"], l["algo"], f"{l['macs']:,}", str(why))))

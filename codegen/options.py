@@ -22,11 +22,15 @@ SPARSE_MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "spar
 GSPC_MODES = ("auto", "tile", "ow", "mg")
 DW_MODES = ("auto", "plane", "cb")
 CONV_MODES = ("auto", "direct", "winograd", "winograd-f23", "winograd-f43", "winograd-f63")
+Q8CONV_MODES = ("auto", "q8-gemm", "q8-gspc", "q8-dwconv")
 
 # field -> environment variable that fills it
 ENV = {"sparse": "EDGEC_SPARSE", "gspc": "EDGEC_GSPC", "dw": "EDGEC_DW", "conv": "EDGEC_CONV",
-       "tuning_db": "EDGEC_TUNING_DB"}
-_CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": CONV_MODES}
+       "q8conv": "EDGEC_Q8CONV", "tuning_db": "EDGEC_TUNING_DB", "tuning": "EDGEC_TUNING"}
+_CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": CONV_MODES,
+            "q8conv": Q8CONV_MODES, "tuning": ("auto", "off")}
+# the fields a tuning record may force for one layer (codegen/variants.py)
+PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv")
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,11 @@ class CompileOptions:
     gspc: str = "auto"            # grouped convs: force one GSPC row-kernel family where it runs
     dw: str = "auto"              # depthwise convs: force the plane or channel-blocked kernels
     conv: str = "auto"            # 3x3 stride-1 convs: direct, or Winograd (F chosen by the cost model, or forced)
+    q8conv: str = "auto"          # int8 convs: force the GEMM, GSPC or depthwise path where it runs
     tuning_db: str | None = None  # JSON of measured per-layer choices, consulted before the cost model
+    tuning: str = "auto"          # auto: apply the device's tuning records (filled into `tuned`); off: ignore them
+    # tuning records that apply: (layer signature, forced fields as "k=v;k=v", explain text), sorted
+    tuned: tuple = ()
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
@@ -46,6 +54,19 @@ class CompileOptions:
                 raise EdgecError(f"{ENV[name]}={value!r} is not one of {', '.join(choices)}")
         if not isinstance(self.threads, int) or self.threads < 1:
             raise EdgecError(f"--threads must be at least 1, got {self.threads}")
+        tuned = tuple(sorted(tuple(str(x) for x in r) for r in self.tuned))
+        if any(len(r) != 3 for r in tuned):
+            raise EdgecError("tuning records must be (signature, forced, note) triples")
+        object.__setattr__(self, "tuned", tuned)
+        if self.tuning == "off" and tuned:
+            object.__setattr__(self, "tuned", ())
+
+    def tuned_for(self, signature: str) -> tuple[dict, str] | None:
+        """(forced fields, explain text) of the tuning record for a layer signature, if one applies."""
+        for sig, forced, note in self.tuned:
+            if sig == signature:
+                return dict(kv.split("=", 1) for kv in forced.split(";") if kv), note
+        return None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **fields) -> "CompileOptions":

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgec.codegen import registry
+from edgec.codegen import registry, variants
 from edgec.codegen.emit import EmitContext, LayerInfo
 from edgec.codegen.ir import Graph
 from edgec.codegen.lower import lower_file
@@ -45,7 +45,7 @@ def emit_layers(g: Graph, ctx: EmitContext) -> list[LayerInfo]:
         if not node.epilogue.empty and not spec.epilogue:
             raise EdgecError(f"internal: epilogue fused into {node.op}, whose emitter cannot apply it")
         info = ctx.begin(node)
-        info.body = spec.emit(node, ctx)
+        info.body = variants.emit(spec, node, ctx)  # a tuning record may force this layer's variant
         layers.append(info)
     return layers
 

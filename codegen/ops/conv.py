@@ -229,6 +229,11 @@ def gspc_tiles(target, g: dict):
     EDGEC_GSPC=tile|ow|mg forces one row-kernel family on every layer it can run (benchmarks)."""
     kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
     mode = options.active().gspc
+    if mode == "auto":  # a measured family for this layer (tuning database) wins over the defaults
+        from edgec.codegen import costmodel
+        m = costmodel.measured(target, costmodel.layer_key("gspc", C=g["C"], OC=g["K"], g=g["G"],
+                                                          k=f"{g['KH']}x{g['KW']}", s=g["SW"], px=g["Ho"] * g["Wo"]))
+        mode = m if m in ("tile", "ow", "mg") else mode
     mg = kernels.gspc_mg_kernel(target, kpg) if mode in ("auto", "mg") else None
     if mg is not None and (mode == "mg" or kernels.gspc_mg_wins(target, mg, kpg)):
         return mg, mg.params["kp"], mg.params["gb"], _owb(g["Wo"], mg.params["bmax"])
@@ -299,6 +304,11 @@ DW_MODES = options.DW_MODES
 def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     """EDGEC_DW=plane|cb forces one depthwise family on every layer it can run (benchmarks)."""
     mode = options.active().dw
+    if mode == "auto":
+        from edgec.codegen import costmodel
+        m = costmodel.measured(ctx.target, costmodel.layer_key("dw", C=g["C"], k=f"{g['KH']}x{g['KW']}", s=g["SW"],
+                                                                px=g["Ho"] * g["Wo"]))
+        mode = m if m in ("plane", "cb") else mode
     cb = kernels.dwconv_cb_kernel(ctx.target) if mode != "plane" else None
     if g["SW"] == 2:  # the plane kernels split rows into column phases in registers: cb once rows idle lanes
         lanes = ctx.target.f32_lanes

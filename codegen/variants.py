@@ -1,0 +1,242 @@
+"""The per-layer kernel variants a layer can be forced to, and the layer signature tuning records key on.
+
+One table (VARIANTS): per op family the choices the emitters can be forced to for a single layer, each
+with the predicate saying when it applies to that layer on a target. A variant forces CompileOptions
+fields (the same ones EDGEC_CONV / EDGEC_GSPC / EDGEC_DW / EDGEC_SPARSE / EDGEC_Q8CONV force globally),
+scoped to one layer by `emit()`, the dispatcher every layer goes through (codegen/project.py). The cost
+model picks by default; a tuning record (CompileOptions.tuned, filled from the tuning database by the
+commands) overrides it for the layers whose signature it names.
+
+A signature is the op class with its fused epilogue, every shape that changes the code, the dtype, the
+thread count, and the weights' zero fraction where sparse kernels could run; equal signatures compile
+to the same code and are tuned once. `layer_class()` drops the shapes: transfer-tuning reuses a class's
+recorded variants on layers of other shapes (after checking they still apply).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from edgec.codegen import kernels, options
+from edgec.errors import EdgecError
+
+
+@dataclass(frozen=True)
+class Variant:
+    family: str                                  # conv3x3 | gspc | dw | sparse | gemv | q8conv
+    name: str                                    # unique: what a tuning record stores
+    forced: tuple[tuple[str, str], ...]          # CompileOptions fields set for the layer
+    applies: Callable[[dict, object], bool]      # (layer facts, target) -> bool
+    doc: str
+
+    def forced_str(self, facts: dict) -> str:
+        f = dict(self.forced)
+        if facts.get("G") == 1 and facts["kind"] == "conv" and "sparse" not in f:
+            f["sparse"] = "dense"  # a dense-algorithm variant must not be pre-empted by the sparse emitter
+        return ";".join(f"{k}={v}" for k, v in sorted(f.items()))
+
+
+def _wino_ok(f: dict, _t) -> bool:
+    return f["kind"] == "conv" and (f["KH"], f["KW"], f["SH"], f["SW"], f["DH"], f["DW"]) == (3, 3, 1, 1, 1, 1) \
+        and not f["dw"]
+
+
+def _gspc_ok(f: dict, _t) -> bool:
+    return f["kind"] == "conv" and f["G"] > 1 and not f["dw"] and f["KH"] * f["KW"] > 1
+
+
+def _gspc_direct(f: dict) -> tuple:
+    return (("conv", "direct"),) if _wino_ok(f, None) else ()
+
+
+def _sparse_ok(blk: str) -> Callable[[dict, object], bool]:
+    br, bc = (int(v) for v in blk.split("x"))
+
+    def ok(f: dict, _t) -> bool:
+        # below ~30% zero blocks no sparse kernel is near the dense one: not worth a measurement
+        return f["kind"] in ("conv", "gemv") and f.get("G", 1) == 1 and f["w2d"] is not None \
+            and f["w2d"].shape[1] % bc == 0 and _block_sparsity(f["w2d"], br, bc) >= 0.3
+    return ok
+
+
+def _block_sparsity(w2d, br, bc) -> float:
+    from edgec.codegen.costmodel import block_sparsity
+    return block_sparsity(w2d, br, bc)
+
+
+def _q8(f: dict, t, path: str) -> bool:
+    if f["kind"] != "q8conv":
+        return False
+    if path == "q8-dwconv":
+        return f["dw"]
+    if path == "q8-gspc":
+        from edgec.codegen.ops.quant import _gspc_variant
+        return f["G"] > 1 and _gspc_variant(t) is not None
+    return True
+
+
+def _build_table() -> tuple[Variant, ...]:
+    v = []
+    for name in ("direct", "winograd-f23", "winograd-f43", "winograd-f63"):
+        v.append(Variant("conv3x3", name, (("conv", name),), _wino_ok,
+                         "3x3 stride-1 conv: the direct kernel the cost model would use, or Winograd F(m,3)"))
+    v.append(Variant("gspc", "gspc-tile", (("gspc", "tile"),), _gspc_ok,
+                     "grouped conv: T_O output-channel tiles per group"))
+    v.append(Variant("gspc", "gspc-ow", (("gspc", "ow"),),
+                     lambda f, t: _gspc_ok(f, t) and kernels.gspc_ow_kernel(t, f["K"] // f["G"], 1, f["Wo"]) is not None,
+                     "grouped conv: vectors along the output row (few channels per group)"))
+    v.append(Variant("gspc", "gspc-mg", (("gspc", "mg"),),
+                     lambda f, t: _gspc_ok(f, t) and kernels.gspc_mg_kernel(t, f["K"] // f["G"]) is not None,
+                     "grouped conv: several narrow groups per vector"))
+    v.append(Variant("dw", "dw-plane", (("dw", "plane"),), lambda f, t: f["kind"] == "conv" and f["dw"],
+                     "depthwise: one plane at a time"))
+    v.append(Variant("dw", "dw-cb", (("dw", "cb"),),
+                     lambda f, t: f["kind"] == "conv" and f["dw"] and kernels.dwconv_cb_kernel(t) is not None
+                     and f["Wo"] <= 256 and f["KH"] * f["KW"] <= 64,
+                     "depthwise: channels interleaved, one vector of channels per tap"))
+    v.append(Variant("sparse", "dense", (("sparse", "dense"),),
+                     lambda f, t: any(_sparse_ok(b)(f, t) for b in ("1x1", "1x4", "4x1", "4x4")),
+                     "dense kernels on pruned weights"))
+    for blk in ("1x1", "1x4", "4x1", "4x4"):
+        v.append(Variant("sparse", f"sparse-{blk}", (("sparse", f"sparse-{blk}"),), _sparse_ok(blk),
+                         f"{blk}-block sparse weights x dense activations"))
+    for path in ("q8-gemm", "q8-gspc", "q8-dwconv"):
+        v.append(Variant("q8conv", path, (("q8conv", path),), lambda f, t, p=path: _q8(f, t, p),
+                         f"int8 conv through the {path[3:]} kernels"))
+    return tuple(v)
+
+
+VARIANTS: tuple[Variant, ...] = _build_table()
+BY_NAME = {v.name: v for v in VARIANTS}
+
+
+def families() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for v in VARIANTS:
+        out.setdefault(v.family, []).append(v.name)
+    return out
+
+
+# -- layer facts and signatures -------------------------------------------------------------------
+
+def _epilogue_tag(node) -> str:
+    ep = node.epilogue
+    act = f"+{ep.act}" if ep.act else ""
+    if ep.residual is None:
+        return act
+    return f"+add{act}" if ep.residual_before_act else f"{act}+add"
+
+
+def facts(node) -> dict | None:
+    """What the variant predicates and the signature read from a layer, or None for layers no variant
+    covers (ops other than Conv / one-row Gemm-MatMul / QLinearConv, non-float32 Conv...)."""
+    if node.op == "Conv":
+        from edgec.codegen.ops.conv import geometry
+        try:
+            g = geometry(node)
+        except EdgecError:
+            return None
+        w2d = node.inputs[1].const.reshape(g["K"], -1).astype(np.float32) if g["G"] == 1 else None
+        return dict(g, kind="conv", dw=g["G"] == g["C"] == g["K"], w2d=w2d, dtype="f32")
+    if node.op in ("Gemm", "MatMul"):
+        from edgec.codegen.ops.sparse import _gemv_weights
+        try:
+            w2d = _gemv_weights(node)
+        except (EdgecError, ValueError, IndexError):
+            return None
+        if w2d is None:
+            return None
+        return dict(kind="gemv", M=w2d.shape[0], K=w2d.shape[1], G=1, w2d=w2d, dtype="f32", dw=False)
+    if node.op == "QLinearConv":
+        x, w, y = node.inputs[0], node.inputs[3], node.outputs[0]
+        if w is None or not w.is_const or len(x.shape) != 4:
+            return None
+        g = int(node.attr("group", 1))
+        kh, kw = w.shape[2:]
+        s = list(node.attr("strides", [1, 1]))
+        d = list(node.attr("dilations", [1, 1]))
+        p = list(node.attr("pads", [0, 0, 0, 0]))
+        N, C, H, W = x.shape
+        K, Ho, Wo = y.shape[1], y.shape[2], y.shape[3]
+        return dict(kind="q8conv", N=N, C=C, H=H, W=W, K=K, Ho=Ho, Wo=Wo, G=g, KH=kh, KW=kw, SH=s[0], SW=s[1],
+                    DH=d[0], DW=d[1], PT=p[0], PL=p[1], dw=g == C == K, w2d=None, dtype=np.dtype(x.dtype).name,
+                    act=node.attr("ec_act"))
+    return None
+
+
+def layer_class(node, f: dict | None = None) -> str | None:
+    """Op class with its fused epilogue, no sizes: conv3x3s1+relu, gconv3x3s1, dwconv5x5s2+hard_swish,
+    gemv, q8conv1x1s1..."""
+    f = f or facts(node)
+    if f is None:
+        return None
+    if f["kind"] == "gemv":
+        return "gemv" + _epilogue_tag(node)
+    base = "dwconv" if f["dw"] else "gconv" if f["G"] > 1 else "conv"
+    if f["kind"] == "q8conv":
+        base = "q8" + base
+    cls = f"{base}{f['KH']}x{f['KW']}s{f['SH']}" + (f"d{f['DH']}" if f["DH"] > 1 or f["DW"] > 1 else "")
+    if f["kind"] == "q8conv":
+        return cls + (f"+{f['act']}" if f.get("act") else "")
+    return cls + _epilogue_tag(node)
+
+
+def signature(node, threads: int, f: dict | None = None) -> str | None:
+    """Stable, sizes-and-all description of a layer: equal signatures compile to the same code."""
+    f = f or facts(node)
+    if f is None:
+        return None
+    cls = layer_class(node, f)
+    if f["kind"] == "gemv":
+        shape = f"M{f['M']}K{f['K']}"
+    else:
+        shape = "N{N}C{C}H{H}W{W}K{K}G{G}k{KH}x{KW}s{SH}x{SW}d{DH}x{DW}p{PT}x{PL}o{Ho}x{Wo}".format(**f)
+    sig = f"{cls}:{shape}:{f['dtype']}:t{threads}"
+    if f["w2d"] is not None:
+        z = float(np.mean(f["w2d"] == 0))
+        if z >= 0.1:  # pruned weights: the sparse kernels' speed depends on how many zeros
+            sig += f":z{round(z * 20) / 20:.2f}"
+    return sig
+
+
+def candidates(node, target, f: dict | None = None) -> list[Variant]:
+    """The variants that apply to this layer on this target (registry order)."""
+    f = f or facts(node)
+    if f is None:
+        return []
+    return [v for v in VARIANTS if v.applies(f, target)]
+
+
+def parse_forced(text: str) -> dict:
+    """'conv=direct;sparse=dense' -> dict, every field one a record may force, every value valid."""
+    out = {}
+    for kv in filter(None, text.split(";")):
+        k, sep, val = kv.partition("=")
+        if not sep or k not in options.PER_LAYER:
+            raise EdgecError(f"tuning record forces {kv!r}: not one of {', '.join(options.PER_LAYER)}")
+        out[k] = val
+    options.CompileOptions(**out)  # values checked like EDGEC_* ones
+    return out
+
+
+# -- the dispatcher hook ----------------------------------------------------------------------------
+
+def emit(spec, node, ctx) -> str:
+    """Run a layer's emitter; a tuning record for its signature forces its variant for this layer only."""
+    opts = options.active()
+    f = facts(node) if node.op in ("Conv", "Gemm", "MatMul", "QLinearConv") else None
+    sig = signature(node, opts.threads, f) if f is not None else None
+    rec = opts.tuned_for(sig) if sig is not None and opts.tuned else None
+    if rec is None:
+        body = spec.emit(node, ctx)
+    else:
+        forced, note = rec
+        with options.using(opts.with_(**{k: v for k, v in forced.items() if k in options.PER_LAYER})):
+            body = spec.emit(node, ctx)
+        ctx.note(tuned=note)
+    if sig is not None:
+        ctx.note(signature=sig)
+    return body
