@@ -21,8 +21,10 @@ test-venv: $(BIN)/python
 demo: venv
 	scripts/demo.sh
 
+# One pytest worker per CPU; whole files per worker, so module-scoped builds are made once.
+PYTEST_WORKERS ?= auto
 test: test-venv
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-out build *.egg-info

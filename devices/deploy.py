@@ -30,7 +30,7 @@ from edgec.devices.inventory import Device
 from edgec.devices.transport import Transport, last_line
 from edgec.devices.upload import Manifest, upload
 from edgec.errors import EdgecError
-from edgec.files import write_text_atomic
+from edgec.files import cache_lock, write_text_atomic
 
 BINARIES = ("runner", "bench")
 SKIP_SUFFIXES = (".o", ".d", ".a", ".tmp")
@@ -120,7 +120,7 @@ def prepare_project(source: Path, device: Device, *, threads: int = 1, profile: 
     out = cache_dir() / "builds" / f"{re.sub(r'[^A-Za-z0-9._-]', '_', source.stem)[:48]}-{target}-{key}"
     stamp = out / ".edgec-source.json"
     # One compile at a time: the code generator is not thread-safe (and is CPU-bound Python anyway).
-    with _LOCKS["compile"]:
+    with _LOCKS["compile"], cache_lock(out):
         if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
             out.mkdir(parents=True, exist_ok=True)
             b = compile_model(source, out, input_shapes=input_shapes, build=False, profile=profile, options=opts)
@@ -183,7 +183,7 @@ def build_local(project: Path, device: Device, profile: bool) -> dict[str, Path]
         raise EdgecError("make is not installed here: apt-get install make (or deploy with --build on-device)")
     ldflags = " ".join(device.ldflags)
     work = cache_dir() / "cross" / _key(project.resolve(), cc, ldflags, profile)
-    with _LOCKS[str(work)]:
+    with cache_lock(work):
         return _make_copy(project, work, device, cc, ldflags, profile)
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
+import threading
+from collections import defaultdict
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -73,3 +76,23 @@ def sha256_file(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+_THREAD_LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+@contextlib.contextmanager
+def cache_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold a lock for cache entry `path` exclusively, against other threads and other processes: two edgec runs
+    (or test workers) filling one entry must not write into each other's half-made files. The lock file lives in
+    a hidden .locks folder beside the entry, so listings of the entries stay clean."""
+    p = Path(path)
+    lock = p.parent / ".locks" / (p.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with _THREAD_LOCKS[str(lock)]:  # flock is per open file: threads of one process need their own lock
+        with open(lock, "a") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgec.errors import EdgecError
-from edgec.files import sha256_file, write_bytes_atomic
+from edgec.files import cache_lock, sha256_file, write_bytes_atomic
 
 PPOCR_WHEEL = "rapidocr-onnxruntime==1.4.4"
 PPOCR_MEMBER = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
@@ -66,7 +66,13 @@ def _ppocr(kind: str) -> Path:
     dest = cache_dir() / "models" / sha[:16] / f"ppocr_{kind}.onnx"
     if dest.exists() and sha256_file(dest) == sha:
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    with cache_lock(dest):
+        if not (dest.exists() and sha256_file(dest) == sha):
+            _download_ppocr(member, sha, dest)
+    return dest
+
+
+def _download_ppocr(member: str, sha: str, dest: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, PPOCR_WHEEL]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -80,7 +86,6 @@ def _ppocr(kind: str) -> Path:
     if got != sha:
         raise EdgecError(f"{member} from {PPOCR_WHEEL} has sha256 {got}, expected {sha}")
     write_bytes_atomic(dest, data)
-    return dest
 
 
 def onnx_light(name: str) -> Path:
@@ -124,10 +129,11 @@ def digits_cnn() -> DigitsCNN:
     recipe = inspect.getsource(_digits).encode() + torch.__version__.encode()
     folder = cache_dir() / "models" / f"digits-{hashlib.sha256(recipe).hexdigest()[:16]}"
     model, data, meta = folder / "digits_cnn.onnx", folder / "digits_test.npz", folder / "accuracy.txt"
-    if not (model.exists() and data.exists() and meta.exists()):
-        folder.mkdir(parents=True, exist_ok=True)
-        acc = _digits.train_and_export(model, data)
-        write_bytes_atomic(meta, f"{acc:.6f}\n".encode())
+    with cache_lock(folder):
+        if not (model.exists() and data.exists() and meta.exists()):
+            folder.mkdir(parents=True, exist_ok=True)
+            acc = _digits.train_and_export(model, data)
+            write_bytes_atomic(meta, f"{acc:.6f}\n".encode())
     return DigitsCNN(model, data, float(meta.read_text()))
 
 
@@ -138,16 +144,18 @@ def text_lines(n: int, seed: int) -> Path:
 
     recipe = hashlib.sha256(inspect.getsource(textlines).encode()).hexdigest()[:12]
     dest = cache_dir() / "data" / f"textlines-{recipe}-{textlines.font_key()}-{n}-{seed}.npz"
-    if not dest.exists():
-        import io
+    if dest.exists():
+        return dest
+    with cache_lock(dest):
+        if not dest.exists():
+            import io
 
-        import numpy as np
+            import numpy as np
 
-        x, labels, _ = textlines.text_lines(n, seed)
-        buf = io.BytesIO()
-        np.savez(buf, x=x, labels=labels)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(dest, buf.getvalue())
+            x, labels, _ = textlines.text_lines(n, seed)
+            buf = io.BytesIO()
+            np.savez(buf, x=x, labels=labels)
+            write_bytes_atomic(dest, buf.getvalue())
     return dest
 
 

@@ -13,7 +13,7 @@ from devkit import run_cli
 def _builds(cache) -> dict[str, dict]:
     """Cached projects -> their stamps (options and per-layer algorithms)."""
     return {p.name: json.loads((p / ".edgec-source.json").read_text())
-            for p in sorted((cache / "builds").iterdir())} if (cache / "builds").is_dir() else {}
+            for p in sorted((cache / "builds").iterdir()) if not p.name.startswith(".")} if (cache / "builds").is_dir() else {}
 
 
 def _dw_algos(stamp: dict) -> list[str]:
