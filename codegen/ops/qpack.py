@@ -25,8 +25,29 @@ Q8_GEMM = {
 }
 
 
-def gemm_variant(target) -> tuple[str, str, bool]:
-    """Pick the q8 GEMM for a target (data from its isa/features; armv7 uses the portable one)."""
+# u8 x s8 vpmaddubsw GEMM for AVX2 without VNNI: exact only on weights whose k-pairs cannot saturate
+# the int16 pair sum (maddubs_exact); measured 1.4-3.7x q8_gemm_4x8__avx2 (benchmarks/bench_int8.py --micro)
+Q8_GEMM_MADDUBS = ("q8_gemm_4x16__avx2_maddubs", "q8-gemm/q8-gemm-4x16-avx2-maddubs.c", False)
+
+
+def maddubs_exact(w: np.ndarray) -> bool:
+    """Whether vpmaddubsw's int16 pair sums are exact for every u8 input with these int8 weights W[M][K]:
+    per row and k-pair (k even, k+1), 255 * (sum of positive parts) <= 32767 and 255 * (sum of negative
+    parts) >= -32768, i.e. positive parts <= 128 and negative parts >= -128. 7-bit weights (|w| <= 64,
+    onnxruntime's reduce_range) always pass; typical 8-bit weights do not (127 + 127 per pair)."""
+    w = np.asarray(w, np.int32).reshape(w.shape[0], -1)
+    if w.shape[1] % 2:
+        w = np.pad(w, ((0, 0), (0, 1)))
+    pairs = w.reshape(w.shape[0], -1, 2)
+    pos, neg = np.maximum(pairs, 0).sum(axis=2), np.minimum(pairs, 0).sum(axis=2)
+    return bool(255 * pos.max(initial=0) <= 32767 and 255 * neg.min(initial=0) >= -32768)
+
+
+def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
+    """Pick the q8 GEMM for a target (data from its isa/features; armv7 uses the portable one) and, where a
+    kernel is exact only on narrow weights, for the layer's constant weights W[M][K] (None: any weights)."""
+    if w is not None and _plain_avx2(target) and maddubs_exact(w):
+        return Q8_GEMM_MADDUBS
     if target.arch == "armv7":
         return Q8_GEMM["scalar"]
     if target.isa == "avx512" and "avx512_vnni" in target.features:
@@ -34,6 +55,13 @@ def gemm_variant(target) -> tuple[str, str, bool]:
     if target.isa == "avx512" and "avx512bw" not in target.features:
         return Q8_GEMM["avx2"]
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
+
+
+def _plain_avx2(target) -> bool:
+    """x86 whose best q8 GEMM would be the vpmaddwd one: AVX2, or AVX-512 without BW / VNNI."""
+    if target.arch != "x86_64":
+        return False
+    return target.isa == "avx2" or (target.isa == "avx512" and "avx512bw" not in target.features)
 
 
 def quantize_multiplier(scale: float) -> tuple[int, int]:

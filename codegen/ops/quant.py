@@ -151,7 +151,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     N, C, H, W, OC, g = dims
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
-    fn, src, signed = gemm_variant(ctx.target)
+    fn, src, signed = gemm_variant(ctx.target, wq.reshape(OC, -1))
     ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
     ocg, cg = OC // g, C // g
     wgs = [wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1) for j in range(g)]
@@ -271,9 +271,9 @@ def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs,
     ys_f = _scalar(node, ys, "y_scale")
     scales = requant_scales(_scalar(node, as_, "a_scale"), bs.const, ys_f, Nn)
     lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
-    fn, src, signed = gemm_variant(ctx.target)
-    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
     wt = np.ascontiguousarray(bmat.T)
+    fn, src, signed = gemm_variant(ctx.target, wt)
+    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
     r = row_params(wt, bias, zx, scales, signed)
     wp = ctx.weight(f"{node.name}:wp", pack_w(wt))
     bp, mp, sp = _rq_ptrs(ctx, node.name, r)

@@ -57,6 +57,12 @@ void q8_gemm_4x8__neondot(size_t M, size_t N, size_t K4, const int8_t *Wp, const
                           size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x8__avx2(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                        size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* u8 x s8 vpmaddubsw kernel and its saturating scalar model: exact only when every k-pair of
+ * weights keeps the int16 pair sum in range (see q8-gemm-4x16-avx2-maddubs.c). */
+void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_gemm_4x8__scalar_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x16__avx512bw(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                             size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x16__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,

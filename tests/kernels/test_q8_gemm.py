@@ -3,9 +3,12 @@ and under qemu (cortex-a72 for ARMv8.0 NEON, max for dotprod); the dotprod build
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
-from qkit import A72, ISAS, build, require, run
+from qkit import A72, ISAS, SANITIZE, build, require, run
 
 VARIANTS = {  # isa -> (function, file, reads X signed)
     "scalar": ("q8_gemm_4x8__scalar", "q8-gemm/q8-gemm-4x8-scalar.c", 0),
@@ -34,6 +37,77 @@ def test_q8_gemm_matches_reference(name, tmp_path):
     r = run(isa, exe)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "3240/3240 cases match" in r.stdout
+
+
+MADDUBS = "q8-gemm/q8-gemm-4x16-avx2-maddubs.c"
+SAT_REF = "q8-gemm/q8-gemm-4x8-scalar-maddubs.c"
+
+
+def _maddubs_run(tmp_path, tag, kernel, ref, wmin, wmax, isa_name="avx2", extra=()):
+    isa = ISAS[isa_name]
+    require(isa)
+    files = ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c", SAT_REF]
+    if kernel == "q8_gemm_4x16__avx2_maddubs":
+        files.append(MADDUBS)
+    exe = build(isa, tmp_path / tag, files, {"KERNEL": kernel, "REF": ref, "KERNEL_NAME": f'"{tag}"', "X_SIGNED": "0",
+                                             "WMIN": f"({wmin})", "WMAX": str(wmax), "NMODES": "6"}, extra)
+    r = run(isa, exe, timeout=300)
+    m = re.search(r"(\d+)/(\d+) cases match", r.stdout)
+    assert m, r.stdout[-2000:] + r.stderr[-2000:]
+    return int(m.group(1)), int(m.group(2)), r
+
+
+@pytest.mark.parametrize("wmin,wmax", [(-64, 64), (-64, 63), (-128, 127)])
+def test_maddubs_kernel_is_its_saturating_model(wmin, wmax, tmp_path):
+    """On any weights (8-bit ones included, where pair sums saturate) the AVX2 kernel computes exactly
+    the portable model: int16-saturated k-pair sums, int32 accumulation, the shared requantization."""
+    ok, n, r = _maddubs_run(tmp_path, "sat", "q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar_maddubs", wmin, wmax)
+    assert ok == n == 4860, r.stdout[-2000:]
+
+
+@pytest.mark.parametrize("kernel", ["q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar_maddubs"])
+def test_maddubs_exact_on_7bit_and_pair_bound_weights(kernel, tmp_path):
+    """7-bit weights, the extremes -64 / 64 against u8 0 / 255, and the widest non-saturating pairs
+    (127, 1) / (-128, 0): bit-exact with the exact scalar GEMM on odd shapes."""
+    ok, n, r = _maddubs_run(tmp_path, "exact", kernel, "q8_gemm_4x8__scalar", -64, 64)
+    assert ok == n == 4860, r.stdout[-2000:]
+
+
+def test_maddubs_differs_on_8bit_weights(tmp_path):
+    """Proves the bound is needed (and that the kernel really uses vpmaddubsw): full int8 weights give
+    wrong outputs, which is why the emitter dispatches on the layer's weights."""
+    ok, n, _ = _maddubs_run(tmp_path, "wide", "q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar", -128, 127)
+    assert n == 4860 and ok < n - 100
+
+
+def test_maddubs_clean_under_sanitizers(tmp_path):
+    ok, n, r = _maddubs_run(tmp_path, "san", "q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar", -64, 64,
+                            extra=SANITIZE)
+    assert r.returncode == 0 and ok == n == 4860, r.stdout[-2000:] + r.stderr[-4000:]
+
+
+def test_maddubs_exact_bound():
+    from edgec.codegen.ops.qpack import maddubs_exact
+
+    assert maddubs_exact(np.full((3, 5), 64, np.int8)) and maddubs_exact(np.full((3, 5), -64, np.int8))
+    assert maddubs_exact(np.array([[127, 1, -128, 0, 127]], np.int8))       # 255 * 128 = 32640 both ways
+    assert not maddubs_exact(np.array([[127, 2]], np.int8))                 # 255 * 129 = 32895 > 32767
+    assert not maddubs_exact(np.array([[-128, -1, 0, 0]], np.int8))         # 255 * -129 < -32768
+    assert not maddubs_exact(np.array([[0, 65, 64, 0]], np.int8).reshape(1, 4)[:, [1, 2, 0, 3]])  # 65 + 64
+    assert maddubs_exact(np.array([[0, 65, 64, 0]], np.int8))               # pairs (0, 65), (64, 0)
+
+
+def test_maddubs_dispatch_follows_weights():
+    from edgec.codegen.ops.qpack import Q8_GEMM_MADDUBS, gemm_variant
+    from edgec.codegen.targets import get_target
+
+    narrow, wide = np.full((8, 9), 64, np.int8), np.full((8, 9), 127, np.int8)
+    avx2 = get_target("x86_64-avx2")
+    assert gemm_variant(avx2, narrow) == Q8_GEMM_MADDUBS
+    assert gemm_variant(avx2, wide)[0] == "q8_gemm_4x8__avx2"
+    assert gemm_variant(avx2)[0] == "q8_gemm_4x8__avx2"
+    for t in ("x86_64-avx512", "aarch64-neon", "generic"):  # wider or different exact kernels there
+        assert gemm_variant(get_target(t), narrow) != Q8_GEMM_MADDUBS
 
 
 def test_dotprod_build_traps_on_cortex_a72(tmp_path):

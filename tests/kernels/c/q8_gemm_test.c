@@ -1,10 +1,25 @@
-/* Compares one q8 GEMM variant (KERNEL, X_SIGNED) bit-exactly with the scalar reference on
- * shapes around the 4-row / 8- and 16-pixel tiles, random and extreme values. */
+/* Compares one q8 GEMM variant (KERNEL, X_SIGNED) bit-exactly with a reference (REF, default the
+ * exact scalar kernel) on shapes around the 4-row / 8- and 16-pixel tiles, random and extreme
+ * values. Weights are drawn from [WMIN, WMAX] (default the whole int8 range): kernels that are
+ * exact only on narrower weights are tested on those, and shown to differ outside them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "q8-gemm/q8-gemm.h"
+
+#ifndef REF
+#define REF q8_gemm_4x8__scalar
+#endif
+#ifndef WMIN
+#define WMIN (-128)
+#endif
+#ifndef WMAX
+#define WMAX 127
+#endif
+#ifndef NMODES
+#define NMODES 4 /* 6 adds the pair-bound and (WMIN, X = 0) extremes */
+#endif
 
 static uint32_t rng = 12345;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
@@ -16,10 +31,16 @@ static int run(size_t M, size_t N, size_t K, int mode)
     uint8_t *X = malloc(K * N), *Xu = malloc(q8_pack_x_bytes(K, N)), *Xs = malloc(q8_pack_x_bytes(K, N));
     uint8_t *Y0 = malloc(M * N), *Y1 = malloc(M * N);
     int32_t *b0 = calloc(Mp, 4), *b1 = calloc(Mp, 4), *mult = calloc(Mp, 4), *shift = calloc(Mp, 4);
-    for (size_t i = 0; i < M * K; i++)
-        W[i] = mode == 1 ? -128 : mode == 2 ? 127 : (int8_t)(rnd() & 255);
+    /* modes: 0, 3 random (3 with a clamp); 1, 2, 5 range ends; 4 k-pairs (127, 1) / (-128, 0), the
+     * widest pairs whose u8 x s8 int16 sum cannot saturate (kept only if within [WMIN, WMAX]) */
+    for (size_t i = 0; i < M * K; i++) {
+        const int pair = (i / K) % 2 ? ((i % K) % 2 ? 0 : -128) : ((i % K) % 2 ? 1 : 127);
+        W[i] = (int8_t)(mode == 1 || mode == 5 ? WMIN : mode == 2 ? WMAX
+                        : mode == 4 ? (pair < WMIN ? WMIN : pair > WMAX ? WMAX : pair)
+                        : WMIN + (int)(rnd() % (uint32_t)(WMAX - WMIN + 1)));
+    }
     for (size_t i = 0; i < K * N; i++)
-        X[i] = mode == 1 ? 255 : mode == 2 ? 0 : (uint8_t)(rnd() & 255);
+        X[i] = mode == 1 || mode == 4 ? 255 : mode == 2 || mode == 5 ? 0 : (uint8_t)(rnd() & 255);
     const int32_t zx = (int32_t)(rnd() & 255);
     for (size_t m = 0; m < Mp; m++) {
         int32_t sw = 0;
@@ -40,7 +61,7 @@ static int run(size_t M, size_t N, size_t K, int mode)
     q8_pack_x(K, N, X, N, X_SIGNED ? 0x80 : 0, Xs);
     memset(Y0, 0xEE, M * N);
     memset(Y1, 0xEE, M * N);
-    q8_gemm_4x8__scalar(M, N, K4, Wp, Xu, np, Y0, N, &rq0);
+    REF(M, N, K4, Wp, Xu, np, Y0, N, &rq0);
     KERNEL(M, N, K4, Wp, Xs, np, Y1, N, &rq1);
     int bad = 0;
     for (size_t i = 0; i < M * N && !bad; i++)
@@ -63,7 +84,7 @@ int main(void)
     for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
             for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++)
-                for (int mode = 0; mode < 4; mode++, cases++)
+                for (int mode = 0; mode < NMODES; mode++, cases++)
                     fails += run(Ms[a], Ns[b], Ks[c], mode);
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;
