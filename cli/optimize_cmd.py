@@ -43,6 +43,8 @@ def optimize(
     disable_pass: Optional[List[str]] = typer.Option(None, "--disable-pass", help="Skip a pass by name (repeatable)."),
     keep_float: Optional[List[str]] = typer.Option(None, "--keep-float", help="Never quantize this node (repeatable)."),
     reduce_range: Optional[bool] = typer.Option(None, "--reduce-range/--full-range", help="7-bit int8 weights (AVX2 without VNNI)."),
+    target: Optional[str] = typer.Option(None, "--target", "-t", help="Compile target the int8 model is for (e.g. native, "
+                                         "x86_64-avx2): picks --reduce-range when its fastest int8 GEMM needs 7-bit weights."),
     input_shape: Optional[List[str]] = typer.Option(
         None, "--input-shape", "-s",
         help="Shape to analyse and calibrate at, NAME:D1,D2,... (the output keeps the model's own input shapes)."),
@@ -52,6 +54,8 @@ def optimize(
     no_range_search: bool = typer.Option(False, "--no-range-search", help="int8: calibrator ranges as they are "
                                          "(no per-tensor least-error range search)."),
     no_bias_correction: bool = typer.Option(False, "--no-bias-correction", help="int8: skip bias correction."),
+    no_adaround: bool = typer.Option(False, "--no-adaround", help="int8: nearest rounding of weights (no per-layer "
+                                     "rounding of least output error)."),
     no_guard: bool = typer.Option(False, "--no-guard", help="Write int8 even below the fidelity floor (with a warning)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write the report as JSON here."),
 ) -> None:
@@ -68,8 +72,13 @@ def optimize(
                  keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape,
                  fix_shapes=fix_shapes or None, guard=False if no_guard else None,
                  equalize=False if no_equalize else None, range_search=False if no_range_search else None,
-                 bias_correction=False if no_bias_correction else None)
+                 bias_correction=False if no_bias_correction else None, adaround=False if no_adaround else None)
     cfg = load_config(config, flags)
+    if target is not None and reduce_range is None and cfg.quantize == "int8":  # an explicit flag wins
+        from edgec.optimizer.quantize import reduce_range_for
+
+        cfg.reduce_range, why = reduce_range_for(target)
+        err.print(f"[dim]{escape(why)}[/dim]")
     if report is not None:
         refuse_overwrite(model, report)
         if report.resolve() == output.resolve():

@@ -2,9 +2,11 @@
 
 Scheme (chosen with the C kernels in mind): weights int8, symmetric, per output channel (zero point 0, so the
 kernels need no weight-offset term); activations uint8 asymmetric by default (ReLU outputs use the whole
-range) or int8 with `activations: int8`. `reduce_range` keeps weights to 7 bits: only worth it for
-u8 x s8 pair products on AVX2 without VNNI (vpmaddubsw saturates int16); edgec's kernels widen before
-adding, so it is off by default. Calibration ranges are computed once and cached for the accuracy guard.
+range) or int8 with `activations: int8`. `reduce_range` keeps weights to 7 bits (|w| <= 64): then the
+compiled model's GEMMs run the u8 x s8 vpmaddubsw kernel on AVX2 without VNNI (int16 pair sums cannot
+saturate), measured 1.4-3.7x the widening kernel. It costs weight precision, so it is off unless asked
+for or `edgec optimize --target` names such a CPU (reduce_range_for). Calibration ranges are computed once
+and cached for the accuracy guard.
 """
 
 from __future__ import annotations
@@ -37,6 +39,20 @@ METHOD_OPTIONS = {"minmax": {"symmetric": False, "moving_average": False},
                   "entropy": {"num_bins": 512, "num_quantized_bins": 128, "symmetric": False}}
 
 
+def reduce_range_for(target: str) -> tuple[bool, str]:
+    """Whether int8 weights for this compile target should be 7-bit, and why (for the notes)."""
+    from edgec.codegen.ops.qpack import maddubs_target
+    from edgec.codegen.targets import get_target
+
+    try:
+        t = get_target(target)
+    except Exception as e:
+        raise EdgecError(f"--target {target}: {' '.join(str(e).split())[:200]}") from None
+    if maddubs_target(t):
+        return True, f"7-bit weights for {t.name}: AVX2 without VNNI runs u8 x s8 vpmaddubsw GEMMs on them"
+    return False, f"8-bit weights for {t.name}: its int8 GEMM is exact on full-range weights"
+
+
 class _Reader(CalibrationDataReader):
     def __init__(self, data: Dataset, advance=None):
         self.data, self.i, self.advance = data, 0, advance
@@ -64,6 +80,8 @@ class Int8Settings:
     equalize: bool = False         # cross-layer equalization of Conv -> [Relu] -> Conv chains
     range_search: bool = False     # per-tensor activation ranges of least quantization error
     bias_correction: bool = False  # fp32 biases corrected for the mean shift weight rounding causes
+    adaround: bool = False         # per-layer weight rounding of least output error (optimizer/adaround.py)
+    adaround_seconds: float = 60.0  # its time budget, largest layers first
 
     def check(self) -> None:
         if self.method not in METHODS:
@@ -85,6 +103,8 @@ class Quantizer:
         self.cache = Path(self.tmp.name) / "ranges.json"
         self.src = Path(self.tmp.name) / "fp32.onnx"  # a file: onnxruntime rewrites a ModelProto's weights in place
         self.biases: dict | None = None  # bias correction: node -> corrected bias, computed on first use
+        self.weights: dict | None = None  # adaround: node -> fp32 weight on its chosen int8 grid points
+        self.macs: dict = {}  # node -> MACs, to order adaround's time budget (set by the pipeline)
         if settings.equalize:
             from edgec.optimizer.equalize import equalize
 
@@ -128,23 +148,49 @@ class Quantizer:
 
     def __call__(self, keep_float=(), only=None) -> onnx.ModelProto:
         excluded = sorted(set(self.s.keep_float) | set(keep_float))
-        if not self.s.bias_correction:
+        if not self.s.bias_correction and not self.s.adaround:
             return self._quantize(self.src, excluded, only)
-        if self.biases is None:
-            from edgec.optimizer.equalize import bias_corrections
-
-            t0 = time.perf_counter()
-            plain = self._quantize(self.src, sorted(self.s.keep_float), None)
-            self.biases = bias_corrections(self.model, plain, self._feeds(128))
-            self.steps["bias_correction"] = {"layers": len(self.biases), "seconds": round(time.perf_counter() - t0, 3)}
-            self.notes.append(f"bias correction: {len(self.biases)} layer biases corrected for weight rounding")
+        self._round_and_correct()
+        from edgec.optimizer.adaround import with_weights
         from edgec.optimizer.equalize import with_biases
 
         names = {n.name for n in self.model.graph.node}
-        rounded = (set(only) if only else names) - set(excluded)  # a layer kept float keeps its own bias
+        rounded = (set(only) if only else names) - set(excluded)  # a layer kept float keeps its own weights and bias
+        m = with_weights(self.model, self.weights, rounded) if self.weights else self.model
+        if self.biases:
+            m = with_biases(m, self.biases, rounded)
         src = Path(self.tmp.name) / "fp32-corrected.onnx"
-        onnx.save(with_biases(self.model, self.biases, rounded), str(src))
+        onnx.save(m, str(src))
         return self._quantize(src, excluded, only)
+
+    def _round_and_correct(self) -> None:
+        """Once: adaround's weights (fp32 on the int8 grid, so the quantizer stores exactly the chosen
+        integers), then bias correction for the rounding actually used, both against the fp32 weights."""
+        if self.s.adaround and self.weights is None:
+            from edgec.optimizer.adaround import round_layers
+
+            plain = self._quantize(self.src, sorted(self.s.keep_float), None)
+            self.weights, summary = round_layers(self.model, plain, self._feeds(64), self.s.adaround_seconds,
+                                                 macs=self.macs)
+            self.steps["adaround"] = summary
+            late = f"; {len(summary['over_budget'])} layer(s) past the {summary['budget_seconds']:g} s budget kept " \
+                   "nearest rounding" if summary["over_budget"] else ""
+            self.notes.append(f"adaround: {summary['changed_layers']} of {summary['layers']} layers re-rounded, layer "
+                              f"output error {summary['median_error_ratio']:.2f}x nearest rounding's (median, held-out "
+                              f"positions) in {summary['seconds']:.1f} s{late}")
+        if self.s.bias_correction and self.biases is None:
+            from edgec.optimizer.adaround import with_weights
+            from edgec.optimizer.equalize import bias_corrections
+
+            t0 = time.perf_counter()
+            src = self.src
+            if self.weights:
+                src = Path(self.tmp.name) / "fp32-rounded.onnx"
+                onnx.save(with_weights(self.model, self.weights), str(src))
+            rounded = self._quantize(src, sorted(self.s.keep_float), None)
+            self.biases = bias_corrections(self.model, rounded, self._feeds(128))
+            self.steps["bias_correction"] = {"layers": len(self.biases), "seconds": round(time.perf_counter() - t0, 3)}
+            self.notes.append(f"bias correction: {len(self.biases)} layer biases corrected for weight rounding")
 
     def _quantize(self, src: Path, excluded: list, only) -> onnx.ModelProto:
         out = Path(self.tmp.name) / "q.onnx"

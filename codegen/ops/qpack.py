@@ -46,7 +46,7 @@ def maddubs_exact(w: np.ndarray) -> bool:
 def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
     """Pick the q8 GEMM for a target (data from its isa/features; armv7 uses the portable one) and, where a
     kernel is exact only on narrow weights, for the layer's constant weights W[M][K] (None: any weights)."""
-    if w is not None and _plain_avx2(target) and maddubs_exact(w):
+    if w is not None and maddubs_target(target) and maddubs_exact(w):
         return Q8_GEMM_MADDUBS
     if target.arch == "armv7":
         return Q8_GEMM["scalar"]
@@ -57,7 +57,7 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
 
 
-def _plain_avx2(target) -> bool:
+def maddubs_target(target) -> bool:
     """x86 whose best q8 GEMM would be the vpmaddwd one: AVX2, or AVX-512 without BW / VNNI."""
     if target.arch != "x86_64":
         return False
