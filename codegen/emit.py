@@ -39,6 +39,7 @@ class LayerInfo:
     details: dict = field(default_factory=dict)
     macs: int = 0
     scratch: list[int] = field(default_factory=list)  # scratch ids requested by this layer
+    par: tuple[int, int] | None = None  # (items, grain): see EmitContext.parallel
 
 
 class EmitContext:
@@ -108,6 +109,12 @@ class EmitContext:
         if macs is not None:
             self.layer.macs = int(macs)
         self.layer.details.update(details)
+
+    def parallel(self, items: int, grain: int = 1) -> None:
+        """The layer body computes items [ec_b, ec_e) of `items`, on thread ec_tid (0..threads-1, for
+        per-thread scratch slices); the pool hands out chunks of `grain` items. Items must not overlap
+        in what they write, and the result must not depend on how they are chunked."""
+        self.layer.par = (int(items), max(1, int(grain)))
 
     # -- used by the framework ------------------------------------------------------------
     def begin(self, node: Node) -> LayerInfo:

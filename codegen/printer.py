@@ -105,14 +105,25 @@ int {p}_run(void *workspace, const void *const *inputs, void *const *outputs);
 """
 
 
-def _layer_fn(p: str, i: int, info: LayerInfo, body: str) -> str:
+def _layer_fn(p: str, i: int, info: LayerInfo, body: str, has_pool: bool) -> str:
     # No model text here: the ONNX names of the layer are in {p}_layers[i], as an escaped literal.
     n = info.node
     words = [n.op] + ([n.epilogue.act] if n.epilogue.act else []) + (["residual"] if n.epilogue.residual else [])
     head = f"/* layer {i}: {' + '.join(map(comment_word, words))} ({comment_word(info.algo)}) */"
     body = "\n".join(("    " + ln) if ln.strip() else "" for ln in body.strip("\n").splitlines())
-    return (f"{head}\nstatic void {p}_layer_{i}(uint8_t *ws, const void *const *in, void *const *out)\n{{\n"
-            f"    (void)ws; (void)in; (void)out;\n{body}\n}}\n")
+    sig = "uint8_t *ws, const void *const *in, void *const *out"
+    if info.par is None:
+        return f"{head}\nstatic void {p}_layer_{i}({sig})\n{{\n    (void)ws; (void)in; (void)out;\n{body}\n}}\n"
+    # the body covers items [ec_b, ec_e); the pool splits 0..n among the threads
+    n, grain = info.par
+    run = (f"ec_layer_ctx c = {{ws, in, out}};\n    ec_parallel_for_tid({p}_pool, {n}u, {grain}u, {p}_layer_{i}_task, &c);"
+           if has_pool else f"{p}_layer_{i}_range(ws, in, out, 0, 0, {n}u);")
+    task = (f"static void {p}_layer_{i}_task(void *c, size_t tid, size_t b, size_t e)\n{{\n"
+            f"    const ec_layer_ctx *l = (const ec_layer_ctx *)c;\n"
+            f"    {p}_layer_{i}_range(l->ws, l->in, l->out, tid, b, e);\n}}\n") if has_pool else ""
+    return (f"{head}\nstatic void {p}_layer_{i}_range({sig}, size_t ec_tid, size_t ec_b, size_t ec_e)\n{{\n"
+            f"    (void)ws; (void)in; (void)out; (void)ec_tid;\n{body}\n}}\n{task}"
+            f"static void {p}_layer_{i}({sig})\n{{\n    {run}\n}}\n")
 
 
 def model_c(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerInfo], stamp: dict,
@@ -139,7 +150,8 @@ def model_c(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerIn
     out.append(f"/* {len(ctx.weights)} bytes of pre-packed weights from weights.bin (weights.S, .incbin) */\n"
                f"extern const uint8_t {p}_weights[];")
     if has_pool:
-        out.append(f"static ec_pool {p}_pool_storage;\nstatic ec_pool *{p}_pool = NULL;")
+        out.append(f"static ec_pool {p}_pool_storage;\nstatic ec_pool *{p}_pool = NULL;\n"
+                   "typedef struct { uint8_t *ws; const void *const *in; void *const *out; } ec_layer_ctx;")
     else:
         out.append(f"typedef struct ec_pool ec_pool;\nstatic ec_pool *{p}_pool = NULL;")
     out += _tensor_table(p, "input", g.source.get("input_names") or [t.name for t in g.inputs], g.inputs)
@@ -149,7 +161,7 @@ def model_c(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerIn
     out.append(f"const {p}_layer_info {p}_layers[] = {{\n" + "\n".join(rows) + "\n};")
     out.append(f"double {p}_layer_ms[{P}_NUM_LAYERS + 1];")
     for i, info in enumerate(layers):
-        out.append(_layer_fn(p, i, info, _views(ctx.resolve(info.body, tensor_expr, scratch_expr))))
+        out.append(_layer_fn(p, i, info, _views(ctx.resolve(info.body, tensor_expr, scratch_expr)), has_pool))
     out.append(_entry(p, layers, has_pool))
     return "\n\n".join(out) + "\n"
 

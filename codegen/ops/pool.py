@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec.codegen import kernels
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import _par
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -54,17 +56,28 @@ def emit_maxpool(node: Node, ctx: EmitContext) -> str:
         raise EdgecError(f"node {node.name} (MaxPool): the Indices output is not supported")
     x, y, k, s, d, ins, outs, b, _ = _spatial(node)
     planes = x.shape[0] * x.shape[1]
+    n, xp, yp, tid = _planes(ctx, x, y, planes)
     ctx.note(algo="maxpool2d-2pass", macs=y.size * (k[0] + k[1]))
     if k[0] > 1 and k[1] > 1:
         # separable: horizontal max into a row buffer, then vertical max
         ctx.require("f32-pool/f32-maxpool-2pass-scalar.h")
-        rows = ctx.scratch(4 * ins[0] * outs[1])
-        return (f"ec_f32_maxpool2d_2pass_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
-                f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {ctx.ptr(x)}, {ctx.ptr(y)}, (float *){rows});\n")
+        per = ins[0] * outs[1]
+        rows = ctx.scratch(4 * per * (kernels.SCRATCH_THREADS if tid else 1))
+        return (f"ec_f32_maxpool2d_2pass_scalar({n}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+                f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {xp}, {yp}, (float *){rows}{f' + ec_tid * {per}u' if tid else ''});\n")
     ctx.require(HEADER)
     ctx.note(algo="maxpool2d")
-    return (f"ec_f32_maxpool2d_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
-            f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
+    return (f"ec_f32_maxpool2d_scalar({n}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+            f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {xp}, {yp});\n")
+
+
+def _planes(ctx: EmitContext, x, y, planes: int) -> tuple[str, str, str, bool]:
+    """(plane count, x, y) C expressions of the planes this body runs, and whether it runs a share
+    of them on one of several threads (then scratch needs a slice per thread)."""
+    if not _par.split(ctx, planes, x.size + y.size):
+        return f"{planes}u", ctx.ptr(x), ctx.ptr(y), False
+    xs, ys = x.size // planes, y.size // planes
+    return "ec_e - ec_b", f"{ctx.ptr(x)} + ec_b * {xs}u", f"{ctx.ptr(y)} + ec_b * {ys}u", True
 
 
 @register("AveragePool")
@@ -72,18 +85,20 @@ def emit_avgpool(node: Node, ctx: EmitContext) -> str:
     x, y, k, s, d, ins, outs, b, e = _spatial(node)
     ctx.require(HEADER)
     planes = x.shape[0] * x.shape[1]
+    n, xp, yp, tid = _planes(ctx, x, y, planes)
     cip = int(node.attr("count_include_pad", 0))
     # ceil_mode only adds output cells; their divisor is clipped to the declared end pad (as onnxruntime)
     if k[0] > 1 and k[1] > 1:
         ctx.require("f32-pool/f32-avgpool-2pass-scalar.h")
         ctx.note(algo="avgpool2d-2pass", macs=y.size * (k[0] + k[1]))
-        rows = ctx.scratch(4 * ins[0] * outs[1])
-        return (f"ec_f32_avgpool2d_2pass_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
-                f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {ctx.ptr(x)}, {ctx.ptr(y)}, "
-                f"(float *){rows});\n")
+        per = ins[0] * outs[1]
+        rows = ctx.scratch(4 * per * (kernels.SCRATCH_THREADS if tid else 1))
+        return (f"ec_f32_avgpool2d_2pass_scalar({n}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+                f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {xp}, {yp}, "
+                f"(float *){rows}{f' + ec_tid * {per}u' if tid else ''});\n")
     ctx.note(algo="avgpool2d", macs=y.size * k[0] * k[1])
-    return (f"ec_f32_avgpool2d_scalar({planes}u, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
-            f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {ctx.ptr(x)}, {ctx.ptr(y)});\n")
+    return (f"ec_f32_avgpool2d_scalar({n}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+            f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {e[0]}, {e[1]}, {cip}, {xp}, {yp});\n")
 
 
 # global average pool kernel per ISA: (header, function); the scalar one is the reference
@@ -103,11 +118,12 @@ def emit_global_pool(node: Node, ctx: EmitContext) -> str:
         raise EdgecError(f"node {node.name} ({node.op}): only float32 is supported")
     planes = x.shape[0] * x.shape[1]
     hw = x.size // max(planes, 1)
+    n, xp, yp, _ = _planes(ctx, x, y, planes)
     if node.op == "GlobalAveragePool":
         header, fn = GAVGPOOL.get(ctx.target.isa, GAVGPOOL["scalar"])
         ctx.require(header)
         ctx.note(algo=f"gavgpool-{ctx.target.isa}", macs=x.size)
-        return f"{fn}({planes}u, {hw}u, {ctx.ptr(x)}, {ctx.ptr(y)});\n"
+        return f"{fn}({n}, {hw}u, {xp}, {yp});\n"
     ctx.require(HEADER)
     ctx.note(algo="global-maxpool", macs=x.size)
-    return f"ec_f32_global_maxpool_scalar({planes}u, {hw}u, {ctx.ptr(x)}, {ctx.ptr(y)});\n"
+    return f"ec_f32_global_maxpool_scalar({n}, {hw}u, {xp}, {yp});\n"
