@@ -257,3 +257,29 @@ def test_exact_qlinearmatmul_per_column_and_unrewritten_ops_named():
     want = np.clip(np.rint(acc * scale) + 100, 0, 255)
     d = np.abs(got.astype(np.int64) - want)
     assert d.max() <= 1 and np.mean(d == 0) > 0.99
+
+
+@pytest.mark.parametrize("reduce_range", [True, False])
+def test_reduce_range_model_runs_maddubs_gemm_exactly(digits_cnn, reduce_range, tmp_path):
+    """7-bit weights (quantize_static reduce_range, what `edgec optimize --target x86_64-avx2` asks for)
+    compile to the u8 x s8 vpmaddubsw GEMM on every conv/Gemm layer and match the exact QDQ arithmetic;
+    8-bit weights never reach it (their pair sums would saturate)."""
+    if not get_target("x86_64-avx2").runs_natively():
+        pytest.skip("this CPU lacks AVX2")
+    from edgec.optimizer.quantize import reduce_range_for
+
+    assert reduce_range_for("x86_64-avx2")[0] and not reduce_range_for("aarch64-neon")[0]
+    data = np.load(digits_cnn.data)
+    x, labels = data["input"], data["labels"]
+    q = tmp_path / "q.onnx"
+    quantize_static(str(digits_cnn.model), str(q), _Reader("input", [x[i:i + 1] for i in range(0, 64, 2)]),
+                    quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    ws = [numpy_helper.to_array(i) for i in onnx.load(str(q)).graph.initializer if i.data_type == TensorProto.INT8]
+    assert (max(int(np.abs(w).max()) for w in ws) <= 64) == reduce_range
+    b, y = _compile_run(q, "x86_64-avx2", x, tmp_path)
+    kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-gemm"]
+    assert kernels and all((k == "q8_gemm_4x16__avx2_maddubs") == reduce_range for k in kernels), kernels
+    ref = exact(q, {"input": x})
+    assert np.abs(y - ref).max() <= _out_scale(q) * 1.001  # within 1 LSB of the int8 logits
+    assert abs((y.argmax(1) == labels).mean() - (ref.argmax(1) == labels).mean()) <= 1 / len(labels) + 1e-9
