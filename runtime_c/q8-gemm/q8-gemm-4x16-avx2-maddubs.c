@@ -10,7 +10,8 @@
  * constant weights (qpack.maddubs_exact) and uses q8_gemm_4x8__avx2 otherwise.
  *
  * Tile: 4 rows x 16 pixels (8 accumulators; 2 X loads + 4 weight broadcasts per 4 k). The packed X
- * lanes are [pixel][4 k], so each int32 lane is one pixel: no reordering before requantization. */
+ * lanes are [pixel][4 k], so each int32 lane is one pixel. Small-K layers (most 1x1 convs of mobile
+ * models) are bound by requantization, so two rows are requantized and packed together. */
 #include <immintrin.h>
 
 #include "q8-gemm.h"
@@ -23,14 +24,30 @@
         a##r##1 = _mm256_add_epi32(a##r##1, _mm256_madd_epi16(_mm256_maddubs_epi16(x1, wr), ones)); \
     } while (0)
 
-#define Q8_MADDUBS_OUT(r)                                                                         \
-    if (m0 + (r) < M) {                                                                           \
-        const __m256i b = _mm256_set1_epi32(rq->bias[m0 + (r)]);                                  \
-        uint8_t *y = Y + (m0 + (r)) * y_stride + n0;                                              \
-        q8_store8(y, q8_rq8_avx2(_mm256_add_epi32(a##r##0, b), rq, m0 + (r)), N - n0);           \
-        if (N - n0 > 8)                                                                           \
-            q8_store8(y + 8, q8_rq8_avx2(_mm256_add_epi32(a##r##1, b), rq, m0 + (r)), N - n0 - 8); \
+/* rows r, r+1 x 16 pixels -> bytes: int32 requant per row, both rows packed together (saturating, so
+ * out-of-range values stay out of range), zero point, clamp; one permute restores pixel order */
+static inline void q8_maddubs_out2(__m256i a0, __m256i a1, __m256i b0, __m256i b1, size_t m, size_t M,
+                                   size_t n, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    const __m256i zp = _mm256_set1_epi16((int16_t)rq->zp);
+    const int32_t ma = rq->mult[m], sa = rq->shift[m], mb = rq->mult[m + 1], sb = rq->shift[m + 1];
+    __m256i ta = _mm256_packs_epi32(q8_rq32_avx2(a0, ma, sa), q8_rq32_avx2(a1, ma, sa));
+    __m256i tb = _mm256_packs_epi32(q8_rq32_avx2(b0, mb, sb), q8_rq32_avx2(b1, mb, sb));
+    __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(ta, zp), _mm256_adds_epi16(tb, zp));
+    v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    v = _mm256_min_epu8(_mm256_max_epu8(v, _mm256_set1_epi8((char)rq->qmin)), _mm256_set1_epi8((char)rq->qmax));
+    for (int r = 0; r < 2 && m + r < M; r++) {
+        const __m128i row = r ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+        uint8_t *y = Y + (m + r) * y_stride;
+        if (n >= 16) {
+            _mm_storeu_si128((__m128i *)y, row);
+        } else {
+            uint8_t t[16];
+            _mm_storeu_si128((__m128i *)t, row);
+            memcpy(y, t, n);
+        }
     }
+}
 
 void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
@@ -39,8 +56,10 @@ void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp,
     for (size_t m0 = 0; m0 < M; m0 += 4) {
         const int8_t *w = Wp + (m0 / 4) * K4 * 16;
         for (size_t n0 = 0; n0 < N; n0 += 16) { /* np is a multiple of 16: padding lanes are zero */
-            __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
-            __m256i a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+            /* accumulators start at the rows' biases */
+            __m256i a00 = _mm256_set1_epi32(rq->bias[m0]), a01 = a00, a10 = _mm256_set1_epi32(rq->bias[m0 + 1]);
+            __m256i a11 = a10, a20 = _mm256_set1_epi32(rq->bias[m0 + 2]), a21 = a20;
+            __m256i a30 = _mm256_set1_epi32(rq->bias[m0 + 3]), a31 = a30;
             const uint8_t *x = Xp + n0 * 4;
             for (size_t k4 = 0; k4 < K4; k4++, x += np * 4) {
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
@@ -52,10 +71,10 @@ void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp,
                 Q8_MADDUBS_ROW(2);
                 Q8_MADDUBS_ROW(3);
             }
-            Q8_MADDUBS_OUT(0)
-            Q8_MADDUBS_OUT(1)
-            Q8_MADDUBS_OUT(2)
-            Q8_MADDUBS_OUT(3)
+            uint8_t *y = Y + n0;
+            q8_maddubs_out2(a00, a01, a10, a11, m0, M, N - n0, y, y_stride, rq);
+            if (m0 + 2 < M)
+                q8_maddubs_out2(a20, a21, a30, a31, m0 + 2, M, N - n0, y, y_stride, rq);
         }
     }
 }
