@@ -96,28 +96,59 @@ def collapse(out_shape, in_strides: list[list[int]]) -> tuple[list[int], list[li
     return dims, sts
 
 
-def loop_nest(out_shape, operands: list[Tensor | None], body, indent: str = "") -> list[str]:
-    """Nested loops over out_shape; body(idx_exprs, out_idx) -> lines, idx per operand (broadcast)."""
+def _split_head(dims: list[int], ctx: EmitContext | None, work: int, ity: str) -> tuple[int, list[str]]:
+    """With ctx, when the op has the work (ops/_par.py): the leading dims flattened into one range
+    [ec_b, ec_e) the pool splits (enough of them for 8 chunks, keeping an inner loop to vectorise).
+    Returns (number of dims the head covers, its lines); (0, []) leaves every loop as it is."""
+    if ctx is None or not dims:
+        return 0, []
+    from edgec.codegen.ops import _par
+
+    k, items = 1, dims[0]
+    while items < _par.CHUNKS and k < len(dims) - 1:
+        items *= dims[k]
+        k += 1
+    if not _par.split(ctx, items, work):
+        return 0, []
+    lines = ["for (size_t q_ = ec_b; q_ < ec_e; q_++) {"]
+    inner = 1
+    for j in reversed(range(k)):
+        div = f" / {inner}u" if inner > 1 else ""
+        mod = f" % {dims[j]}u" if j > 0 else ""
+        lines.append(f"    const {ity} i{j} = ({ity})(q_{div}{mod});")
+        inner *= dims[j]
+    return k, lines
+
+
+def loop_nest(out_shape, operands: list[Tensor | None], body, indent: str = "", ctx: EmitContext | None = None,
+              work: int = 0) -> list[str]:
+    """Nested loops over out_shape; body(idx_exprs, out_idx) -> lines, idx per operand (broadcast).
+    With ctx: split among threads when the op moves `work` floats or more (see _split_head)."""
     if 0 in tuple(out_shape):
         return ["/* empty tensor: nothing to compute */"]
     out_st = strides(out_shape)
     ins = [bcast_strides(t.shape, out_shape) if t is not None else [0] * len(out_shape) for t in operands]
     dims, sts = collapse(out_shape, [out_st] + ins)
-    lines = []
+    h, lines = _split_head(dims, ctx, work, "size_t")
     vars_ = [f"i{k}" for k in range(len(dims))]
     for k, d in enumerate(dims):
-        lines.append(f"{'    ' * k}for (size_t {vars_[k]} = 0; {vars_[k]} < {d}u; {vars_[k]}++)")
-    lines[-1:] = [lines[-1] + " {"] if lines else []
+        if k >= h:
+            lines.append(f"{'    ' * (k - h + (1 if h else 0))}for (size_t {vars_[k]} = 0; {vars_[k]} < {d}u; {vars_[k]}++)")
+    if h < len(dims):
+        lines[-1:] = [lines[-1] + " {"] if lines else []
 
     def index(st):
         parts = [f"{v}" if s == 1 else f"{v} * {s}u" for v, s in zip(vars_, st) if s != 0]
         return " + ".join(parts) or "0"
 
-    pad = "    " * len(dims) if dims else ""
+    depth = len(dims) - h + (1 if h else 0)
+    pad = "    " * depth if dims else ""
     inner = body([index(s) for s in sts[1:]], index(sts[0]))
     lines += [pad + ln for ln in inner]
     if dims:
-        lines.append("    " * (len(dims) - 1) + "}")
+        lines.append("    " * (depth - 1) + "}")
+    if 0 < h < len(dims):
+        lines.append("}")
     return lines
 
 
@@ -154,7 +185,8 @@ def full_loops(shape, body_lines: list[str]) -> list[str]:
     return lines + [pad + "{"] + [pad + "    " + b for b in body_lines] + [pad + "}"]
 
 
-def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int] | None = None) -> list[str]:
+def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int] | None = None,
+                  ctx: EmitContext | None = None, work: int = 0) -> list[str]:
     """Like loop_nest but with explicit per-operand element strides (may be negative) and base offsets."""
     if 0 in tuple(out_shape):
         return ["/* empty tensor: nothing to compute */"]
@@ -162,16 +194,18 @@ def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int]
     dims, sts = collapse_signed(out_shape, [out_st] + [list(s) for s in in_strides])
     bases = bases or [0] * len(in_strides)
     vars_ = [f"i{k}" for k in range(len(dims))]
-    lines = [f"{'    ' * k}for (long {vars_[k]} = 0; {vars_[k]} < {d}; {vars_[k]}++)" for k, d in enumerate(dims)]
+    h, lines = _split_head(dims, ctx, work, "long")
+    lines += [f"{'    ' * (k - h + (1 if h else 0))}for (long {vars_[k]} = 0; {vars_[k]} < {d}; {vars_[k]}++)"
+              for k, d in enumerate(dims) if k >= h]
 
     def index(st, base=0):
         parts = [v if s == 1 else f"{v} * {s}" for v, s in zip(vars_, st) if s != 0]
         if base:
             parts.insert(0, str(base))
         return " + ".join(parts) or "0"
-    pad = "    " * len(dims)
+    pad = "    " * (len(dims) - h + (1 if h else 0))
     inner = body([index(s, b) for s, b in zip(sts[1:], bases)], index(sts[0]))
-    return lines + [pad + "{"] + [pad + "    " + ln for ln in inner] + [pad + "}"]
+    return lines + [pad + "{"] + [pad + "    " + ln for ln in inner] + [pad + "}"] + (["}"] if h else [])
 
 
 def collapse_signed(out_shape, sts_in: list[list[int]]):

@@ -14,6 +14,7 @@ import numpy as np
 from edgec.codegen import kernels
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import _par
 from edgec.codegen.ops._util import act_expr, block, cty, epilogue_lines, flt, is_float, loop_nest, math_fn
 from edgec.codegen.ops.conv import act_literal
 from edgec.codegen.registry import register
@@ -43,7 +44,17 @@ def _vact_call(node: Node, ctx: EmitContext, op: str, act: str) -> str | None:
         return None
     ctx.require("f32-vact/f32-vact.h", f"f32-vact/f32-vact-{isa}.c")
     ctx.note(algo=f"vact-{isa}")
+    # transcendental: a few times the work of a copy per element, so a quarter of the size pays
+    if _par.split(ctx, _par.flat_items(y.size, VACT_BLOCK), 4 * y.size):
+        # whole blocks of VACT_BLOCK elements (a multiple of every kernel's unroll): the same
+        # elements go through the same vector code as in one call over the tensor
+        return (f"{{\n    const size_t b_ = ec_b * {VACT_BLOCK}u, e_ = ec_e * {VACT_BLOCK}u < {y.size}u ? "
+                f"ec_e * {VACT_BLOCK}u : {y.size}u;\n"
+                f"    f32_vact__{isa}({op}, (ec_act){act}, e_ - b_, {ctx.ptr(t)} + b_, {ctx.ptr(y)} + b_);\n}}\n")
     return f"f32_vact__{isa}({op}, (ec_act){act}, {y.size}u, {ctx.ptr(t)}, {ctx.ptr(y)});\n"
+
+
+VACT_BLOCK = 256
 
 
 def _emit(node: Node, ctx: EmitContext, expr, operands=None) -> str:
@@ -59,7 +70,8 @@ def _emit(node: Node, ctx: EmitContext, expr, operands=None) -> str:
         if not use_ep:
             return [f"{yp}[{oidx}] = ({cty(y)})({expr(vals)});"]
         return [f"float v = {expr(vals)};", *epilogue_lines(node, ctx, "v", oidx), f"{yp}[{oidx}] = v;"]
-    return block(loop_nest(y.shape, operands, body))
+    work = y.size + sum(t.size for t in operands)
+    return block(loop_nest(y.shape, operands, body, ctx=ctx, work=work))
 
 
 def _binary_expr(op: str, node: Node):
@@ -198,9 +210,8 @@ def _emit_act(node: Node, ctx: EmitContext, act) -> str:
             return call
     t, y = node.inputs[0], node.outputs[0]
     xp, yp = ctx.ptr(t), ctx.ptr(y)
-    body = [f"for (size_t i = 0; i < {y.size}u; i++) {{", f"    float x = {xp}[i];",
-            f"    {yp}[i] = {act_expr(act[0], act[1], 'x')};", "}"]
-    return block(body)
+    return block(loop_nest(y.shape, [t], lambda i, o: [f"float x = {xp}[{i[0]}];", f"{yp}[{o}] = {act_expr(act[0], act[1], 'x')};"],
+                           ctx=ctx, work=2 * y.size))
 
 
 def _emit_generic_act(node: Node, ctx: EmitContext) -> str:

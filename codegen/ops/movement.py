@@ -7,6 +7,7 @@ import numpy as np
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.ops import _par
 from edgec.codegen.ops._util import block, cty, full_loops, loop_nest, strided_loops, strides
 from edgec.errors import EdgecError
 from edgec.codegen.registry import register
@@ -46,7 +47,8 @@ def emit_transpose(node: Node, ctx: EmitContext) -> str:
     xs = strides(x.shape)
     ctx.note(algo="transpose")
     xp, yp = ctx.ptr(x), ctx.ptr(y)
-    return block(strided_loops(y.shape, [[xs[p] for p in perm]], lambda i, o: [f"{yp}[{o}] = {xp}[{i[0]}];"]))
+    return block(strided_loops(y.shape, [[xs[p] for p in perm]], lambda i, o: [f"{yp}[{o}] = {xp}[{i[0]}];"],
+                               ctx=ctx, work=2 * y.size))
 
 
 def _blocks(shape, axis):
@@ -59,17 +61,44 @@ def emit_concat(node: Node, ctx: EmitContext) -> str:
     y = node.outputs[0]
     axis = node.attr("axis") % len(y.shape)
     outer, yin = _blocks(y.shape, axis)
-    lines, off = [], 0
-    esz = y.dtype.itemsize
+    segs, off = [], 0
     for x in node.inputs:
         if x is None or x.size == 0:
             continue
         _, xin = _blocks(x.shape, axis)
-        lines.append(f"for (size_t o = 0; o < {outer}u; o++) memcpy({ctx.ptr(y)} + o * {yin}u + {off}u, "
-                     f"{ctx.ptr(x)} + o * {xin}u, {xin * esz}u);")
+        segs.append((ctx.ptr(x), xin, off))
         off += xin
     ctx.note(algo="copy")
-    return block(lines)
+    return _segments(ctx, ctx.ptr(y), y, outer, yin, segs, into_big=True)
+
+
+COPY_BLOCK = 4096  # elements per parallel item of a Concat/Split: 16 KB of float32
+
+
+def _segments(ctx: EmitContext, big: str, bt: Tensor, outer: int, bin_: int, segs, into_big: bool) -> str:
+    """Copies between a big tensor (outer rows of bin_ elements) and parts (ptr, n per row, offset in
+    the row): Concat writes the big one, Split reads it. Split among threads by blocks of the big
+    tensor's elements, each copying the parts' pieces that fall inside it."""
+    esz = bt.dtype.itemsize
+
+    def copy(dst, src, n):
+        return f"memcpy({dst}, {src}, ({n}) * {esz}u);" if into_big else f"memcpy({src}, {dst}, ({n}) * {esz}u);"
+    if not _par.split(ctx, _par.flat_items(bt.size, COPY_BLOCK), 2 * bt.size):
+        if into_big:
+            return block([f"for (size_t o = 0; o < {outer}u; o++) memcpy({big} + o * {bin_}u + {off}u, "
+                          f"{p} + o * {n}u, {n * esz}u);" for p, n, off in segs])
+        return block([f"for (size_t o = 0; o < {outer}u; o++) memcpy({p} + o * {n}u, "
+                      f"{big} + o * {bin_}u + {off}u, {n * esz}u);" for p, n, off in segs])
+    lines = [f"const size_t lo = ec_b * {COPY_BLOCK}u, hi = ec_e * {COPY_BLOCK}u < {bt.size}u ? "
+             f"ec_e * {COPY_BLOCK}u : {bt.size}u;",
+             f"for (size_t o = lo / {bin_}u; o < {outer}u && o * {bin_}u < hi; o++) {{"]
+    for p, n, off in segs:
+        lines += [f"    {{ /* part at [{off}, {off + n}) of the row, clipped to [lo, hi) */",
+                  f"        size_t b = o * {bin_}u + {off}u, e = b + {n}u;",
+                  "        if (b < lo) b = lo;", "        if (e > hi) e = hi;",
+                  f"        if (b < e) {copy(f'{big} + b', f'{p} + o * {n}u + (b - o * {bin_}u - {off}u)', 'e - b')}",
+                  "    }"]
+    return block(lines + ["}"])
 
 
 @register("Split")
@@ -77,17 +106,14 @@ def emit_split(node: Node, ctx: EmitContext) -> str:
     x = node.inputs[0]
     axis = node.attr("axis", 0) % len(x.shape)
     outer, xin = _blocks(x.shape, axis)
-    lines, off = [], 0
-    for y in node.outputs:
-        if y is None:
-            continue  # unused outputs are skipped, but still advance
-        _, yin = _blocks(y.shape, axis)
-        lines.append(f"for (size_t o = 0; o < {outer}u; o++) memcpy({ctx.ptr(y)} + o * {yin}u, "
-                     f"{ctx.ptr(x)} + o * {xin}u + {off}u, {yin * x.dtype.itemsize}u);")
-        off += yin
     if any(y is None for y in node.outputs):
         raise EdgecError(f"node {node.name} (Split): unused outputs are not supported")
-    return block(lines)
+    segs, off = [], 0
+    for y in node.outputs:
+        _, yin = _blocks(y.shape, axis)
+        segs.append((ctx.ptr(y), yin, off))
+        off += yin
+    return _segments(ctx, ctx.ptr(x), x, outer, xin, segs, into_big=False)
 
 
 @register("Slice")
@@ -111,7 +137,7 @@ def emit_slice(node: Node, ctx: EmitContext) -> str:
         return "/* empty slice */\n"
     ctx.note(algo="copy")
     return block(strided_loops(y.shape, [[s * k for s, k in zip(xs, step)]],
-                               lambda i, o: [f"{yp}[{o}] = {xp}[{i[0]}];"], bases=[base]))
+                               lambda i, o: [f"{yp}[{o}] = {xp}[{i[0]}];"], bases=[base], ctx=ctx, work=2 * y.size))
 
 
 @register("Gather")
@@ -133,7 +159,7 @@ def emit_gather(node: Node, ctx: EmitContext) -> str:
 def emit_expand(node: Node, ctx: EmitContext) -> str:
     x, y = node.inputs[0], node.outputs[0]
     xp, yp = ctx.ptr(x), ctx.ptr(y)
-    return block(loop_nest(y.shape, [x], lambda i, o: [f"{yp}[{o}] = {xp}[{i[0]}];"]))
+    return block(loop_nest(y.shape, [x], lambda i, o: [f"{yp}[{o}] = {xp}[{i[0]}];"], ctx=ctx, work=2 * y.size))
 
 
 @register("Cast", "CastLike")
@@ -144,7 +170,8 @@ def emit_cast(node: Node, ctx: EmitContext) -> str:
             raise EdgecError(f"node {node.name} ({node.op}): casts involving {t.dtype.name} are not supported")
     xp, yp = ctx.ptr(x), ctx.ptr(y)
     conv = (lambda v: f"({v} != 0)") if y.dtype == np.bool_ else (lambda v: f"({cty(y)}){v}")
-    return block(loop_nest(y.shape, [x], lambda i, o: [f"{yp}[{o}] = {conv(f'{xp}[{i[0]}]')};"]))
+    return block(loop_nest(y.shape, [x], lambda i, o: [f"{yp}[{o}] = {conv(f'{xp}[{i[0]}]')};"], ctx=ctx,
+                           work=2 * y.size))
 
 
 @register("Tile")

@@ -7,6 +7,7 @@ import numpy as np
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import _par
 from edgec.codegen.ops._util import block, epilogue_lines
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
@@ -32,7 +33,13 @@ def emit_layernorm(node: Node, ctx: EmitContext) -> str:
         bias = ctx.weight(f"ln:{node.name}:b", np.broadcast_to(_val(node, 2, 0.0), x.shape[axis:]).astype(np.float32))
     ctx.require(HEADER)
     ctx.note(algo="layernorm")
-    return (f"ec_f32_layernorm_scalar({rows}u, {n}u, {float(node.attr('epsilon', 1e-5))!r}f, {ctx.ptr(x)}, "
+    eps = float(node.attr('epsilon', 1e-5))
+    if _par.split(ctx, rows, 2 * x.size):  # rows are independent
+        m, v = (_opt(ctx, node, i) for i in (1, 2))
+        m, v = (p if p == "NULL" else f"{p} + ec_b" for p in (m, v))
+        return (f"ec_f32_layernorm_scalar(ec_e - ec_b, {n}u, {eps!r}f, {ctx.ptr(x)} + ec_b * {n}u, {scale}, {bias}, "
+                f"{ctx.ptr(y)} + ec_b * {n}u, {m}, {v});\n")
+    return (f"ec_f32_layernorm_scalar({rows}u, {n}u, {eps!r}f, {ctx.ptr(x)}, "
             f"{scale}, {bias}, {ctx.ptr(y)}, {_opt(ctx, node, 1)}, {_opt(ctx, node, 2)});\n")
 
 
@@ -60,7 +67,10 @@ def emit_instnorm(node: Node, ctx: EmitContext) -> str:
     b = ctx.weight(f"in:{node.name}:b", _val(node, 2, 0.0).astype(np.float32).reshape(-1))
     ctx.require(HEADER)
     ctx.note(algo="instnorm")
-    return (f"ec_f32_instnorm_scalar({planes}u, {c}u, {hw}u, {float(node.attr('epsilon', 1e-5))!r}f, {ctx.ptr(x)}, "
+    eps = float(node.attr('epsilon', 1e-5))
+    if _par.split(ctx, planes, 2 * x.size):
+        return f"ec_f32_instnorm_range(ec_b, ec_e, {c}u, {hw}u, {eps!r}f, {ctx.ptr(x)}, {s}, {b}, {ctx.ptr(y)});\n"
+    return (f"ec_f32_instnorm_scalar({planes}u, {c}u, {hw}u, {eps!r}f, {ctx.ptr(x)}, "
             f"{s}, {b}, {ctx.ptr(y)});\n")
 
 
@@ -92,10 +102,16 @@ def emit_batchnorm(node: Node, ctx: EmitContext) -> str:
     tp = ctx.weight(f"bn:{node.name}:t", t.astype(np.float32))
     xp, yp = ctx.ptr(x), ctx.ptr(y)
     ctx.note(algo="batchnorm")
-    lines = [f"for (size_t n = 0; n < {x.shape[0]}u; n++)", f"    for (size_t c = 0; c < {c}u; c++)",
-             f"        for (size_t i = 0; i < {inner}u; i++) {{",
-             f"            size_t o = (n * {c}u + c) * {inner}u + i;",
-             f"            float v = {xp}[o] * {kp}[c] + {tp}[c];"]
-    lines += ["            " + ln for ln in epilogue_lines(node, ctx, "v", "o")]
-    lines += [f"            {yp}[o] = v;", "        }"]
+    planes = x.size // max(inner, 1)
+    if _par.split(ctx, planes, 2 * x.size):  # planes (n, c) are independent
+        head = ["for (size_t p = ec_b; p < ec_e; p++)", f"    for (size_t i = 0; i < {inner}u; i++) {{",
+                f"        const size_t c = p % {c}u, o = p * {inner}u + i;"]
+    else:
+        head = [f"for (size_t n = 0; n < {x.shape[0]}u; n++)", f"    for (size_t c = 0; c < {c}u; c++)",
+                f"        for (size_t i = 0; i < {inner}u; i++) {{",
+                f"            size_t o = (n * {c}u + c) * {inner}u + i;"]
+    ind = " " * (len(head[-1]) - len(head[-1].lstrip()))
+    lines = head + [ind + f"float v = {xp}[o] * {kp}[c] + {tp}[c];"]
+    lines += [ind + ln for ln in epilogue_lines(node, ctx, "v", "o")]
+    lines += [ind + f"{yp}[o] = v;", ind[:-4] + "}"]
     return block(lines)

@@ -10,6 +10,7 @@ import numpy as np
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import _par
 from edgec.codegen.ops._util import block
 from edgec.codegen.ops.elementwise import vector_isa
 from edgec.codegen.registry import register
@@ -29,15 +30,18 @@ def emit_softmax(node: Node, ctx: EmitContext) -> str:
     if x.dtype != np.float32:
         return _double(node, ctx, outer, shape[axis], inner)
     isa = vector_isa(ctx.target)
+    fn = f"f32_softmax__{isa}" if isa is not None else "ec_f32_softmax_scalar"
     if isa is not None:
         ctx.require("f32-softmax/f32-softmax.h", f"f32-softmax/f32-softmax-{isa}.c")
         ctx.note(algo=f"softmax-{isa}")
-        return (f"f32_softmax__{isa}({outer}u, {shape[axis]}u, {inner}u, {int(node.op == 'LogSoftmax')}, "
-                f"{ctx.ptr(x)}, {ctx.ptr(y)});\n")
-    ctx.require("f32-softmax/f32-softmax-scalar.h")
-    ctx.note(algo="softmax")
-    return (f"ec_f32_softmax_scalar({outer}u, {shape[axis]}u, {inner}u, {int(node.op == 'LogSoftmax')}, "
-            f"{ctx.ptr(x)}, {ctx.ptr(y)});\n")
+    else:
+        ctx.require("f32-softmax/f32-softmax-scalar.h")
+        ctx.note(algo="softmax")
+    log, per = int(node.op == 'LogSoftmax'), shape[axis] * inner
+    # exp per element: a few copies' worth of work; outer slices are independent
+    if _par.split(ctx, outer, 4 * x.size):
+        return f"{fn}(ec_e - ec_b, {shape[axis]}u, {inner}u, {log}, {ctx.ptr(x)} + ec_b * {per}u, {ctx.ptr(y)} + ec_b * {per}u);\n"
+    return f"{fn}({outer}u, {shape[axis]}u, {inner}u, {log}, {ctx.ptr(x)}, {ctx.ptr(y)});\n"
 
 
 def _double(node: Node, ctx: EmitContext, outer: int, n: int, inner: int) -> str:

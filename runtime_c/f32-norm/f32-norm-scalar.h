@@ -29,10 +29,11 @@ static inline void ec_f32_layernorm_scalar(size_t rows, size_t n, float eps, con
     }
 }
 
-static inline void ec_f32_instnorm_scalar(size_t planes, size_t channels, size_t hw, float eps, const float *x,
-                                          const float *scale, const float *bias, float *y)
+/* Planes [p0, p1) of x and y (plane p at p * hw): one thread's share of a layer. */
+static inline void ec_f32_instnorm_range(size_t p0, size_t p1, size_t channels, size_t hw, float eps, const float *x,
+                                         const float *scale, const float *bias, float *y)
 {
-    for (size_t p = 0; p < planes; p++) {
+    for (size_t p = p0; p < p1; p++) {
         const float *xp = x + p * hw;
         float *yp = y + p * hw;
         size_t c = p % channels;
@@ -45,6 +46,12 @@ static inline void ec_f32_instnorm_scalar(size_t planes, size_t channels, size_t
         float b = bias[c] - mean * k;
         for (size_t i = 0; i < hw; i++) yp[i] = xp[i] * k + b;
     }
+}
+
+static inline void ec_f32_instnorm_scalar(size_t planes, size_t channels, size_t hw, float eps, const float *x,
+                                          const float *scale, const float *bias, float *y)
+{
+    ec_f32_instnorm_range(0, planes, channels, hw, eps, x, scale, bias, y);
 }
 
 /* Local response normalisation across channels (NCHW, hw elements per plane):
