@@ -23,6 +23,8 @@
       equalize: true             # int8: cross-layer equalization of Conv -> [Relu] -> Conv chains (--no-equalize)
       range_search: true         # int8: per-tensor activation ranges of least error (--no-range-search)
       bias_correction: true      # int8: biases corrected for weight rounding (--no-bias-correction)
+      adaround: true             # int8: per-layer weight rounding of least output error (--no-adaround)
+      adaround_seconds: 60       # its time budget (largest layers first; the rest keep nearest rounding)
       guard: true                # int8 below the fidelity floor falls back to float layers (false = --no-guard)
       floor_cosine: 0.99         # the floor: mean cosine vs fp32 on held-out samples ...
       floor_agreement: 0.95      # ... and argmax agreement with fp32
@@ -72,6 +74,8 @@ class OptimizeConfig:
     equalize: bool = True
     range_search: bool = True
     bias_correction: bool = True
+    adaround: bool = True
+    adaround_seconds: float = 60.0
     guard: bool = True
     floor_cosine: float = 0.99
     floor_agreement: float = 0.95
@@ -94,6 +98,8 @@ class OptimizeConfig:
         if not -1 <= self.floor_cosine <= 1 or not 0 <= self.floor_agreement <= 1:
             raise EdgecError(f"floor_cosine must be in [-1, 1] and floor_agreement in [0, 1], got "
                              f"{self.floor_cosine!r} and {self.floor_agreement!r}")
+        if self.adaround_seconds < 0:
+            raise EdgecError(f"adaround_seconds must be >= 0, got {self.adaround_seconds!r}")
         if self.calib_samples < 1:
             raise EdgecError("calib_samples must be at least 1")
         for name, value in self.prune_layers.items():

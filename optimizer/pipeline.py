@@ -119,21 +119,24 @@ class Optimizer:
         held = self.held_out() if budget.active else None
         settings = quantize.Int8Settings(cfg.calib_method, cfg.activations, cfg.per_channel, cfg.reduce_range,
                                          list(cfg.keep_float), equalize=cfg.equalize, range_search=cfg.range_search,
-                                         bias_correction=cfg.bias_correction)
+                                         bias_correction=cfg.bias_correction, adaround=cfg.adaround,
+                                         adaround_seconds=cfg.adaround_seconds)
         model = name_nodes(model)  # every layer the guard may name has a name
         q = quantize.Quantizer(model, self.calib, settings, self.progress)
+        q.macs = self._layer_macs(model)
         try:
             if not budget.active:
                 out = self._int8_floor(model, q)
             else:
                 judge, confirm = self._judges(model, held, budget)
                 out, self.report["guard"] = guard.guarded_int8(q, judge, self.log, cfg.max_float_layers,
-                                                               confirm=confirm, macs=self._layer_macs(model))
+                                                               confirm=confirm, macs=q.macs)
             if "guard" in self.report:
                 for f in self.report["guard"]["float_layers"]:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
             self._current.notes[:0] = q.notes
-            self.report["int8_steps"] = {k: q.steps.get(k, "off") for k in ("equalize", "range_search", "bias_correction")}
+            self.report["int8_steps"] = {k: q.steps.get(k, "off") for k in ("equalize", "range_search", "bias_correction",
+                                                                                "adaround")}
         finally:
             q.close()
         names = quantize.quantized_nodes(out)
@@ -194,7 +197,7 @@ class Optimizer:
         choose, confirm = self._judges(model, data, self.floor())
         try:
             out, self.report["guard"] = guard.guarded_int8(q, choose, self.log, self.cfg.max_float_layers,
-                                                           confirm=confirm, macs=self._layer_macs(model))
+                                                           confirm=confirm, macs=q.macs)
         except EdgecError as e:
             raise EdgecError(f"int8 collapses ({guard.describe(first)}) and the fallback failed: {e}; "
                              "use --no-guard to write it anyway") from None

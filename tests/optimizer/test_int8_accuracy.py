@@ -244,6 +244,74 @@ def test_bias_correction_reduces_the_output_error(digits_cnn):
     assert errs[True][1] < errs[False][1], errs        # and the overall error with it
 
 
+def _layer_errors(model: onnx.ModelProto, q: onnx.ModelProto, data: Dataset) -> dict[str, float]:
+    """Per Conv/Gemm: output error energy of the layer run with q's dequantized weights instead of its fp32 ones,
+    both on the same fp32 input (a twin node beside each layer), summed over the samples."""
+    from edgec.optimizer.equalize import dequantized_weights
+
+    deq = dequantized_weights(q)
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    pairs = {}
+    for n in list(m.graph.node):
+        if n.name not in deq:
+            continue
+        twin = onnx.NodeProto()
+        twin.CopyFrom(n)
+        twin.name, twin.input[1], twin.output[0] = n.name + "_dq", n.name + "_dqw", n.output[0] + "_dq"
+        m.graph.initializer.append(numpy_helper.from_array(deq[n.name], n.name + "_dqw"))
+        m.graph.node.append(twin)
+        pairs[n.name] = (n.output[0], twin.output[0])
+    from edgec.optimizer.runner import session, with_outputs
+
+    sess = session(with_outputs(m, [t for p in pairs.values() for t in p]))
+    names = [o.name for o in sess.get_outputs()]
+    errs = dict.fromkeys(pairs, 0.0)
+    for feed in data.feeds:
+        outs = dict(zip(names, sess.run(None, feed)))
+        for layer, (a, b) in pairs.items():
+            errs[layer] += float(((outs[a].astype(np.float64) - outs[b]) ** 2).sum())
+    return errs
+
+
+def test_adaround_reduces_the_layer_output_error(digits_cnn):
+    """Rounding chosen per layer on calibration data lowers each layer's output error on other samples; the QDQ
+    model stores the chosen integers (each the floor or ceiling of w / s, the per-channel scale unchanged)."""
+    from edgec.optimizer.adaround import _weight_dq
+    from edgec.optimizer.quantize import Int8Settings, Quantizer
+
+    m = onnx.load(str(digits_cnn.model))
+    calib, ev = _digits_sets(digits_cnn.data)
+    qs, errs = {}, {}
+    for ar in (False, True):
+        q = Quantizer(m, calib, Int8Settings(adaround=ar))
+        try:
+            qs[ar] = q()
+            steps = q.steps
+        finally:
+            q.close()
+        errs[ar] = _layer_errors(m, qs[ar], ev)
+    assert steps["adaround"]["changed_layers"] >= 5, steps["adaround"]
+    ratio = {k: errs[True][k] / errs[False][k] for k in errs[False]}
+    assert len(ratio) == 7 and all(r < 0.95 for r in ratio.values()), ratio
+    assert float(np.median(list(ratio.values()))) < 0.7, ratio
+    assert sum(errs[True].values()) < 0.7 * sum(errs[False].values())
+    near, ada = _weight_dq(qs[False]), _weight_dq(qs[True])
+    fp32 = {n.name: numpy_helper.to_array({i.name: i for i in m.graph.initializer}[n.input[1]])
+            for n in m.graph.node if n.name in near}
+    changed = 0
+    for name, (qn, sn, axis) in near.items():
+        qa, sa, _ = ada[name]
+        np.testing.assert_array_equal(sa, sn)  # the per-channel scale onnxruntime derived is unchanged
+        shape = [1] * qn.ndim
+        shape[axis] = sn.size
+        v = fp32[name] / sn.reshape(shape)
+        assert np.all((qa == np.floor(v)) | (qa == np.ceil(v))) and np.abs(qa.astype(int)).max() <= 127
+        assert np.array_equal(qn, np.round(v))  # the reference is nearest rounding
+        changed += int((qa != qn).sum())
+    assert changed > 100
+
+
 def test_range_search_never_worse_than_minmax_per_tensor():
     """The error is estimated on a sample of a tensor's values; min/max come from all of them. A range set by
     a handful of extremes the sample (like almost every value) does not reach is clipped; a sample that fills
@@ -266,7 +334,7 @@ def test_improved_int8_compiles_and_verifies(digits_cnn, digits_split, tmp_path,
     calib, _ = digits_split
     rc, out, doc, _, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--quantize", "int8", "--calib", calib)
     assert rc == 0, stderr
-    assert all(doc["int8_steps"][k] != "off" for k in ("equalize", "range_search", "bias_correction"))
+    assert all(doc["int8_steps"][k] != "off" for k in ("equalize", "range_search", "bias_correction", "adaround"))
     rc, stdout, stderr = cli(capsys, "verify", out, "--input", digits_cnn.data)
     assert rc == 0, stdout + stderr
     assert "exact QDQ arithmetic" in stdout
