@@ -44,6 +44,27 @@ def test_q8_dwconv_matches_reference(name, extra, tmp_path):
     assert r.returncode == 0 and "228/228 cases match" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_dwconv_maddubs_matches_reference_on_7bit_weights(extra, tmp_path):
+    """The vpmaddubsw depthwise kernel on 7-bit weights (extremes against u8 0 / 255 included): bit-exact."""
+    isa = ISAS["avx2"]
+    require(isa)
+    exe = build(isa, tmp_path / "dwm", ["q8_dw_test.c", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-avx2-maddubs.c"],
+                {"KERNEL": "q8_dwconv__avx2_maddubs", "KERNEL_NAME": '"avx2-maddubs"', "WMIN": "(-64)", "WMAX": "64"}, extra)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "228/228 cases match" in r.stdout, r.stdout + r.stderr
+
+
+def test_q8_dwconv_maddubs_differs_on_8bit_weights(tmp_path):
+    """Proves the weight bound matters: full int8 weights saturate the pair sums."""
+    isa = ISAS["avx2"]
+    require(isa)
+    exe = build(isa, tmp_path / "dww", ["q8_dw_test.c", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-avx2-maddubs.c"],
+                {"KERNEL": "q8_dwconv__avx2_maddubs", "KERNEL_NAME": '"avx2-maddubs"'})
+    r = run(isa, exe)
+    assert r.returncode != 0 and "MISMATCH" in r.stdout
+
+
 def _problem(path, case, x, q):
     C, H, W, k, s, p, d, xdt = case
     Ho, Wo = ((H + 2 * p - d * (k - 1) - 1) // s + 1), ((W + 2 * p - d * (k - 1) - 1) // s + 1)

@@ -6,6 +6,13 @@
 
 #include "q8-dwconv/q8-dwconv.h"
 
+#ifndef WMIN /* weights drawn from [WMIN, WMAX]: narrower for kernels exact only there */
+#define WMIN (-128)
+#endif
+#ifndef WMAX
+#define WMAX 127
+#endif
+
 static uint32_t rng = 4242;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
 
@@ -22,7 +29,11 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     int8_t *w = malloc((size_t)C * k);
     int32_t *bias = malloc(4 * C), *mult = malloc(4 * C), *shift = malloc(4 * C);
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
-    for (int i = 0; i < C * k; i++) w[i] = (int8_t)rnd();
+    for (int i = 0; i < C * k; i++) /* every 7th channel at the range ends, against x = 255 / 0 */
+        w[i] = (int8_t)((i / k) % 7 == 6 ? (i % 2 ? WMIN : WMAX) : WMIN + (int)(rnd() % (uint32_t)(WMAX - WMIN + 1)));
+    for (int c = 6; c < C; c += 7)
+        for (int b = 0; b < 2; b++)
+            memset(x + ((size_t)b * C + c) * H * W, (c / 7) % 2 ? 255 : 0, (size_t)H * W);
     for (int c = 0; c < C; c++) {
         bias[c] = (int32_t)(rnd() % 40001) - 20000;
         mult[c] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
