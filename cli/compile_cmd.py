@@ -31,6 +31,7 @@ def compile(  # noqa: A001 - the command is called compile
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary."),
     explain: bool = typer.Option(False, "--explain", help="Print each layer's algorithm (direct, GEMM, GSPC, "
                                  "depthwise, sparse, int8...) and why the cost model chose it."),
+    no_tuning: bool = typer.Option(False, "--no-tuning", help="Ignore this machine's tuning records (edgec tune)."),
 ) -> None:
     """Compile an ONNX model into a standalone C project (model.c/h, weights, Makefile, runner, bench).
 
@@ -39,9 +40,12 @@ def compile(  # noqa: A001 - the command is called compile
     from edgec.codegen import compile_model
     from edgec.codegen.options import CompileOptions
 
+    from edgec.devices.tune import local_tuned_options
+
     cmd = "edgec compile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [str(model), "-o", str(output)])
+    opts = CompileOptions.from_env(target=target, threads=threads, **({"tuning": "off"} if no_tuning else {}))
     b = compile_model(model, output, input_shapes=parse_input_shapes(input_shape), build=build, profile=profile,
-                      cc=cc, command=cmd, options=CompileOptions.from_env(target=target, threads=threads))
+                      cc=cc, command=cmd, options=local_tuned_options(opts))
     doc = {"dir": str(b.dir), "target": b.target.name, "arena_bytes": b.arena_bytes, "naive_bytes": b.naive_bytes,
            "weights_bytes": b.weights_bytes, "layers": b.layers,
            "binaries": {k: str(v) for k, v in b.binaries.items()}}

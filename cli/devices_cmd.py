@@ -30,6 +30,15 @@ ACCEPT_OPT = typer.Option(False, "--accept-new-host-key", help="Trust and save a
 BUILD_OPT = typer.Option("auto", "--build", help="cross (build here, upload binaries), on-device (make on the "
                                                  "board) or auto (cross when the cross compiler is installed).")
 SHAPE_OPT = typer.Option(None, "--input-shape", "-s", help="Pin an input's shape, NAME:D1,D2,... (repeatable).")
+NO_TUNING_OPT = typer.Option(False, "--no-tuning", help="Ignore the device's tuning records (edgec tune).")
+
+
+def _with_tuning(dev, t, build: str, options):
+    """The device's tuning records (matching fingerprint) in the options, unless --no-tuning."""
+    from edgec.devices.deploy import choose_mode
+    from edgec.devices.tune import tuned_options
+
+    return tuned_options(dev, t, choose_mode(dev, build), options)
 
 
 @devices_app.command("list")
@@ -205,6 +214,7 @@ def deploy_cmd(
                                                                        "with onnxruntime."),
     run_bench: bool = typer.Option(False, "--bench", help="Also benchmark (as `edgec bench`)."),
     accept_new_host_key: bool = ACCEPT_OPT,
+    no_tuning: bool = NO_TUNING_OPT,
 ) -> None:
     """Compile, build (cross or on the board), upload and run a model on one or more boards.
 
@@ -217,12 +227,12 @@ def deploy_cmd(
     from edgec.model import parse_input_shapes
 
     shapes = parse_input_shapes(input_shape) or None
-    options = CompileOptions.from_env(threads=threads)  # each device's target is filled in per device
+    options = CompileOptions.from_env(threads=threads, **({"tuning": "off"} if no_tuning else {}))
 
-    def work(dev, progress):
+    def work(dev, progress):  # each device's target and tuning records are filled in per device
         with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, model=model,
-                         progress=progress, options=options)
+                         progress=progress, options=_with_tuning(dev, t, build, options))
             res = {"device": dev.name, "dir": dep.dir, "build": dep.mode, "sent_bytes": dep.sent_bytes,
                    "unchecked": check_outputs and dep.model is None}
             if check_outputs and dep.model is not None:
@@ -263,6 +273,7 @@ def bench_cmd(
     input_shape: Optional[List[str]] = SHAPE_OPT,
     layers: bool = typer.Option(True, "--layers/--no-layers", help="Time each layer (profiling build)."),
     accept_new_host_key: bool = ACCEPT_OPT,
+    no_tuning: bool = NO_TUNING_OPT,
 ) -> None:
     """Benchmark a model on boards: latency statistics, layers, memory, device state, trust warnings.
 
@@ -276,15 +287,16 @@ def bench_cmd(
     from edgec.model import parse_input_shapes
 
     shapes = parse_input_shapes(input_shape) or None
-    options = CompileOptions.from_env(threads=threads)  # each device's target is filled in per device
+    options = CompileOptions.from_env(threads=threads, **({"tuning": "off"} if no_tuning else {}))
 
-    def work(dev, progress):
+    def work(dev, progress):  # each device's target and tuning records are filled in per device
         with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
+            opts = _with_tuning(dev, t, build, options)
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=False,
-                         progress=progress, options=options)
+                         progress=progress, options=opts)
             # per-layer timers cost time themselves: latency from the plain build, layers from a profiled one
             ldep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=True,
-                          progress=progress, options=options) if layers else None
+                          progress=progress, options=opts) if layers else None
             progress("run", f"{warmup}+{runs} runs", 0)
             return bench(dep, runs=runs, warmup=warmup, threads=threads, compare_ort=compare_ort, layers_dep=ldep)
 

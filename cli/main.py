@@ -14,10 +14,10 @@ import typer
 from edgec import __version__
 from edgec.errors import EdgecError
 
-from edgec.cli import inspect_cmd, optimize_cmd, devices_cmd, compile_cmd
+from edgec.cli import inspect_cmd, optimize_cmd, devices_cmd, compile_cmd, tune_cmd
 from edgec.cli.console import err, plain
 
-COMMAND_MODULES = [inspect_cmd, optimize_cmd, devices_cmd, compile_cmd]
+COMMAND_MODULES = [inspect_cmd, optimize_cmd, devices_cmd, compile_cmd, tune_cmd]
 
 app = typer.Typer(
     name="edgec",

@@ -1,0 +1,481 @@
+"""`edgec tune`: measure each distinct layer's kernel variants on the device and record the fastest.
+
+For every distinct layer signature of a model (codegen/variants.py), biggest MACs first:
+  1. the layer with its fused epilogue is extracted as a one-node ONNX model (its real weights);
+  2. for the cost model's pick and every variant that applies, the layer model is compiled with that
+     variant forced (a tuning record scoped to the layer), variants giving the same code are dropped
+     before anything is built, and each remaining program is built for the device exactly like
+     `deploy` (cross, native or on the board) - one program per candidate;
+  3. each candidate's output is checked against onnxruntime on the extracted layer (a wrong candidate
+     is rejected), then timed with the bench program (warm-up, median; two rounds, the lower median);
+  4. the fastest is recorded in the tuning database (devices/tuningdb.py) at once, so an interrupted
+     tune keeps what it measured and the next one resumes with the signatures not yet recorded.
+A candidate other than the cost model's pick is only recorded when at least MIN_GAIN faster.
+The tune ends at the budget and finishes with a whole-model bench, untuned vs tuned (layer times in
+isolation are a proxy: layers share caches inside a model).
+
+Transfer-tuning (--transfer-only): layers with a record of their exact signature (measured on any model)
+reuse it; for the other layers one previously tuned model T is picked by argmax_T sum_c P_c^2 sqrt(|W_Tc|)
+(P_c: class c's share of this model's MACs, |W_Tc|: T's records of class c), and only T's recorded
+variants of the layer's class that still apply are measured against the cost model's pick.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from edgec.codegen.options import CompileOptions
+from edgec.devices import tuningdb
+from edgec.devices.tuningdb import Record, TuningDB
+from edgec.errors import EdgecError
+
+MIN_GAIN = 1.03       # a variant replaces the cost model's pick only when this much faster (noise)
+ROUNDS = 2            # timing rounds over all candidates of a layer; each candidate keeps its lower median
+TARGET_RUN_S = 0.15   # timed runs per candidate and round: about this long, 10..200 runs
+DEFAULT_BUDGET = 300.0
+
+Progress = Callable[..., None]
+
+
+@dataclass
+class Job:
+    signature: str
+    cls: str
+    node: object
+    facts: dict
+    macs: int
+    layers: list[str] = field(default_factory=list)
+    default_algo: str = ""
+
+
+def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | None = None) -> CompileOptions:
+    """options with the device's tuning records filled in (CompileOptions.tuned), unless tuning is off."""
+    if options.tuning == "off":
+        return options.with_(tuned=())
+    facts = tuningdb.device_facts(device, t, mode, options.threads)
+    own = db is None
+    db = db or TuningDB()
+    try:
+        recs = db.applicable(tuningdb.fingerprint(facts), device.emulated)
+    finally:
+        if own:
+            db.close()
+    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs if r.forced))
+
+
+def local_tuned_options(options: CompileOptions) -> CompileOptions:
+    """`edgec compile`: the records of this machine (the `local` device) when the target runs here."""
+    import dataclasses
+
+    from edgec.codegen.targets import get_target
+    from edgec.devices.deploy import choose_mode
+    from edgec.devices.inventory import Inventory
+    from edgec.devices.transport import open_transport
+
+    if options.tuning == "off" or not get_target(options.target).runs_natively():
+        return options.with_(tuned=())
+    dev = dataclasses.replace(Inventory().resolve(["local"])[0], target=options.target)
+    if dev.transport != "local" or dev.exec_wrapper:
+        return options.with_(tuned=())
+    with open_transport(dev) as t:
+        return tuned_options(dev, t, choose_mode(dev, "auto"), options)
+
+
+# -- the layers of a model ---------------------------------------------------------------------------
+
+def plan(model: Path, device, threads: int, input_shapes: dict | None = None) -> list[Job]:
+    """Distinct tunable layer signatures of a model (codegen only, nothing built), biggest MACs first."""
+    from edgec.codegen import variants
+    from edgec.codegen.project import compile_model
+    from edgec.codegen.targets import get_target
+
+    opts = CompileOptions(target=device.target, threads=threads, tuning="off")
+    with tempfile.TemporaryDirectory(prefix="edgec-tune-") as tmp:
+        b = compile_model(model, tmp, input_shapes=input_shapes, options=opts)
+    target = get_target(device.target)
+    jobs: dict[str, Job] = {}
+    for info, node in zip(b.layers, b.graph.nodes):
+        sig = info.get("details", {}).get("signature")
+        if sig is None:
+            continue
+        f = variants.facts(node)
+        if len(variants.candidates(node, target, f)) < 1:
+            continue
+        j = jobs.setdefault(sig, Job(sig, variants.layer_class(node, f), node, f, 0, default_algo=info["algo"]))
+        j.macs += int(info.get("macs") or 0)
+        j.layers.append(info["name"])
+    return sorted(jobs.values(), key=lambda j: -j.macs)
+
+
+def extract_layer(node, path: Path) -> Path:
+    """One IR node with its fused epilogue as a small ONNX model (constants as initializers, every other
+    operand - the residual included - a graph input). Recompiled, it yields the same layer signature."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    inits, ins, names = [], [], {}
+
+    def operand(tensor, what: str) -> str:
+        if tensor is None:
+            return ""
+        if id(tensor) in names:
+            return names[id(tensor)]
+        name = f"{what}{len(names)}"
+        names[id(tensor)] = name
+        if tensor.is_const:
+            inits.append(numpy_helper.from_array(np.asarray(tensor.const).astype(tensor.dtype), name))
+        else:
+            ins.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(tensor.dtype)),
+                                                     list(tensor.shape)))
+        return name
+
+    args = [operand(t, "in") for t in node.inputs]
+    while args and args[-1] == "":
+        args.pop()
+    attrs = {k: v for k, v in node.attrs.items() if not k.startswith("ec_")}
+    y = node.outputs[0]
+    nodes = [helper.make_node(node.op, args, ["y0"], name="layer", **attrs)]
+    cur, ep, k = "y0", node.epilogue, 0
+
+    def step(op, inputs, **kw):
+        nonlocal cur, k
+        k += 1
+        nodes.append(helper.make_node(op, inputs, [f"y{k}"], name=f"ep{k}", **kw))
+        cur = f"y{k}"
+
+    def act():
+        a, p = ep.act, ep.act_params
+        if a is None:
+            return
+        if a == "clip":
+            lo, hi = f"lo{k}", f"hi{k}"
+            inits.append(numpy_helper.from_array(np.float32(p.get("min", -3.4e38)), lo))
+            inits.append(numpy_helper.from_array(np.float32(p.get("max", 3.4e38)), hi))
+            step("Clip", [cur, lo, hi])
+        elif a == "silu":
+            x = cur
+            step("Sigmoid", [x])
+            step("Mul", [x, cur])
+        elif a == "gelu":
+            x, c, one, half = cur, f"c{k}", f"one{k}", f"half{k}"
+            for n, v in ((c, 1 / math.sqrt(2)), (one, 1.0), (half, 0.5)):
+                inits.append(numpy_helper.from_array(np.float32(v), n))
+            step("Mul", [x, c])
+            step("Erf", [cur])
+            step("Add", [cur, one])
+            step("Mul", [x, cur])
+            step("Mul", [cur, half])
+        else:
+            op = {"relu": "Relu", "leaky_relu": "LeakyRelu", "sigmoid": "Sigmoid", "tanh": "Tanh",
+                  "hard_sigmoid": "HardSigmoid", "hard_swish": "HardSwish"}[a]
+            kw = {"alpha": p["alpha"]} if a == "leaky_relu" else \
+                {"alpha": p["alpha"], "beta": p["beta"]} if a == "hard_sigmoid" else {}
+            step(op, [cur], **kw)
+
+    res = operand(ep.residual, "res") if ep.residual is not None else None
+    if res and ep.residual_before_act:
+        step("Add", [cur, res])
+    act()
+    if res and not ep.residual_before_act:
+        step("Add", [cur, res])
+    out = helper.make_tensor_value_info(cur, helper.np_dtype_to_tensor_dtype(np.dtype(y.dtype)), list(y.shape))
+    g = helper.make_graph(nodes, "layer", ins, [out], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+# -- measuring ---------------------------------------------------------------------------------------
+
+@dataclass
+class Candidate:
+    name: str
+    forced: str
+    algo: str = ""
+    ms: float | None = None
+    rejected: str | None = None
+    dep: object = None
+
+
+class Tuner:
+    def __init__(self, model: Path, device, t, *, threads: int = 1, mode: str = "auto", budget: float = DEFAULT_BUDGET,
+                 input_shapes: dict | None = None, progress: Progress | None = None, db: TuningDB | None = None,
+                 after_run: Callable | None = None, runs: int | None = None):
+        from edgec.devices.deploy import choose_mode
+
+        self.model, self.device, self.t = Path(model), device, t
+        self.threads, self.budget, self.input_shapes = threads, budget, input_shapes
+        self.mode_req, self.mode = mode, choose_mode(device, mode)
+        self.progress = progress or (lambda *a, **k: None)
+        self.db = db or TuningDB()
+        self.after_run = after_run  # (candidate name, transport, remote output dir): called between run and read
+        self.runs = runs
+        self.t0 = time.monotonic()
+        self.facts = tuningdb.device_facts(device, t, self.mode, threads)
+        self.fp = tuningdb.fingerprint(self.facts)
+        self.work = Path(tempfile.mkdtemp(prefix="edgec-tune-"))
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def over_budget(self) -> bool:
+        return self.elapsed() > self.budget
+
+    # one layer: candidates -> measured record (or None when nothing could be measured)
+    def measure(self, job: Job, names: list[str] | None = None, source: str = "measured") -> tuple[Record | None, str]:
+        from edgec.codegen import variants
+        from edgec.codegen.targets import get_target
+
+        target = get_target(self.device.target)
+        path = self.work / f"{re.sub(r'[^A-Za-z0-9]+', '_', job.signature)[:80]}.onnx"
+        extract_layer(job.node, path)
+        vs = variants.candidates(job.node, target, job.facts)
+        if names is not None:
+            vs = [v for v in vs if v.name in names]
+        cands = [Candidate("default", "")] + [Candidate(v.name, v.forced_str(job.facts)) for v in vs]
+        by_algo: dict[str, Candidate] = {}
+        for c in cands:  # codegen only: variants that emit the same kernel as another are built once
+            if self.over_budget():
+                return None, "budget"
+            project, layers = self._project(path, job, c)
+            if layers is None:
+                return None, "the extracted layer compiles to another signature"
+            c.algo = layers
+            if c.algo in by_algo:
+                c.rejected = f"same code as {by_algo[c.algo].name}"
+                continue
+            by_algo[c.algo] = c
+        live = [c for c in cands if c.rejected is None]
+        if len(live) < 2:
+            return None, "one variant only"
+        inputs, want = self._reference(path)
+        for c in live:
+            if self.over_budget():
+                return None, "budget"
+            self.progress("candidate", name=c.name, algo=c.algo)
+            c.dep = self._deploy(path, job, c)
+            err = self._check(c, inputs, want)
+            if err:
+                c.rejected = err
+        ok = [c for c in live if c.rejected is None]
+        if not ok or ok[0].name != "default":
+            raise EdgecError(f"layer {job.layers[0]}: the cost model's pick {live[0].algo} gives wrong results on "
+                             f"{self.device.name} ({live[0].rejected}); not tuning it")
+        for _ in range(ROUNDS):
+            for c in ok:
+                ms = self._time(c.dep)
+                c.ms = ms if c.ms is None else min(c.ms, ms)
+        default = ok[0]
+        best = min(ok, key=lambda c: c.ms)
+        if best is not default and default.ms / best.ms < MIN_GAIN:
+            best = default
+        trials = [{"variant": c.name, "algo": c.algo, **({"ms": round(c.ms, 5)} if c.ms is not None else {}),
+                   **({"rejected": c.rejected} if c.rejected else {})} for c in cands]
+        rec = Record(self.fp, job.signature, job.cls, best.name, best.forced, best.algo, best.ms, default.algo,
+                     default.ms, source, self.model.name, self.device.name, tuningdb.today(), self.device.emulated,
+                     self.facts, trials)
+        self.db.put(rec)
+        return rec, ""
+
+    def _options(self, job: Job, c: Candidate) -> CompileOptions:
+        tuned = ((job.signature, c.forced, f"candidate {c.name}"),) if c.forced else ()
+        return CompileOptions(target=self.device.target, threads=self.threads, tuned=tuned)
+
+    def _project(self, path: Path, job: Job, c: Candidate):
+        from edgec.devices.deploy import prepare_project
+
+        project, _ = prepare_project(path, self.device, threads=self.threads, profile=False,
+                                     options=self._options(job, c))
+        layers = json.loads((project / ".edgec-source.json").read_text())["layers"]
+        mine = [l for l in layers if l.get("details", {}).get("signature") == job.signature]
+        return project, (mine[0]["algo"] if mine else None)
+
+    def _deploy(self, path: Path, job: Job, c: Candidate):
+        from edgec.devices.deploy import deploy
+
+        return deploy(path, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
+                      options=self._options(job, c))
+
+    def _reference(self, path: Path):
+        import onnxruntime as ort
+
+        from edgec.devices.bench import random_inputs
+
+        inputs = random_inputs(path, None, seed=7)
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return inputs, sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), inputs)})
+
+    def _check(self, c: Candidate, inputs, want) -> str | None:
+        """Run the candidate's runner on the device; its output must match onnxruntime's."""
+        import io
+        import uuid
+
+        t, dep = self.t, c.dep
+        remote = f"{t.workdir()}/runs/{uuid.uuid4().hex[:12]}"
+        t.mkdir(remote)
+        files = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, a in enumerate(inputs):
+                local = Path(tmp) / f"input_{i}.npy"
+                np.save(local, np.ascontiguousarray(a))
+                t.put(local, f"{remote}/input_{i}.npy")
+                files.append(f"{remote}/input_{i}.npy")
+        res = t.run(dep.command("runner", *files, "--out", remote), timeout=600)
+        try:
+            if not res.ok:
+                return f"runner failed (exit {res.code})"
+            if self.after_run is not None:
+                self.after_run(c.name, t, remote)
+            worst = 0.0
+            for i, w in enumerate(want):
+                try:
+                    g = np.load(io.BytesIO(t.read(f"{remote}/output_{i}.npy")), allow_pickle=False)
+                except Exception as e:  # a damaged output file is a wrong result like any other
+                    return f"output {i} unreadable ({type(e).__name__})"
+                if g.shape != w.shape:
+                    return f"output shape {g.shape} != {w.shape}"
+                if not g.size:
+                    continue
+                diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+                if w.dtype.kind in "iu":  # quantized: requantization may round one step apart from float
+                    if float(diff.max()) > 1:
+                        return f"wrong output: {float(diff.max()):.0f} quantization steps off"
+                    continue
+                err = float(np.max(diff / (1.0 + np.abs(w))))
+                worst = max(worst, err if np.isfinite(err) else np.inf)
+            return None if worst <= 1e-3 else f"wrong output: max rel err {worst:.2e}"
+        finally:
+            t.run(["rm", "-rf", remote], timeout=60)
+
+    def _time(self, dep, runs: int | None = None) -> float:
+        from edgec.devices.bench import _run_bench
+
+        if runs is None:
+            runs = self.runs
+        if runs is None:
+            probe = _run_bench(dep, 3, 1, self.threads, 600)
+            est = float(np.median(probe["runs_ms"])) / 1e3
+            runs = 5 if self.device.emulated else int(min(200, max(10, TARGET_RUN_S / max(est, 1e-6))))
+        raw = _run_bench(dep, runs, max(2, runs // 10), self.threads, 1800)
+        return float(np.median(raw["runs_ms"]))
+
+    def whole_model(self, tuned: bool, runs: int | None = None) -> dict:
+        """Whole-model latency, untuned or with this device's records; the tuned build is checked too."""
+        from edgec.devices.bench import check_outputs
+        from edgec.devices.deploy import deploy
+
+        opts = CompileOptions(target=self.device.target, threads=self.threads)
+        if tuned:
+            opts = tuned_options(self.device, self.t, self.mode, opts, self.db)
+        dep = deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
+                     input_shapes=self.input_shapes, options=opts)
+        out = {"tuned_layers": len(opts.tuned)} if tuned else {}
+        if tuned and opts.tuned:
+            chk = check_outputs(dep, self.input_shapes)
+            if not chk["ok"]:
+                raise EdgecError(f"the tuned build of {self.model.name} differs from onnxruntime on "
+                                 f"{self.device.name}: max relative error {chk['max_rel_err']:.2e}")
+            out["max_rel_err"] = chk["max_rel_err"]
+        out["median_ms"] = self._time(dep, runs)
+        return out
+
+
+def _choose_source_model(jobs: list[Job], pool: list[Record]) -> str | None:
+    """The one tuned model to transfer from: argmax_T sum_c P_c^2 sqrt(|W_Tc|)."""
+    total = sum(j.macs for j in jobs) or 1
+    share = defaultdict(float)
+    for j in jobs:
+        share[j.cls] += j.macs / total
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in pool:
+        counts[r.model][r.cls] += 1
+    scores = {m: sum(share[c] ** 2 * math.sqrt(n) for c, n in cs.items() if c in share) for m, cs in counts.items()}
+    scores = {m: s for m, s in scores.items() if s > 0}
+    return max(sorted(scores), key=lambda m: scores[m]) if scores else None
+
+
+def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BUDGET, transfer_only: bool = False,
+         mode: str = "auto", input_shapes: dict | None = None, progress: Progress | None = None,
+         db: TuningDB | None = None, after_run: Callable | None = None, runs: int | None = None,
+         final_bench: bool = True) -> dict:
+    """Tune (or transfer-tune) a model's layers on a device; returns the report (see docs/tuning.md)."""
+    model = Path(model)
+    if not model.is_file():
+        raise EdgecError(f"{model} does not exist")
+    if budget <= 0:
+        raise EdgecError(f"--budget must be positive, got {budget}")
+    tu = Tuner(model, device, t, threads=threads, mode=mode, budget=budget, input_shapes=input_shapes,
+               progress=progress, db=db, after_run=after_run, runs=runs)
+    prog = tu.progress
+    jobs = plan(model, device, threads, input_shapes)
+    prog("start", total=len(jobs), fingerprint=tu.fp)
+    rows, measured, resumed, stopped = [], 0, 0, False
+    pool = [r for r in tu.db.records(tu.fp) if r.model != model.name and (device.emulated or not r.emulated)]
+    source_model = _choose_source_model(jobs, pool) if transfer_only else None
+    best = 1.0
+    for j in jobs:
+        row = {"signature": j.signature, "class": j.cls, "layers": j.layers, "macs": j.macs,
+               "default_algo": j.default_algo}
+        prog("layer", signature=j.signature, cls=j.cls, layers=len(j.layers))
+        have = tu.db.get(tu.fp, j.signature)
+        if have is not None and (device.emulated or not have.emulated):
+            where = "this model" if have.model == model.name else f"model {have.model}"
+            row.update(source=f"exact record ({have.source} on {where}, {have.date})", record=_rec_json(have))
+            resumed += have.model == model.name
+        elif stopped:
+            row["source"] = "not measured: budget"
+        elif transfer_only:
+            names = sorted({r.variant for r in pool if r.model == source_model and r.cls == j.cls
+                            and r.variant != "default"})
+            if not names:
+                row["source"] = f"no record of class {j.cls} to transfer: cost model's pick kept"
+            else:
+                rec, why = tu.measure(j, names, source=f"transferred from {source_model}")
+                if rec is None:
+                    stopped = why == "budget"
+                    row["source"] = f"not measured: {why}"
+                else:
+                    measured += 1
+                    row.update(source=f"transferred from {source_model} ({', '.join(names)})", record=_rec_json(rec))
+        else:
+            rec, why = tu.measure(j)
+            if rec is None:
+                stopped = why == "budget"
+                row["source"] = f"not measured: {why}"
+            else:
+                measured += 1
+                row.update(source="measured", record=_rec_json(rec))
+        if "record" in row:
+            best = max(best, row["record"]["speedup"])
+        rows.append(row)
+        prog("done-layer", row=row, best=best)
+    report = {"model": str(model), "device": device.name, "emulated": device.emulated, "fingerprint": tu.fp,
+              "facts": tu.facts, "threads": threads, "mode": tu.mode, "transfer_only": transfer_only,
+              "source_model": source_model, "layers": rows, "measured": measured, "resumed": resumed,
+              "stopped_at_budget": stopped, "budget_s": budget}
+    report["search_s"] = round(tu.elapsed(), 2)
+    if final_bench:
+        prog("final")
+        untuned = tu.whole_model(False)
+        tuned = tu.whole_model(True)
+        report["whole_model"] = {"untuned_ms": untuned["median_ms"], "tuned_ms": tuned["median_ms"],
+                                 "speedup": untuned["median_ms"] / tuned["median_ms"],
+                                 "tuned_layers": tuned.get("tuned_layers", 0)}
+    if db is None:
+        tu.db.close()
+    return report
+
+
+def _rec_json(r: Record) -> dict:
+    return {"variant": r.variant, "algo": r.algo, "time_ms": r.time_ms, "default_algo": r.default_algo,
+            "default_ms": r.default_ms, "speedup": round(r.speedup, 3), "source": r.source, "model": r.model,
+            "date": r.date, "emulated": r.emulated, "trials": r.trials}

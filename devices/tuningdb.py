@@ -1,0 +1,226 @@
+"""The tuning database: measured per-layer variants, one SQLite file per user under the cache dir.
+
+A record says: on the device with this fingerprint, the layer with this signature ran fastest with this
+variant (time, and the cost model's pick and its time, both measured). The fingerprint hashes what makes
+timings comparable: CPU model and features, cores, cache sizes, the compiler and its version, the target,
+edgec's code generator, and whether the board is emulated. Records apply only to builds for a device of
+the same fingerprint; emulated (qemu) timings are flagged and never applied to a real board.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import shlex
+import sqlite3
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from edgec.errors import EdgecError
+from edgec.files import write_text_atomic
+
+SCHEMA_VERSION = 1
+_COLUMNS = """
+  fingerprint TEXT NOT NULL, signature TEXT NOT NULL, class TEXT NOT NULL, variant TEXT NOT NULL,
+  forced TEXT NOT NULL, algo TEXT NOT NULL, time_ms REAL NOT NULL, default_algo TEXT NOT NULL,
+  default_ms REAL NOT NULL, source TEXT NOT NULL, model TEXT NOT NULL, device TEXT NOT NULL, date TEXT NOT NULL,
+  emulated INTEGER NOT NULL, facts TEXT NOT NULL, trials TEXT NOT NULL,
+  PRIMARY KEY (fingerprint, signature)"""
+
+
+@dataclass
+class Record:
+    fingerprint: str
+    signature: str
+    cls: str
+    variant: str          # variants.VARIANTS name, or "default" (the cost model's pick won)
+    forced: str           # CompileOptions fields it forces, "k=v;k=v"
+    algo: str             # what the emitter produced with it
+    time_ms: float
+    default_algo: str     # the cost model's pick for the layer
+    default_ms: float
+    source: str           # "measured" | "transferred from MODEL"
+    model: str            # the model it was measured on
+    device: str
+    date: str             # ISO date
+    emulated: bool
+    facts: dict           # what the fingerprint hashes
+    trials: list          # every candidate: {variant, algo, ms | rejected}
+
+    @property
+    def speedup(self) -> float:
+        return self.default_ms / self.time_ms if self.time_ms > 0 else 1.0
+
+    def note(self) -> str:
+        """The --explain text of a layer this record forces."""
+        where = f"{self.device}{' (emulated)' if self.emulated else ''}, {self.date}"
+        src = "" if self.source == "measured" else f" ({self.source})"
+        return f"tuned on {where}: {self.speedup:.2f}x over the cost model's pick ({self.default_algo} -> " \
+               f"{self.algo}){src}"
+
+
+def fingerprint(facts: dict) -> str:
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def db_path() -> Path:
+    from edgec.devices.deploy import cache_dir
+    return cache_dir() / "tuning.sqlite"
+
+
+class TuningDB:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = sqlite3.connect(str(self.path), timeout=30)
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS records ({_COLUMNS})")
+            self.con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            self.con.commit()
+        except sqlite3.DatabaseError as e:
+            raise EdgecError(f"tuning database {self.path} is unreadable ({e}): move it away to start afresh") \
+                from None
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def put(self, r: Record) -> None:
+        """Insert or replace (one record per fingerprint and signature), committed at once: an interrupted
+        tune keeps everything measured before the interruption."""
+        row = (r.fingerprint, r.signature, r.cls, r.variant, r.forced, r.algo, float(r.time_ms), r.default_algo,
+               float(r.default_ms), r.source, r.model, r.device, r.date, int(bool(r.emulated)),
+               json.dumps(r.facts, sort_keys=True), json.dumps(r.trials))
+        with self.con:
+            self.con.execute(f"INSERT OR REPLACE INTO records VALUES ({','.join('?' * len(row))})", row)
+
+    def _rows(self, where: str = "", args: tuple = ()) -> list[Record]:
+        cur = self.con.execute(f"SELECT * FROM records {where} ORDER BY signature", args)
+        out = []
+        for row in cur.fetchall():
+            (fp, sig, cls, var, forced, algo, t, dalgo, dt, src, model, dev, date, emu, facts, trials) = row
+            out.append(Record(fp, sig, cls, var, forced, algo, t, dalgo, dt, src, model, dev, date, bool(emu),
+                              json.loads(facts), json.loads(trials)))
+        return out
+
+    def records(self, fp: str | None = None) -> list[Record]:
+        return self._rows("WHERE fingerprint = ?", (fp,)) if fp else self._rows()
+
+    def applicable(self, fp: str, emulated: bool) -> list[Record]:
+        """Records a build for this device uses: its own fingerprint; emulated timings only for an emulated
+        device (the fingerprint holds the flag too; this keeps an imported record honest)."""
+        return [r for r in self._rows("WHERE fingerprint = ?", (fp,)) if emulated or not r.emulated]
+
+    def get(self, fp: str, signature: str) -> Record | None:
+        rows = self._rows("WHERE fingerprint = ? AND signature = ?", (fp, signature))
+        return rows[0] if rows else None
+
+
+def today() -> str:
+    return _dt.date.today().isoformat()
+
+
+# -- fingerprints ---------------------------------------------------------------------------------
+
+# CPU flags that change which kernels run or how fast (kernel version noise in /proc/cpuinfo would otherwise
+# keep two boards of one kind from sharing records)
+SIMD_FEATURES = frozenset({
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "neon", "vfpv3", "vfpv4", "asimd", "asimdhp",
+    "asimddp", "asimdrdm", "fphp", "i8mm", "bf16", "sve", "sve2"})
+
+_CACHE_SCRIPT = r"""for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+  [ -r "$d/size" ] && echo "L$(cat $d/level)$(cut -c1 $d/type):$(cat $d/size)"; done 2>/dev/null"""
+
+
+def device_facts(device, t, mode: str, threads: int = 1) -> dict:
+    """What a device's timings depend on, read on the device (and here for a cross compiler)."""
+    import subprocess
+
+    from edgec.codegen.targets import get_target
+    from edgec.devices import probe
+    from edgec.devices.deploy import _codegen_fingerprint, cross_compiler
+
+    rec = probe.probe(t)
+    caches = sorted(set(t.run(_CACHE_SCRIPT, timeout=30).out.split()))
+    if mode in ("cross", "native"):
+        cc = cross_compiler(device) or device.cc
+        try:
+            ver = subprocess.run([cc, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True,
+                                 timeout=30).stdout.split()
+        except OSError:
+            ver = []
+        cc_id = f"{Path(cc).name} {ver[0] if ver else '?'} (here)"
+    else:
+        cc_id = f"{Path(device.cc).name} {rec.get('cc_version') or '?'} (on the board)"
+    facts = {
+        "cpu": rec.get("cpu"), "cpu_part": rec.get("cpu_part"), "arch": rec.get("arch"),
+        "features": sorted(set(rec.get("features") or []) & SIMD_FEATURES), "cores": rec.get("cores"), "caches": caches,
+        "compiler": cc_id, "target": get_target(device.target).name, "codegen": _codegen_fingerprint(),
+        "emulated": bool(device.emulated),
+    }
+    if device.emulated:  # the host's CPU facts; what runs is the emulator's model of the board
+        facts["emulator"] = shlex.join(device.exec_wrapper)
+    return facts
+
+
+# -- export / import --------------------------------------------------------------------------------
+
+_TYPES = {f.name: f.type for f in fields(Record)}
+_PY = {"str": str, "float": (int, float), "bool": bool, "dict": dict, "list": list}
+
+
+def export(path: Path, db: TuningDB, fp: str | None = None) -> int:
+    recs = db.records(fp)
+    doc = {"edgec_tuning": SCHEMA_VERSION, "records": [asdict(r) for r in recs]}
+    write_text_atomic(Path(path), json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return len(recs)
+
+
+def import_file(path: Path, db: TuningDB) -> int:
+    """Validate every record first (one bad record: nothing imported, one line naming it)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as e:
+        raise EdgecError(f"cannot read {path}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise EdgecError(f"{path} is not a JSON file of tuning records ({str(e)[:80]})") from None
+    if not isinstance(doc, dict) or doc.get("edgec_tuning") != SCHEMA_VERSION or not isinstance(doc.get("records"), list):
+        raise EdgecError(f"{path} is not an edgec tuning export (version {SCHEMA_VERSION}): "
+                         "expected {\"edgec_tuning\": 1, \"records\": [...]}")
+    recs = [_record_from(d, i, path) for i, d in enumerate(doc["records"])]
+    for r in recs:
+        db.put(r)
+    return len(recs)
+
+
+def _record_from(d, i: int, path: Path) -> Record:
+    from edgec.codegen.variants import parse_forced
+
+    where = f"{path}: record {i + 1}"
+    if not isinstance(d, dict):
+        raise EdgecError(f"{where} is not an object")
+    missing = [k for k in _TYPES if k not in d]
+    if missing:
+        raise EdgecError(f"{where} lacks {', '.join(missing)}")
+    for k, typ in _TYPES.items():
+        want = _PY[typ if isinstance(typ, str) else typ.__name__]
+        if not isinstance(d[k], want) or (want is not bool and isinstance(d[k], bool)):
+            raise EdgecError(f"{where}: {k} has the wrong type ({type(d[k]).__name__})")
+    if not (d["time_ms"] > 0 and d["default_ms"] > 0):
+        raise EdgecError(f"{where}: times must be positive")
+    try:
+        parse_forced(d["forced"])
+    except EdgecError as e:
+        raise EdgecError(f"{where}: {e}") from None
+    if fingerprint(d["facts"]) != d["fingerprint"] or bool(d["facts"].get("emulated")) != d["emulated"]:
+        raise EdgecError(f"{where}: fingerprint does not match its device facts (edited by hand?)")
+    return Record(**{k: d[k] for k in _TYPES})
