@@ -1,5 +1,8 @@
 /* Portable int8 edge / elementwise / pooling kernels (see q8-eltwise.h). */
 #include <math.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "q8-eltwise.h"
 
@@ -50,7 +53,22 @@ void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b
     const float lo = (float)qmin, hi = (float)qmax;
     for (size_t o = 0; o < outer; o++) {
         const float s = (float)((int32_t)b[o] - zb) * scale;
-        for (size_t i = 0; i < inner; i++) {
+        size_t i = 0;
+#if defined(__AVX2__)
+        /* the same float operations 8 at a time (vroundps to nearest = nearbyintf in the default mode) */
+        const __m256 sv = _mm256_set1_ps(s), zyv = _mm256_set1_ps((float)zy), lov = _mm256_set1_ps(lo),
+                     hiv = _mm256_set1_ps(hi);
+        const __m256i zav = _mm256_set1_epi32(za);
+        for (; i + 8 <= inner; i += 8) {
+            const __m128i a8 = _mm_loadl_epi64((const __m128i *)(a + o * inner + i));
+            __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(a8), zav));
+            v = _mm256_add_ps(_mm256_round_ps(_mm256_mul_ps(v, sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zyv);
+            const __m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lov), hiv));
+            const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i *)(y + o * inner + i), _mm_packus_epi16(w, w));
+        }
+#endif
+        for (; i < inner; i++) {
             float v = nearbyintf((float)((int32_t)a[o * inner + i] - za) * s) + (float)zy;
             v = v < lo ? lo : v > hi ? hi : v;
             y[o * inner + i] = (uint8_t)v;

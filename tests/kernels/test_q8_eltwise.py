@@ -127,3 +127,13 @@ def test_q8_maxpool_simd_matches_portable(isa_name, fn, src, extra, tmp_path):
                 {"KERNEL": fn, "KERNEL_NAME": f'"{isa_name}"'}, extra)
     r = run(isa, exe)
     assert r.returncode == 0 and "66/66 cases match" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("isa_name", ["scalar", "avx2"])
+def test_q8_mul_outer_vector_path_matches_float_formula(isa_name, tmp_path):
+    """The AVX2 path of q8_mul_outer (SE-block scaling) computes the same float operations as the loop."""
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "mul", ["q8_mul_test.c", "q8-eltwise/q8-eltwise-scalar.c"])
+    r = run(isa, exe)
+    assert r.returncode == 0 and "420/420 cases match" in r.stdout, r.stdout[-2000:] + r.stderr
