@@ -52,4 +52,21 @@ int ec_pool_threads(const ec_pool *p);
 void ec_parallel_for(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, void *ctx);
 void ec_parallel_for_tid(ec_pool *p, size_t n, size_t grain, ec_task_tid_fn fn, void *ctx);
 
+/* Even partitioning for drivers whose work items are (something, block of `units` columns/tiles):
+ * `blocks` (at least enough that none exceeds the caller's maximum) raised, while the units allow,
+ * until blocks * per (items per block index) is a multiple of the thread count. Cut with
+ * ec_block_range, block sizes differ by at most one unit, so the threads' equal shares end
+ * together instead of one thread finishing a tail block alone. */
+static inline size_t ec_even_blocks(size_t units, size_t blocks, size_t per, size_t threads) {
+  if (threads <= 1 || per == 0) return blocks;
+  for (size_t b = blocks; b <= units && b <= 2 * blocks; b++)
+    if (b * per % threads == 0) return b;
+  return blocks;
+}
+
+static inline void ec_block_range(size_t units, size_t blocks, size_t i, size_t *u0, size_t *u1) {
+  *u0 = units * i / blocks;
+  *u1 = units * (i + 1) / blocks;
+}
+
 #endif

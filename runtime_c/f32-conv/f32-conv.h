@@ -97,10 +97,11 @@ EC_INLINE void f32_conv_pack_b(const f32_conv_shape *s, const float *EC_RESTRICT
   }
 }
 
-/* One work item (see f32_conv_items); tid selects the scratch slice. */
-EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
-                                  size_t item) {
-  const size_t HoWo = s->Ho * s->Wo, nblocks = EC_DIV_UP(HoWo, s->NC);
+/* Work item `item` of the split into nblocks column blocks (>= f32_conv_items' count: blocks are
+ * cut in whole NR panels, at most NC columns each); tid selects the scratch slice. */
+EC_INLINE void f32_conv_gemm_item_nb(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
+                                     size_t item, size_t nblocks) {
+  const size_t HoWo = s->Ho * s->Wo;
   const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, Kg = Cpg * s->KH * s->KW;
   const size_t ms = item % s->MSPLIT;
   size_t t = item / s->MSPLIT;
@@ -110,7 +111,10 @@ EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *
   const size_t mchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->MSPLIT), s->MR);
   const size_t m0 = ms * mchunk, m1 = EC_MIN(Kpg, m0 + mchunk);
   if (m0 >= m1) return;
-  const size_t n0 = nb * s->NC, nc = EC_MIN(s->NC, HoWo - n0);
+  size_t p0, p1;
+  ec_block_range(EC_DIV_UP(HoWo, s->NR), nblocks, nb, &p0, &p1);
+  if (p0 >= p1) return;
+  const size_t n0 = p0 * s->NR, nc = EC_MIN(p1 * s->NR, HoWo) - n0;
   float *bp = a->scratch + tid * a->scratch_floats_per_thread;
   f32_conv_pack_b(s, a->x + (n * s->C + g * Cpg) * s->H * s->W, n0, nc, bp);
   const size_t yoff = (n * s->K + g * Kpg) * HoWo;
@@ -124,25 +128,34 @@ EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *
   f32_gemm_block(s->uk, s->MR, s->NR, s->KC, Kg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
 }
 
+/* One work item of the default split (see f32_conv_items). */
+EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
+                                  size_t item) {
+  f32_conv_gemm_item_nb(s, a, tid, item, EC_DIV_UP(s->Ho * s->Wo, s->NC));
+}
+
 typedef struct {
   const f32_conv_shape *s;
   const f32_conv_args *a;
+  size_t nblocks;
 } f32_conv_job;
 
 static inline void f32_conv_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_conv_job *j = (const f32_conv_job *)ctx;
-  for (size_t i = begin; i < end; i++) f32_conv_gemm_item(j->s, j->a, tid, i);
+  for (size_t i = begin; i < end; i++) f32_conv_gemm_item_nb(j->s, j->a, tid, i, j->nblocks);
 }
 
-/* Serial runs inline with the caller's constant shape; threads share the generic task. */
+/* Serial runs inline with the caller's constant shape; threads share the generic task, with the
+ * column blocks evened out for the thread count (same arithmetic per output: same results). */
 EC_INLINE void f32_conv_run(const f32_conv_shape *s, const f32_conv_args *a, ec_pool *pool) {
-  const size_t n = f32_conv_items(s);
-  if (ec_pool_threads(pool) <= 1 || n == 1) {
+  const size_t n = f32_conv_items(s), threads = (size_t)ec_pool_threads(pool);
+  if (threads <= 1 || n == 1) {
     for (size_t i = 0; i < n; i++) f32_conv_gemm_item(s, a, 0, i);
     return;
   }
-  f32_conv_job j = {s, a};
-  ec_parallel_for_tid(pool, n, 1, f32_conv_task, &j);
+  const size_t HoWo = s->Ho * s->Wo;
+  f32_conv_job j = {s, a, ec_even_blocks(EC_DIV_UP(HoWo, s->NR), EC_DIV_UP(HoWo, s->NC), s->N * s->G * s->MSPLIT, threads)};
+  ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * s->MSPLIT, 1, f32_conv_task, &j);
 }
 
 /* ---- stride-1 convolution as indirect GEMM -------------------------------------------------
@@ -205,9 +218,10 @@ EC_INLINE void f32_conv_s1_pad_plane(const f32_conv_s1_shape *s, const f32_conv_
   if (p + 1 == s->N * s->C) memset(dst + Hp * Wp, 0, (Wp + s->NR) * sizeof(float));
 }
 
-EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, size_t tid,
-                                size_t item) {
-  const size_t cols = f32_conv_s1_cols(s), nblocks = EC_DIV_UP(cols, s->NC);
+/* Work item `item` of the split into nblocks column blocks (whole NR panels, at most NC columns). */
+EC_INLINE void f32_conv_s1_item_nb(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, size_t tid,
+                                   size_t item, size_t nblocks) {
+  const size_t cols = f32_conv_s1_cols(s);
   const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, Kg = Cpg * s->KH * s->KW, MR = s->MR;
   const size_t ms = item % s->MSPLIT;
   size_t t = item / s->MSPLIT;
@@ -217,7 +231,10 @@ EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_ar
   const size_t mchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->MSPLIT), MR);
   const size_t m0 = ms * mchunk, m1 = EC_MIN(Kpg, m0 + mchunk);
   if (m0 >= m1) return;
-  const size_t n0 = nb * s->NC, nc = EC_MIN(s->NC, cols - n0), ldt = EC_ROUND_UP(s->NC, s->NR);
+  size_t p0, p1;
+  ec_block_range(EC_DIV_UP(cols, s->NR), nblocks, nb, &p0, &p1);
+  if (p0 >= p1) return;
+  const size_t n0 = p0 * s->NR, nc = EC_MIN(p1 * s->NR, cols) - n0, ldt = EC_ROUND_UP(s->NC, s->NR);
   const float *xb = (s->DIRECT ? a->x : a->xpad) + (n * s->C + g * Cpg) * s->Hp * s->Wp + n0;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, MR) * Kg;
   float *tb = a->tmp + tid * a->tmp_floats_per_thread;
@@ -267,9 +284,15 @@ EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_ar
   }
 }
 
+EC_INLINE void f32_conv_s1_item(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, size_t tid,
+                                size_t item) {
+  f32_conv_s1_item_nb(s, a, tid, item, EC_DIV_UP(f32_conv_s1_cols(s), s->NC));
+}
+
 typedef struct {
   const f32_conv_s1_shape *s;
   const f32_conv_s1_args *a;
+  size_t nblocks;
 } f32_conv_s1_job;
 
 static inline void f32_conv_s1_pad_task(void *ctx, size_t begin, size_t end) {
@@ -279,7 +302,7 @@ static inline void f32_conv_s1_pad_task(void *ctx, size_t begin, size_t end) {
 
 static inline void f32_conv_s1_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_conv_s1_job *j = (const f32_conv_s1_job *)ctx;
-  for (size_t i = begin; i < end; i++) f32_conv_s1_item(j->s, j->a, tid, i);
+  for (size_t i = begin; i < end; i++) f32_conv_s1_item_nb(j->s, j->a, tid, i, j->nblocks);
 }
 
 EC_INLINE void f32_conv_s1_run(const f32_conv_s1_shape *s, const f32_conv_s1_args *a, ec_pool *pool) {
@@ -289,9 +312,11 @@ EC_INLINE void f32_conv_s1_run(const f32_conv_s1_shape *s, const f32_conv_s1_arg
     for (size_t i = 0; i < n; i++) f32_conv_s1_item(s, a, 0, i);
     return;
   }
-  f32_conv_s1_job j = {s, a};
-  if (!s->DIRECT) ec_parallel_for(pool, planes, 4, f32_conv_s1_pad_task, &j);
-  ec_parallel_for_tid(pool, n, 1, f32_conv_s1_task, &j);
+  const size_t cols = f32_conv_s1_cols(s), threads = (size_t)ec_pool_threads(pool);
+  f32_conv_s1_job j = {s, a, ec_even_blocks(EC_DIV_UP(cols, s->NR), EC_DIV_UP(cols, s->NC), s->N * s->G * s->MSPLIT, threads)};
+  (void)n;
+  if (!s->DIRECT) ec_parallel_for(pool, planes, EC_MAX(1, planes / (4 * threads)), f32_conv_s1_pad_task, &j);
+  ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * s->MSPLIT, 1, f32_conv_s1_task, &j);
 }
 
 #endif

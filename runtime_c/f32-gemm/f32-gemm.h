@@ -140,23 +140,31 @@ static inline size_t f32_gemm_scratch_bytes(const f32_gemm_shape *s) {
   return n * sizeof(float);
 }
 
+/* Work items: (batch, column block, row chunk); blocks are whole NR panels of at most NCH
+ * columns, row chunks whole MR strips. The split never changes a tile's arithmetic. */
 typedef struct {
   const f32_gemm_shape *s;
   const f32_gemm_args *a;
   const float *ap, *bp;
+  size_t blocks, msplit;
 } f32_gemm_job;
 
 EC_INLINE void f32_gemm_item(const f32_gemm_job *j, size_t item) {
   const f32_gemm_shape *s = j->s;
-  const size_t blocks = EC_DIV_UP(s->N, s->NCH), b = item / blocks, n0 = (item % blocks) * s->NCH;
+  const size_t ms = item % j->msplit, t = item / j->msplit, b = t / j->blocks;
+  size_t p0, p1;
+  ec_block_range(EC_DIV_UP(s->N, s->NR), j->blocks, t % j->blocks, &p0, &p1);
+  const size_t mchunk = EC_ROUND_UP(EC_DIV_UP(s->M, j->msplit), s->MR);
+  const size_t m0 = ms * mchunk, m1 = EC_MIN(s->M, m0 + mchunk);
+  if (p0 >= p1 || m0 >= m1) return;
+  const size_t n0 = p0 * s->NR, nc = EC_MIN(p1 * s->NR, s->N) - n0;
   const size_t ai = j->a->a_idx ? j->a->a_idx[b] : (s->A_BATCHES > 1 ? b : 0);
   const size_t bi = j->a->b_idx ? j->a->b_idx[b] : (s->B_BATCHES > 1 ? b : 0);
   const float *ap = j->ap + ai * EC_ROUND_UP(s->M, s->MR) * s->K;
   const float *bp = j->bp + bi * EC_ROUND_UP(s->N, s->NR) * s->K + n0 * s->K;
   f32_gemm_epi e = j->a->e;
   if (e.res) e.res += b * s->M * s->N;
-  f32_gemm_block(s->uk, s->MR, s->NR, s->KC, s->K, 0, s->M, ap, bp, n0, EC_MIN(s->NCH, s->N - n0),
-                 j->a->c + b * s->M * s->N, s->N, &e);
+  f32_gemm_block(s->uk, s->MR, s->NR, s->KC, s->K, m0, m1, ap, bp, n0, nc, j->a->c + b * s->M * s->N, s->N, &e);
 }
 
 static inline void f32_gemm_task(void *ctx, size_t begin, size_t end) {
@@ -164,7 +172,7 @@ static inline void f32_gemm_task(void *ctx, size_t begin, size_t end) {
 }
 
 EC_INLINE void f32_gemm_run(const f32_gemm_shape *s, const f32_gemm_args *a, ec_pool *pool) {
-  f32_gemm_job j = {s, a, a->a, a->b};
+  f32_gemm_job j = {s, a, a->a, a->b, EC_DIV_UP(s->N, s->NCH), 1};
   float *sp = a->scratch;
   if (!s->a_packed) {
     for (size_t q = 0; q < s->A_BATCHES; q++)
@@ -179,12 +187,16 @@ EC_INLINE void f32_gemm_run(const f32_gemm_shape *s, const f32_gemm_args *a, ec_
                       sp + q * EC_ROUND_UP(s->N, s->NR) * s->K);
     j.bp = sp;
   }
-  const size_t n = s->BATCH * EC_DIV_UP(s->N, s->NCH);
-  if (ec_pool_threads(pool) <= 1) {
-    for (size_t i = 0; i < n; i++) f32_gemm_item(&j, i);
+  const size_t threads = (size_t)ec_pool_threads(pool);
+  if (threads <= 1) {
+    for (size_t i = 0; i < s->BATCH * j.blocks; i++) f32_gemm_item(&j, i);
     return;
   }
-  ec_parallel_for(pool, n, 1, f32_gemm_task, &j);
+  /* few column blocks (a tall, narrow product): split rows too, for ~4 items per thread */
+  const size_t nb = s->BATCH * j.blocks;
+  if (nb < 4 * threads) j.msplit = EC_MIN(EC_DIV_UP(s->M, s->MR), EC_DIV_UP(4 * threads, nb));
+  j.blocks = ec_even_blocks(EC_DIV_UP(s->N, s->NR), j.blocks, s->BATCH * j.msplit, threads);
+  ec_parallel_for(pool, s->BATCH * j.blocks * j.msplit, 1, f32_gemm_task, &j);
 }
 
 #endif

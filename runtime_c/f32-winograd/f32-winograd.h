@@ -129,11 +129,12 @@ EC_INLINE void f32_winograd_pack_plane(const f32_winograd_shape *s, const f32_wi
   }
 }
 
-EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid,
-                                 size_t item) {
+/* Work item `item` of the split into nblocks tile blocks (whole NR panels, at most TB tiles). */
+EC_INLINE void f32_winograd_item_nb(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid,
+                                    size_t item, size_t nblocks) {
   const size_t m = s->M, A2 = (m + 2) * (m + 2), T = s->TH * s->TW, TB = s->TB, TW = s->TW;
   const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, MR = s->MR, NR = s->NR, HoWo = s->Ho * s->Wo;
-  const size_t nblocks = EC_DIV_UP(T, TB), ks = item % s->KSPLIT;
+  const size_t ks = item % s->KSPLIT;
   size_t r = item / s->KSPLIT;
   const size_t b = r % nblocks;
   r /= nblocks;
@@ -141,7 +142,10 @@ EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd
   const size_t kchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->KSPLIT), MR);
   const size_t k0 = ks * kchunk, k1 = EC_MIN(Kpg, k0 + kchunk);
   if (k0 >= k1) return;
-  const size_t t0 = b * TB, nt = EC_MIN(TB, T - t0);
+  size_t p0, p1;
+  ec_block_range(EC_DIV_UP(T, NR), nblocks, b, &p0, &p1);
+  if (p0 >= p1) return;
+  const size_t t0 = p0 * NR, nt = EC_MIN(p1 * NR, T) - t0;
   float *V = a->tmp + tid * f32_winograd_tmp_floats(m, Cpg, s->KB, TB, NR);
   const size_t pst = Cpg * NR + F32_WINOGRAD_PAD; /* panel stride */
   const size_t vs = TB / NR * pst + F32_WINOGRAD_PAD, ms = s->KB * TB + F32_WINOGRAD_PAD;
@@ -190,9 +194,15 @@ EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd
   }
 }
 
+EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid,
+                                 size_t item) {
+  f32_winograd_item_nb(s, a, tid, item, EC_DIV_UP(s->TH * s->TW, s->TB));
+}
+
 typedef struct {
   const f32_winograd_shape *s;
   const f32_winograd_args *a;
+  size_t nblocks;
 } f32_winograd_job;
 
 static inline void f32_winograd_pack_task(void *ctx, size_t begin, size_t end) {
@@ -202,7 +212,7 @@ static inline void f32_winograd_pack_task(void *ctx, size_t begin, size_t end) {
 
 static inline void f32_winograd_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_winograd_job *j = (const f32_winograd_job *)ctx;
-  for (size_t i = begin; i < end; i++) f32_winograd_item(j->s, j->a, tid, i);
+  for (size_t i = begin; i < end; i++) f32_winograd_item_nb(j->s, j->a, tid, i, j->nblocks);
 }
 
 EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_args *a, ec_pool *pool) {
@@ -212,9 +222,11 @@ EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_
     for (size_t i = 0; i < n; i++) f32_winograd_item(s, a, 0, i);
     return;
   }
-  f32_winograd_job j = {s, a};
-  ec_parallel_for(pool, planes, 4, f32_winograd_pack_task, &j);
-  ec_parallel_for_tid(pool, n, 1, f32_winograd_task, &j);
+  const size_t T = s->TH * s->TW, threads = (size_t)ec_pool_threads(pool);
+  f32_winograd_job j = {s, a, ec_even_blocks(EC_DIV_UP(T, s->NR), EC_DIV_UP(T, s->TB), s->N * s->G * s->KSPLIT, threads)};
+  (void)n;
+  ec_parallel_for(pool, planes, EC_MAX(1, planes / (4 * threads)), f32_winograd_pack_task, &j);
+  ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * s->KSPLIT, 1, f32_winograd_task, &j);
 }
 
 #endif

@@ -97,7 +97,8 @@ def test_sanitizers(name, tmp_path):
 def test_threadpool(sanitizer, tmp_path):
     rt = runtime_root()
     srcs = [CDIR / "test_threadpool.c", rt / "ec_threadpool.c", rt / "f32-gemm/f32-gemm-4x4-scalar.c",
-            rt / "f32-gspc/f32-gspc-scalar.c", rt / "f32-dwconv/f32-dwconv-kxk-scalar.c"]
+            rt / "f32-gspc/f32-gspc-scalar.c", rt / "f32-dwconv/f32-dwconv-kxk-scalar.c",
+            rt / "f32-igemm/f32-igemm-4x4-scalar.c"]
     cmd = ["gcc", "-O1", "-g", f"-fsanitize={sanitizer}", *WFLAGS, f"-I{rt}", *map(str, srcs), "-o",
            str(tmp_path / "t"), "-lm", "-lpthread"]
     r = subprocess.run(cmd, capture_output=True, text=True)

@@ -1,5 +1,6 @@
 /* ec_threadpool: every index covered exactly once, tids in range, repeated jobs, run-time
- * thread override; a threaded conv/GSPC/depthwise run equals the serial one bit for bit. */
+ * thread override; a threaded conv/GSPC/depthwise/stride-1 conv/GEMM run equals the serial one bit
+ * for bit; the even block split of the drivers. */
 #include <stdatomic.h>
 #include "ec_threadpool.h"
 #include "f32-conv/f32-conv.h"
@@ -62,6 +63,72 @@ static int conv_same(ec_pool *p) {
   return bad;
 }
 
+/* ec_even_blocks / ec_block_range: contiguous non-empty blocks no larger than the caller's
+ * maximum, and a block count that divides the items among the threads whenever one exists. */
+static int blocks_ok(void) {
+  for (size_t units = 1; units <= 60; units++)
+    for (size_t blocks = 1; blocks <= units; blocks++)
+      for (size_t per = 1; per <= 5; per++)
+        for (size_t threads = 1; threads <= 4; threads++) {
+          const size_t b = ec_even_blocks(units, blocks, per, threads), cap = EC_DIV_UP(units, blocks);
+          if (b < blocks || b > units) return 1;
+          if (threads > 1 && b * per % threads != 0) /* only when no count in reach would do */
+            for (size_t t = blocks; t <= units && t <= 2 * blocks; t++)
+              if (t * per % threads == 0) return 1;
+          size_t end = 0;
+          for (size_t i = 0; i < b; i++) {
+            size_t u0, u1;
+            ec_block_range(units, b, i, &u0, &u1);
+            if (u0 != end || u1 <= u0 || u1 - u0 > cap) return 1;
+            end = u1;
+          }
+          if (end != units) return 1;
+        }
+  return 0;
+}
+
+/* Stride-1 indirect conv and a tall, narrow GEMM (row chunks added at run time): threaded runs
+ * equal the serial one bit for bit, at every thread count. */
+static int s1_gemm_same(ec_pool *p) {
+  enum { C = 5, H = 11, K = 7, HP = H + 2, NC = 32 };
+  const size_t Kg = C * 9, Mp = 8;
+  int32_t koff[C * 9];
+  for (size_t c = 0; c < C; c++)
+    for (size_t kh = 0; kh < 3; kh++)
+      for (size_t kw = 0; kw < 3; kw++) koff[(c * 3 + kh) * 3 + kw] = (int32_t)(c * HP * HP + kh * HP + kw);
+  float *x = falloc(C * H * H), *w = falloc(Mp * Kg), *b = falloc(K), *y1 = falloc(K * H * H), *y2 = falloc(K * H * H);
+  float *xpad = falloc(f32_conv_s1_pad_floats(1, C, HP, HP, 4)), *tmp = falloc(EC_MAX_THREADS * Mp * NC);
+  f32_conv_s1_shape sh = {1, C, H, H, K, H, H, 1, 3, 3, 1, 1, 1, 1, HP, HP, 4, 4, 64, NC, 1, 0,
+                          f32_igemm_ukernel_4x4__scalar};
+  f32_conv_s1_args a = {x, y1, w, koff, NULL, b, NULL, 1, {EC_ACT_RELU, 0, 0}, xpad, tmp, Mp * NC};
+  f32_conv_s1_run(&sh, &a, NULL);
+  int bad = 0;
+  for (int t = 2; t <= 3; t++) {
+    ec_pool_set_threads(p, t);
+    memset(y2, 0, K * H * H * sizeof(float));
+    a.y = y2;
+    f32_conv_s1_run(&sh, &a, p);
+    a.y = y1;
+    bad |= memcmp(y1, y2, K * H * H * sizeof(float)) != 0;
+  }
+  enum { M = 37, N = 19, KK = 23 };
+  float *ga = falloc(M * KK), *gb = falloc(KK * N), *c1 = falloc(M * N), *c2 = falloc(M * N);
+  float *gs = falloc(EC_ROUND_UP(M, 4) * KK + EC_ROUND_UP(N, 4) * KK);
+  const f32_gemm_shape gsh = {M, N, KK, 4, 4, 8, 1, 1, 1, 0, 0, KK, 1, N, 1, 8, f32_gemm_ukernel_4x4__scalar};
+  f32_gemm_args gargs = {ga, gb, c1, NULL, NULL, {NULL, NULL, NULL, 1, {EC_ACT_NONE, 0, 0}}, gs};
+  f32_gemm_run(&gsh, &gargs, NULL);
+  for (int t = 2; t <= 3; t++) {
+    ec_pool_set_threads(p, t);
+    memset(c2, 0, M * N * sizeof(float));
+    gargs.c = c2;
+    f32_gemm_run(&gsh, &gargs, p);
+    bad |= memcmp(c1, c2, M * N * sizeof(float)) != 0;
+  }
+  free(x), free(w), free(b), free(y1), free(y2), free(xpad), free(tmp);
+  free(ga), free(gb), free(c1), free(c2), free(gs);
+  return bad;
+}
+
 int main(void) {
   ec_pool p;
   int fails = 0;
@@ -71,6 +138,8 @@ int main(void) {
   fails += check_cover(&p, 999, 3);
   ec_pool_set_threads(&p, 3);
   fails += conv_same(&p);
+  fails += blocks_ok();
+  fails += s1_gemm_same(&p);
   fails += check_cover(NULL, 10, 4);
   ec_pool_destroy(&p);
   printf("threadpool %s\n", fails ? "FAIL" : "ok");
