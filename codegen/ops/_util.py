@@ -176,13 +176,15 @@ def block(lines: list[str]) -> str:
     return "{\n" + "\n".join("    " + ln for ln in lines) + "\n}\n"
 
 
-def full_loops(shape, body_lines: list[str]) -> list[str]:
-    """Plain nested loops i0..iN over shape (no collapsing) around body_lines."""
+def full_loops(shape, body_lines: list[str], ctx: EmitContext | None = None, work: int = 0) -> list[str]:
+    """Plain nested loops i0..iN over shape (no collapsing) around body_lines (split as loop_nest's)."""
     if 0 in tuple(shape):
         return ["/* empty tensor: nothing to compute */"]
-    lines = [f"{'    ' * k}for (long i{k} = 0; i{k} < {d}; i{k}++)" for k, d in enumerate(shape)]
-    pad = "    " * len(shape)
-    return lines + [pad + "{"] + [pad + "    " + b for b in body_lines] + [pad + "}"]
+    h, lines = _split_head(list(shape), ctx, work, "long")
+    lines += [f"{'    ' * (k - h + (1 if h else 0))}for (long i{k} = 0; i{k} < {d}; i{k}++)"
+              for k, d in enumerate(shape) if k >= h]
+    pad = "    " * (len(shape) - h + (1 if h else 0))
+    return lines + [pad + "{"] + [pad + "    " + b for b in body_lines] + [pad + "}"] + (["}"] if h else [])
 
 
 def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int] | None = None,

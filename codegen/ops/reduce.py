@@ -7,6 +7,7 @@ import numpy as np
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import _par
 from edgec.codegen.ops._util import block, cty, strides
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
@@ -43,13 +44,21 @@ def reduce_axes(node: Node) -> list[int] | None:
     return sorted(a % r for a in axes)
 
 
-def _loops(x_shape, axes, body_red, pre, post):
-    """Kept dims k*, reduced dims r*; returns C lines with x index expression `xi`, output index `oi`."""
+def _loops(x_shape, axes, body_red, pre, post, ctx: EmitContext | None = None):
+    """Kept dims k*, reduced dims r*; returns C lines with x index expression `xi`, output index `oi`.
+    With ctx, outputs (kept positions) are split among threads when the input is large enough; each
+    output is still reduced in one order by one thread."""
     xs = strides(x_shape)
     kept = [i for i in range(len(x_shape)) if i not in axes]
     ks = strides([x_shape[i] for i in kept])
-    lines = [f"{'    ' * j}for (long k{j} = 0; k{j} < {x_shape[d]}; k{j}++)" for j, d in enumerate(kept)]
-    pad = "    " * len(kept)
+    nout = int(np.prod([x_shape[i] for i in kept], dtype=np.int64))
+    if kept and ctx is not None and _par.split(ctx, nout, int(np.prod(x_shape, dtype=np.int64))):
+        lines = ["for (size_t q_ = ec_b; q_ < ec_e; q_++)"]
+        pre = [f"const long k{j} = (long)(q_ / {s}u % {x_shape[d]}u);" for j, (d, s) in enumerate(zip(kept, ks))] + pre
+        pad = ""
+    else:
+        lines = [f"{'    ' * j}for (long k{j} = 0; k{j} < {x_shape[d]}; k{j}++)" for j, d in enumerate(kept)]
+        pad = "    " * len(kept)
     oi = " + ".join(f"k{j} * {s}" for j, s in enumerate(ks)) or "0"
     lines += [pad + "{"] + [pad + "    " + p.replace("@OI", oi) for p in pre]
     red = [f"{pad}    {'    ' * j}for (long r{j} = 0; r{j} < {x_shape[d]}; r{j}++)" for j, d in enumerate(axes)]
@@ -74,7 +83,7 @@ def emit_reduce(node: Node, ctx: EmitContext) -> str:
     body = acc.format(a="acc", v=f"{xp}[@XI]") + ";"
     ctx.note(algo="reduce", macs=x.size)
     return block(_loops(x.shape, axes, body, [f"{acc_t} acc = {init};"],
-                        [f"{yp}[@OI] = ({cty(y)})({fin.format(a='acc', n=n)});"]))
+                        [f"{yp}[@OI] = ({cty(y)})({fin.format(a='acc', n=n)});"], ctx))
 
 
 @register("ArgMax", "ArgMin")
@@ -88,4 +97,4 @@ def emit_argmax(node: Node, ctx: EmitContext) -> str:
     body = f"{{ {cty(x)} v = {xp}[@XI]; if (best < 0 || v {cmp} bv) {{ bv = v; best = r0; }} }}"
     ctx.note(algo="argreduce")
     return block(_loops(x.shape, [axis], body, [f"{cty(x)} bv = 0;", "long best = -1;"],
-                        [f"{yp}[@OI] = (int64_t)best;"]))
+                        [f"{yp}[@OI] = (int64_t)best;"], ctx))

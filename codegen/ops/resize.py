@@ -169,4 +169,4 @@ def emit_resize(node: Node, ctx: EmitContext) -> str:
         parts.append(" * ".join(ws + [f"{xp}[{idx}]"]))
     dst = " + ".join(f"i{k} * {s}" for k, s in enumerate(strides(y.shape))) or "0"
     ctx.note(algo=f"resize-{mode}", macs=y.size * len(parts))
-    return block(full_loops(y.shape, [f"{yp}[{dst}] = {' + '.join(parts)};"]))
+    return block(full_loops(y.shape, [f"{yp}[{dst}] = {' + '.join(parts)};"], ctx=ctx, work=2 * y.size))

@@ -1,0 +1,129 @@
+"""Ops split among threads (EmitContext.parallel, codegen/ops/_par.py): one model with every such op on
+odd shapes above the size threshold, built with -Werror, run at 1, 2 and 3 threads: the same bits at
+every thread count, equal to onnxruntime, and each op really emitted as a split layer. Also a
+ThreadSanitizer build of it, and a tiny op staying serial."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.codegen import build_project, compile_model
+from edgec.codegen.verifier import onnxruntime_outputs, run_binary
+
+STRICT = "-O2 -Wall -Wextra -Werror"
+RNG = np.random.default_rng(12)
+X = [1, 7, 61, 67]  # 28609 floats: above the 16384-float threshold, no dimension a power of two
+
+# ops that must come out as split layers (graph below)
+SPLIT_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Add", "Mul", "Sigmoid", "Exp",
+             "Relu", "Softmax", "LayerNormalization", "InstanceNormalization", "BatchNormalization", "Concat",
+             "Split", "Transpose", "Slice", "ReduceMean", "ArgMax", "Resize", "Cast"}
+
+
+def threads_model(path):
+    nodes, inits, outs = [], [], []
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def node(op, ins, n_out=1, **attrs):
+        names = [f"{op.lower()}{len(nodes)}_{k}" for k in range(n_out)]
+        nodes.append(helper.make_node(op, ins, names, name=f"{op}_{len(nodes)}", **attrs))
+        for n in names:
+            outs.append(n)
+        return names if n_out > 1 else names[0]
+
+    c = X[1]
+    node("MaxPool", ["x"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    node("AveragePool", ["x"], kernel_shape=[3, 2], strides=[1, 2], pads=[1, 0, 1, 1], count_include_pad=0)
+    node("GlobalAveragePool", ["x"])
+    node("GlobalMaxPool", ["x"])
+    node("Add", ["x", const("bias", RNG.standard_normal((1, c, 1, 1)).astype(np.float32))])
+    node("Mul", ["x", "x"])
+    node("Sigmoid", ["x"])
+    node("Exp", ["x"])
+    node("Relu", ["x"])
+    node("Softmax", ["x"], axis=-1)
+    node("LayerNormalization", ["x", const("ln_s", RNG.standard_normal(X[3]).astype(np.float32)),
+                                const("ln_b", RNG.standard_normal(X[3]).astype(np.float32))], axis=-1)
+    node("InstanceNormalization", ["x", const("in_s", RNG.standard_normal(c).astype(np.float32)),
+                                   const("in_b", RNG.standard_normal(c).astype(np.float32))])
+    node("BatchNormalization", ["x", *(const(f"bn{i}", (RNG.random(c) + 0.5).astype(np.float32)) for i in range(4))])
+    node("Concat", ["x", "x"], axis=1)
+    node("Split", ["x", const("split", np.array([3, 4], np.int64))], n_out=2, axis=1)
+    node("Transpose", ["x"], perm=[0, 2, 3, 1])
+    node("Slice", ["x", const("st", np.array([1, 2], np.int64)), const("en", np.array([60, 66], np.int64)),
+                   const("ax", np.array([2, 3], np.int64)), const("sp", np.array([1, 2], np.int64))])
+    node("ReduceMean", ["x"], axes=[1], keepdims=1)
+    node("ArgMax", ["x"], axis=3)
+    node("Resize", ["x", "", const("scales", np.array([1, 1, 1.5, 0.75], np.float32))], mode="linear")
+    node("Cast", ["x"], to=TensorProto.INT32)
+    g = helper.make_graph(nodes, "threads", [helper.make_tensor_value_info("x", TensorProto.FLOAT, X)],
+                          [helper.make_empty_tensor_value_info(o) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m)
+    del m.graph.output[:]
+    m.graph.output.extend(v for v in m.graph.value_info if v.name in outs)
+    onnx.save(m, path)
+    return path
+
+
+def split_ops(model_c: str) -> set[str]:
+    """Ops of the layers the printer emitted as split (range) functions."""
+    ops = set()
+    for _, op in re.findall(r"/\* layer (\d+): (\w+)[^*]*\*/\nstatic void \w+_layer_\d+_range", model_c):
+        ops.add(op)
+    return ops
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("threads")
+    path = threads_model(tmp / "threads.onnx")
+    b = compile_model(path, tmp / "p", threads=3)
+    bins = build_project(b.dir, "native", cflags=STRICT, jobs=2)
+    x = RNG.standard_normal(X).astype(np.float32)
+    return path, b, bins, x, tmp
+
+
+def test_split_ops_match_onnxruntime_at_every_thread_count(built):
+    path, b, bins, x, tmp = built
+    assert SPLIT_OPS <= split_ops((b.dir / "model.c").read_text())
+    _, want = onnxruntime_outputs(path, {"x": x})
+    got = {t: run_binary(bins["runner"], b.target, [x], tmp / f"run{t}", threads=t) for t in (1, 2, 3)}
+    for t in (2, 3):
+        for a, c in zip(got[t], got[1]):
+            assert np.array_equal(a, c), f"{t} threads differ from 1"
+    for name, g, w in zip((o.name for o in onnx.load(str(path)).graph.output), got[1], want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5, err_msg=name)
+
+
+@pytest.mark.slow
+def test_split_ops_thread_sanitizer(built):
+    """ThreadSanitizer: no two threads touch the same output element, scratch slices are per thread."""
+    path, b, _, x, tmp = built
+    bins = build_project(b.dir, "native", cflags="-O1 -g -fsanitize=thread " + STRICT, ldflags="-fsanitize=thread",
+                         jobs=2)
+    _, want = onnxruntime_outputs(path, {"x": x})
+    got = run_binary(bins["runner"], b.target, [x], tmp / "tsan", threads=3)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
+def test_small_op_stays_serial(tmp_path):
+    """Below the threshold the layer is one plain function (handing out chunks would cost more)."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "small",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 19])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 17, 19])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "small.onnx")
+    b = compile_model(tmp_path / "small.onnx", tmp_path / "p", threads=2)
+    assert "_range(" not in (b.dir / "model.c").read_text()
