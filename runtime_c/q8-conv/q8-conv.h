@@ -21,7 +21,7 @@ typedef struct {
 static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
 {
     const size_t K = (size_t)p->s.C * p->s.kh * p->s.kw, N = (size_t)p->s.Ho * p->s.Wo;
-    return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s);
+    return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s) + 32;
 }
 
 /* pool may be NULL (serial); with threads the GEMM of each group is split over 32-pixel chunks

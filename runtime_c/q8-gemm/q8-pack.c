@@ -68,6 +68,32 @@ static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
     return n;
 }
 
+/* Stride 2: the even bytes of 32 (mask + pack) of each of 4 rows, interleaved as in pack4_simd. Reads
+ * up to 31 bytes past a row's first pixel: the im2col buffer carries 32 bytes of slack. */
+static size_t pack4_s2_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
+                            size_t N, uint8_t flip, uint8_t *dst)
+{
+    size_t n = 0;
+#if defined(__SSE2__)
+    const __m128i f = _mm_set1_epi8((char)flip), even = _mm_set1_epi16(0x00FF);
+#define Q8_EVEN16(r) _mm_xor_si128(_mm_packus_epi16(_mm_and_si128(_mm_loadu_si128((const __m128i *)((r) + 2 * n)), even), \
+                                                    _mm_and_si128(_mm_loadu_si128((const __m128i *)((r) + 2 * n + 16)), even)), f)
+    for (; n + 16 <= N; n += 16) {
+        __m128i a = Q8_EVEN16(r0), b = Q8_EVEN16(r1), c = Q8_EVEN16(r2), d = Q8_EVEN16(r3);
+        __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+        _mm_storeu_si128((__m128i *)(dst + n * 4), _mm_unpacklo_epi16(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(dst + n * 4 + 16), _mm_unpackhi_epi16(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(dst + n * 4 + 32), _mm_unpacklo_epi16(ab1, cd1));
+        _mm_storeu_si128((__m128i *)(dst + n * 4 + 48), _mm_unpackhi_epi16(ab1, cd1));
+    }
+#undef Q8_EVEN16
+#else
+    (void)r0; (void)r1; (void)r2; (void)r3; (void)N; (void)flip; (void)dst;
+#endif
+    return n;
+}
+
 void q8_pack_x(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t flip, uint8_t *Xp)
 {
     const size_t np = q8_pack_np(N), K4 = (K + 3) / 4;
@@ -127,7 +153,9 @@ void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8
         for (int oh = 0; oh < s->Ho; oh++) {
             const size_t ro = (size_t)oh * s->sh * wp;
             uint8_t *d = dst + (size_t)oh * s->Wo * 4;
-            size_t ow = s->sw == 1 ? pack4_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d) : 0;
+            size_t ow = s->sw == 1 ? pack4_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d)
+                      : s->sw == 2 ? pack4_s2_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d)
+                                   : 0;
             for (; ow < (size_t)s->Wo; ow++)
                 for (size_t j = 0; j < 4; j++)
                     d[ow * 4 + j] = b[j][ro + ow * s->sw] ^ flip;

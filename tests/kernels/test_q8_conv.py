@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgec.codegen.ops.qpack import pack_w, requant_scales, row_params, to_u8_domain
-from qkit import ISAS, build, exact_int8, run
+from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 from test_q8_gemm import VARIANTS
 
 # (C, H, W, OC, k, stride, pad, dilation, groups, xdtype)
@@ -24,6 +24,8 @@ CASES = [
     (6, 10, 10, 7, 3, 1, 2, 2, 1, np.int8),
     (17, 5, 13, 33, 1, 2, 0, 1, 1, np.uint8),
     (8, 6, 6, 8, 5, 1, 2, 1, 8, np.int8),
+    (3, 9, 45, 8, 3, 2, 1, 1, 1, np.uint8),   # stride 2 over rows of >= 16 outputs: the vector im2col
+    (5, 6, 66, 4, 5, 2, 2, 1, 1, np.int8),
 ]
 
 
@@ -134,3 +136,22 @@ def test_exact_reference_is_qlinearconv():
         d.append(np.abs(exact_int8(model, {"x": x})[0].astype(np.int64) - _qlinearconv_int(case, x, q)).ravel())
     d = np.concatenate(d)
     assert d.max() <= 1 and np.mean(d == 0) > 0.995, (d.max(), np.mean(d == 0))
+
+
+def test_q8_conv_stride2_im2col_clean_under_sanitizers(tmp_path):
+    """The vector stride-2 im2col reads 32 bytes per row step: within the scratch's slack (ASan/UBSan)."""
+    isa = ISAS["avx2"]
+    require(isa)
+    fn, src, signed = VARIANTS["avx2"]
+    exe = build(isa, tmp_path / "drv", ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c",
+                                        "ec_threadpool.c", src], {"KERNEL": fn}, SANITIZE)
+    rng = np.random.default_rng(7)
+    for i, case in enumerate(CASES[-2:]):
+        model, x, q = _model_and_data(case, rng)
+        ref = exact_int8(model, {"x": x})[0]
+        shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, bool(signed))
+        r = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"y{i}.bin"), timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        y = np.frombuffer((tmp_path / f"y{i}.bin").read_bytes(), np.uint8).reshape(shape).astype(np.int16)
+        y -= 128 if case[-1] == np.int8 else 0
+        assert np.abs(y - ref.astype(np.int16)).max() <= 1, case
