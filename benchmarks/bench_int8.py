@@ -3,7 +3,8 @@ thread count, median of --runs runs after warm-up (not a timed test).
 
 Test models: the digits CNN (batch 1) and ppocr cls (1x3x48x192). int8 = onnxruntime
 quantize_static QDQ, per-channel int8 weights, uint8 activations (ppocr: BN folded by onnxruntime's
-pre-processing, opset 13). fp16 = edgec.optimizer's fp16 conversion (weights stored as fp16 in the
+pre-processing, opset 13); "7-bit" = the same with reduce_range (weights within +-64, what
+`edgec optimize --target` picks for AVX2 without VNNI: edgec then runs its vpmaddubsw kernels). fp16 = edgec.optimizer's fp16 conversion (weights stored as fp16 in the
 compiled model, fp32 arithmetic). The int8 target is the best this CPU has: x86_64-avx512-vnni when
 /proc/cpuinfo lists avx512_vnni, else native.
 
@@ -14,11 +15,13 @@ random input, no labels). onnxruntime's own optimized int8 run is shown beside i
 its integer kernels differ between CPUs (u8 x s8 saturation on x86 without VNNI).
 
     python benchmarks/bench_int8.py [--runs 50] [--threads 1] [--models digits,ppocr]
+    python benchmarks/bench_int8.py --micro   # q8 GEMM microbenchmark: vpmaddwd vs vpmaddubsw kernels
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -41,8 +44,15 @@ class _Reader(CalibrationDataReader):
         return next(self.it, None)
 
 
+def _q(src: Path, dst: Path, name: str, batches: list, reduce_range: bool) -> Path:
+    quantize_static(str(src), str(dst), _Reader(name, batches), quant_format=QuantFormat.QDQ, per_channel=True,
+                    reduce_range=reduce_range, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return dst
+
+
 def models(work: Path, which: list[str]) -> dict:
-    """name -> (fp32 path, int8 path, fp16 path, input name, input array, eval inputs, eval labels or None)."""
+    """name -> (fp32 path, int8 path, 7-bit int8 path, fp16 path, input name, input array, eval inputs,
+    eval labels or None)."""
     from edgec.optimizer.fp16 import convert
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -51,28 +61,23 @@ def models(work: Path, which: list[str]) -> dict:
     if "digits" in which:
         d = zoo.digits_cnn()
         x = np.load(d.data)["input"]
-        q = work / "digits_int8.onnx"
-        quantize_static(str(d.model), str(q), _Reader("input", [x[i:i + 1] for i in range(64)]),
-                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8)
-        out["digits"] = (d.model, q, "input", x[:1])
+        cal = [x[i:i + 1] for i in range(64)]
+        q, q7 = (_q(d.model, work / f"digits_int8{t}.onnx", "input", cal, t == "_7bit") for t in ("", "_7bit"))
+        out["digits"] = (d.model, q, q7, "input", x[:1])
         evals["digits"] = (x, np.load(d.data)["labels"])
     if "ppocr" in which:
         p = zoo.ppocr_cls()
         quant_pre_process(str(p), str(work / "pre.onnx"), skip_symbolic_shape=True)
         f32 = work / "ppocr_fp32.onnx"
         onnx.save(onnx.version_converter.convert_version(onnx.load(str(work / "pre.onnx")), 13), str(f32))
-        q = work / "ppocr_int8.onnx"
-        quantize_static(str(f32), str(q), _Reader("x", [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
-                                                       for _ in range(8)]),
-                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8)
-        out["ppocr"] = (f32, q, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
+        cal = [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(8)]
+        q, q7 = (_q(f32, work / f"ppocr_int8{t}.onnx", "x", cal, t == "_7bit") for t in ("", "_7bit"))
+        out["ppocr"] = (f32, q, q7, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
         evals["ppocr"] = (out["ppocr"][3], None)
-    for name, (f32, q, iname, x) in list(out.items()):
+    for name, (f32, q, q7, iname, x) in list(out.items()):
         h = work / f"{name}_fp16.onnx"
         onnx.save(convert(onnx.load(str(f32)), []), str(h))
-        out[name] = (f32, q, h, iname, x, *evals[name])
+        out[name] = (f32, q, q7, h, iname, x, *evals[name])
     return out
 
 
@@ -100,34 +105,58 @@ def int8_accuracy(q: Path, out: Path, target: str, iname: str, x: np.ndarray, la
     return r
 
 
+def micro() -> None:
+    """Build and run benchmarks/c/q8_gemm_micro.c natively (AVX2): the same packed operands through the
+    vpmaddwd and vpmaddubsw q8 GEMMs."""
+    from edgec.runtime_c import root
+
+    rt, here = root(), Path(__file__).parent
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "micro"
+        subprocess.run(["gcc", "-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-mavx2", "-mfma", f"-I{rt}",
+                        str(here / "c" / "q8_gemm_micro.c"), str(rt / "q8-gemm" / "q8-pack.c"),
+                        str(rt / "q8-gemm" / "q8-gemm-4x8-avx2.c"), str(rt / "q8-gemm" / "q8-gemm-4x16-avx2-maddubs.c"),
+                        "-o", str(exe)], check=True)
+        print(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default="digits,ppocr")
+    ap.add_argument("--micro", action="store_true", help="only the q8 GEMM microbenchmark")
     a = ap.parse_args()
+    if a.micro:
+        micro()
+        return
     int8_target = "x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name, (f32, q, h, iname, x, xe, labels) in models(work, a.models.split(",")).items():
+        for name, (f32, q, q7, h, iname, x, xe, labels) in models(work, a.models.split(",")).items():
             shapes = {iname: list(x.shape)}
-            r = {"model": name}
-            r["ort_fp32"] = median(time_onnxruntime(f32, {iname: x}, a.threads, a.runs, 10))
-            r["ort_int8"] = median(time_onnxruntime(q, {iname: x}, a.threads, a.runs, 10))
-            r["edgec_fp32"], r["w_fp32"] = edgec_ms(f32, work / f"{name}_e32", "native", shapes, a.threads, a.runs)
-            r["edgec_int8"], r["w_int8"] = edgec_ms(q, work / f"{name}_e8", int8_target, shapes, a.threads, a.runs)
-            r["edgec_fp16w"], r["w_fp16"] = edgec_ms(h, work / f"{name}_e16", "native", shapes, a.threads, a.runs)
-            r.update(int8_accuracy(q, work / f"{name}_acc", int8_target, iname, xe, labels))
-            rows.append(r)
+            base = {"ort_fp32": median(time_onnxruntime(f32, {iname: x}, a.threads, a.runs, 10))}
+            base["edgec_fp32"], base["w_fp32"] = edgec_ms(f32, work / f"{name}_e32", "native", shapes, a.threads, a.runs)
+            for tag, qm in (("", q), (" 7-bit", q7)):
+                r = dict(base, model=name + tag)
+                r["ort_int8"] = median(time_onnxruntime(qm, {iname: x}, a.threads, a.runs, 10))
+                r["edgec_int8"], r["w_int8"] = edgec_ms(qm, work / f"{name}_e8{tag.strip()}", int8_target, shapes,
+                                                        a.threads, a.runs)
+                r["edgec_fp16w"], r["w_fp16"] = (edgec_ms(h, work / f"{name}_e16", "native", shapes, a.threads, a.runs)
+                                                  if not tag else (None, None))
+                r.update(int8_accuracy(qm, work / f"{name}_acc{tag.strip()}", int8_target, iname, xe, labels))
+                rows.append(r)
     print(f"threads {a.threads}, median of {a.runs} runs, ms; edgec int8 target {int8_target}\n")
     print("| model | ort fp32 | ort int8 | edgec fp32 | edgec int8 | edgec fp16-weights | int8 vs edgec fp32 | "
-          "int8 vs ort fp32 | weight bytes fp32 / int8 / fp16 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "edgec int8 vs ort int8 | int8 vs ort fp32 | weight bytes fp32 / int8 / fp16 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:  # 4 decimals: the digits CNN runs in ~0.01 ms
+        fp16 = f"{r['edgec_fp16w']:.4f}" if r["edgec_fp16w"] is not None else "-"
         print(f"| {r['model']} | {r['ort_fp32']:.4f} | {r['ort_int8']:.4f} | {r['edgec_fp32']:.4f} | "
-              f"{r['edgec_int8']:.4f} | {r['edgec_fp16w']:.4f} | {r['edgec_fp32'] / r['edgec_int8']:.2f}x | "
-              f"{r['ort_fp32'] / r['edgec_int8']:.2f}x | {r['w_fp32']} / {r['w_int8']} / {r['w_fp16']} |")
+              f"{r['edgec_int8']:.4f} | {fp16} | {r['edgec_fp32'] / r['edgec_int8']:.2f}x | "
+              f"{r['ort_int8'] / r['edgec_int8']:.2f}x | {r['ort_fp32'] / r['edgec_int8']:.2f}x | "
+              f"{r['w_fp32']} / {r['w_int8']} / {r['w_fp16'] or '-'} |")
     print("\nint8 accuracy against the exact QDQ arithmetic (onnxruntime, graph optimizations off); "
           "onnxruntime's optimized int8 run on this CPU beside it\n")
     print("| model | edgec int8: max err (LSB) | edgec int8: argmax agree | onnxruntime optimized int8: max err (LSB) | "
