@@ -1,4 +1,9 @@
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include "ec_threadpool.h"
+
+#include <sched.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -12,6 +17,10 @@
 /* Spin this many polls before sleeping: layer calls come back-to-back, a futex wake-up per
  * layer would cost more than small layers themselves. */
 #define EC_SPIN 20000
+/* The caller, done with its share, polls this often before yielding its core on each poll: a
+ * worker still in a chunk may have been descheduled (more runnable threads than cores), and the
+ * caller's spinning would keep it off the core it is waiting for. */
+#define EC_WAIT_SPIN 2000
 
 /* Claims chunks of job `g` until none is left; a claim made for an older job fails its CAS. */
 static void run_chunks(ec_pool *p, unsigned g, size_t tid) {
@@ -133,7 +142,12 @@ static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_t
     pthread_mutex_unlock(&p->mu);
   }
   run_chunks(p, g, 0);
-  while (atomic_load_explicit(&p->done, memory_order_acquire) < n) EC_PAUSE();
+  for (int spins = 0; atomic_load_explicit(&p->done, memory_order_acquire) < n;) {
+    if (++spins < EC_WAIT_SPIN)
+      EC_PAUSE();
+    else
+      sched_yield();
+  }
 }
 
 void ec_parallel_for(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, void *ctx) {
