@@ -91,7 +91,7 @@ def render(rep: dict) -> None:
     wm = rep.get("whole_model")
     if wm:
         out.print(escape(f"whole model: untuned {wm['untuned_ms']:.3f} ms, tuned {wm['tuned_ms']:.3f} ms "
-                         f"({wm['speedup']:.2f}x, {wm['tuned_layers']} layer signature(s) forced)"))
+                         f"({wm['speedup']:.2f}x; {wm['tuned_layers']} layer(s) use a record)"))
 
 
 class _TuneProgress:

@@ -217,8 +217,9 @@ def parse_forced(text: str) -> dict:
         k, sep, val = kv.partition("=")
         if not sep or k not in options.PER_LAYER:
             raise EdgecError(f"tuning record forces {kv!r}: not one of {', '.join(options.PER_LAYER)}")
+        if val not in options._CHOICES[k]:
+            raise EdgecError(f"tuning record forces {kv!r}: {k} is one of {', '.join(options._CHOICES[k])}")
         out[k] = val
-    options.CompileOptions(**out)  # values checked like EDGEC_* ones
     return out
 
 

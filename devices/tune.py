@@ -70,7 +70,7 @@ def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | 
     finally:
         if own:
             db.close()
-    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs if r.forced))
+    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs))
 
 
 def local_tuned_options(options: CompileOptions) -> CompileOptions:
@@ -378,7 +378,7 @@ class Tuner:
             opts = tuned_options(self.device, self.t, self.mode, opts, self.db)
         dep = deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
                      input_shapes=self.input_shapes, options=opts)
-        out = {"tuned_layers": len(opts.tuned)} if tuned else {}
+        out = {"tuned_layers": sum(1 for l in dep.build_info.get("layers", []) if l.get("details", {}).get("tuned"))}
         if tuned and opts.tuned:
             chk = check_outputs(dep, self.input_shapes)
             if not chk["ok"]:
@@ -434,8 +434,7 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
         elif stopped:
             row["source"] = "not measured: budget"
         elif transfer_only:
-            names = sorted({r.variant for r in pool if r.model == source_model and r.cls == j.cls
-                            and r.variant != "default"})
+            names = sorted({v for r in pool if r.model == source_model and r.cls == j.cls for v in r.transferable()})
             if not names:
                 row["source"] = f"no record of class {j.cls} to transfer: cost model's pick kept"
             else:
@@ -469,7 +468,7 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
         tuned = tu.whole_model(True)
         report["whole_model"] = {"untuned_ms": untuned["median_ms"], "tuned_ms": tuned["median_ms"],
                                  "speedup": untuned["median_ms"] / tuned["median_ms"],
-                                 "tuned_layers": tuned.get("tuned_layers", 0)}
+                                 "tuned_layers": tuned["tuned_layers"]}
     if db is None:
         tu.db.close()
     return report

@@ -56,8 +56,18 @@ class Record:
         """The --explain text of a layer this record forces."""
         where = f"{self.device}{' (emulated)' if self.emulated else ''}, {self.date}"
         src = "" if self.source == "measured" else f" ({self.source})"
+        if not self.forced:
+            n = sum(1 for t in self.trials if "ms" in t)
+            return f"tuned on {where}: the cost model's pick {self.algo} measured fastest of {n} variants{src}"
         return f"tuned on {where}: {self.speedup:.2f}x over the cost model's pick ({self.default_algo} -> " \
                f"{self.algo}){src}"
+
+    def transferable(self) -> list[str]:
+        """Variant names that reproduce this record's winner on another layer of its class: the winner, or
+        for a kept cost-model pick the variants that emitted the same kernel."""
+        if self.variant != "default":
+            return [self.variant]
+        return [t["variant"] for t in self.trials if t.get("rejected") == "same code as default"]
 
 
 def fingerprint(facts: dict) -> str:

@@ -1,0 +1,257 @@
+"""`edgec tune` end to end: real builds and runs on `local` and on the emulated Pi 4 over SSH, the tuning
+database in SQLite, its records used (or ignored) by compile, transfer-tuning, export/import."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from devkit import run_cli
+from edgec.devices import tuningdb
+from edgec.devices.inventory import Inventory
+from edgec.devices.transport import open_transport
+from edgec.devices.tune import tune
+
+pytestmark = [pytest.mark.slow]
+
+
+def _cnn(path, specs, x_shape):
+    """specs: ("conv", cin, cout, groups) 3x3 pad 1 + Relu, or ("pool",) 2x2 max pool."""
+    rng = np.random.default_rng(len(specs) + x_shape[-1])
+    nodes, inits, cur = [], [], "x"
+    shape = list(x_shape)
+    for i, s in enumerate(specs):
+        if s[0] == "pool":
+            shape[2:] = [shape[2] // 2, shape[3] // 2]
+            nodes.append(helper.make_node("MaxPool", [cur], [f"p{i}"], kernel_shape=[2, 2], strides=[2, 2]))
+            cur = f"p{i}"
+            continue
+        _, cin, cout, g = s
+        shape[1] = cout
+        inits += [numpy_helper.from_array((rng.standard_normal((cout, cin // g, 3, 3)) * 0.2).astype(np.float32),
+                                          f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, f"b{i}")]
+        nodes += [helper.make_node("Conv", [cur, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1], group=g),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        cur = f"r{i}"
+    nodes.append(helper.make_node("Identity", [cur], ["y"]))
+    g = helper.make_graph(nodes, path.stem, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tune_cache(tmp_path_factory):
+    """Builds shared by this module's tests; a tuning database apart from the other device tests'."""
+    return tmp_path_factory.mktemp("tune-cache")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tune-models")
+    return {
+        # a dense 3x3 conv (Winograd F(2,3)/F(4,3)/F(6,3) or direct) and a depthwise one (plane or channel-blocked)
+        "a": _cnn(d / "a.onnx", [("conv", 16, 16, 1), ("conv", 16, 16, 16)], [1, 16, 20, 20]),
+        # the same first layer (an exact signature of a), then the same class at another size
+        "b": _cnn(d / "b.onnx", [("conv", 16, 16, 1), ("pool",), ("conv", 16, 16, 1)], [1, 16, 20, 20]),
+        "dw": _cnn(d / "dw.onnx", [("conv", 8, 8, 8)], [1, 8, 12, 12]),
+    }
+
+
+@pytest.fixture
+def env(edgec_env, tune_cache, monkeypatch):
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tune_cache))
+    return edgec_env
+
+
+def _corrupt(victim):
+    """after_run hook: damage the output file one candidate's real runner wrote, before it is checked."""
+    def hook(name, t, remote):
+        if name == victim:
+            arr = np.load(io.BytesIO(t.read(f"{remote}/output_0.npy")))
+            arr.flat[0] += 1.0
+            with tempfile.TemporaryDirectory() as tmp:
+                np.save(Path(tmp) / "bad.npy", arr)
+                t.put(Path(tmp) / "bad.npy", f"{remote}/output_0.npy")
+    return hook
+
+
+@pytest.fixture(scope="module")
+def tuned_a(tune_cache, models, tmp_path_factory):
+    """Tune model a on local: interrupted after its first layer (Ctrl-C), then resumed from the command line."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EDGEC_CACHE_DIR", str(tune_cache))
+    home = tmp_path_factory.mktemp("home")
+    mp.setenv("HOME", str(home))
+    mp.setenv("EDGEC_CONFIG_DIR", str(home / "cfg"))
+    (tune_cache / "tuning.sqlite").unlink(missing_ok=True)
+    layers_done, hook = [], _corrupt("winograd-f23")
+
+    def progress(event, **kw):
+        if event == "done-layer":
+            layers_done.append(kw["row"])
+            raise KeyboardInterrupt
+
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t, pytest.raises(KeyboardInterrupt):
+        tune(models["a"], dev, t, progress=progress, after_run=hook)
+    with tuningdb.TuningDB() as db:
+        first = db.records()
+    rc, out, err = run_cli("tune", str(models["a"]), "--json")
+    assert rc == 0, err
+    yield {"first": first, "interrupted_row": layers_done[0], "report": json.loads(out), "corrupted": hook}
+    mp.undo()
+
+
+def test_interrupted_tune_keeps_its_record_and_resumes(tuned_a):
+    first, rep = tuned_a["first"], tuned_a["report"]
+    assert len(first) == 1 and first[0].signature == tuned_a["interrupted_row"]["signature"]
+    assert first[0].cls == "conv3x3s1+relu"  # most MACs first
+    assert rep["resumed"] == 1 and rep["measured"] == 1 and not rep["stopped_at_budget"]
+    rows = {r["class"]: r for r in rep["layers"]}
+    assert rows["conv3x3s1+relu"]["source"].startswith("exact record (measured on this model")
+    assert rows["dwconv3x3s1+relu"]["source"] == "measured"
+    dw = rows["dwconv3x3s1+relu"]["record"]
+    assert {t["variant"] for t in dw["trials"]} == {"default", "dw-plane", "dw-cb"}
+    assert all("ms" in t or t["rejected"] == "same code as default" for t in dw["trials"])
+    wm = rep["whole_model"]
+    assert wm["untuned_ms"] > 0 and wm["tuned_ms"] > 0 and wm["tuned_layers"] == 2
+
+
+def test_every_candidate_is_checked_and_a_wrong_one_is_rejected(tuned_a):
+    rec = tuned_a["first"][0]
+    trials = {t["variant"]: t for t in rec.trials}
+    assert set(trials) == {"default", "direct", "winograd-f23", "winograd-f43", "winograd-f63"}
+    # the corrupted output of the F(2,3) program is caught by the check against onnxruntime, never timed
+    assert trials["winograd-f23"]["rejected"].startswith("wrong output") and "ms" not in trials["winograd-f23"]
+    assert rec.variant != "winograd-f23" and rec.time_ms > 0 and rec.default_ms > 0
+    assert all("ms" in t for n, t in trials.items() if n not in ("winograd-f23",) and "rejected" not in t)
+    assert rec.facts["target"] == "x86_64-avx2" and not rec.emulated and rec.facts["caches"]
+
+
+def test_compile_uses_the_records_and_no_tuning_ignores_them(tuned_a, env, models, tmp_path):
+    rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "t"), "--json")
+    assert rc == 0, err
+    layers = json.loads(out)["layers"]
+    notes = [l["details"].get("tuned", "") for l in layers if l["op"] == "Conv"]
+    assert len(notes) == 2 and all(n.startswith("tuned on local, ") for n in notes)
+    rec = tuned_a["first"][0]
+    conv = next(l for l in layers if l["details"].get("signature") == rec.signature)
+    assert conv["algo"] == rec.algo  # the measured winner, forced on this layer
+    rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "e"), "--explain")
+    assert rc == 0 and "tuned on local" in " ".join(out.split())
+    rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "n"), "--json", "--no-tuning")
+    assert rc == 0, err
+    assert not any("tuned" in l.get("details", {}) for l in json.loads(out)["layers"])
+    # deploy and bench take the records as well (a different build key), and --no-tuning
+    rc, out, err = run_cli("bench", str(models["a"]), "--runs", "3", "--no-layers", "--json")
+    assert rc == 0, err
+    tuned_sha = json.loads(out)
+    rc, out, err = run_cli("bench", str(models["a"]), "--runs", "3", "--no-layers", "--json", "--no-tuning")
+    assert rc == 0, err
+    assert tuned_sha["median_ms"] > 0 and json.loads(out)["median_ms"] > 0
+
+
+def test_records_of_another_fingerprint_are_not_used(tuned_a, env, models, tmp_path):
+    rc, out, err = run_cli("tune", "--export", str(tmp_path / "mine.json"))
+    assert rc == 0 and "exported 2" in out
+    doc = json.loads((tmp_path / "mine.json").read_text())
+    for r in doc["records"]:  # the same records, measured on another CPU
+        r["facts"]["cpu"] = "Other CPU 9000"
+        r["fingerprint"] = tuningdb.fingerprint(r["facts"])
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    os.environ["EDGEC_CACHE_DIR"] = str(tmp_path / "fresh-cache")  # an empty database; the env fixture restores it
+    rc, out, err = run_cli("tune", "--import", str(tmp_path / "other.json"))
+    assert rc == 0 and "imported 2" in out, err
+    rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "c"), "--json")
+    assert rc == 0 and not any("tuned" in l.get("details", {}) for l in json.loads(out)["layers"])
+    rc, out, err = run_cli("tune", "--import", str(tmp_path / "mine.json"))  # this machine's: used again
+    rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "c"), "--json")
+    assert rc == 0 and all("tuned" in l["details"] for l in json.loads(out)["layers"] if l["op"] == "Conv")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: "not json", "is not a JSON file of tuning records"),
+    (lambda d: {"records": []}, "is not an edgec tuning export"),
+    (lambda d: d["records"][0].pop("forced") and d, "lacks forced"),
+    (lambda d: d["records"][0].update(forced="conv=fastest") or d, "conv=fastest"),
+    (lambda d: d["records"][0].update(time_ms="1") or d, "time_ms has the wrong type"),
+    (lambda d: d["records"][0].update(emulated=False) or d["records"][0]["facts"].update(emulated=True) or d,
+     "fingerprint does not match"),
+])
+def test_bad_import_is_one_line_and_imports_nothing(tuned_a, env, tmp_path, change, message):
+    run_cli("tune", "--export", str(tmp_path / "x.json"))
+    doc = change(json.loads((tmp_path / "x.json").read_text()))
+    (tmp_path / "bad.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    with tuningdb.TuningDB() as db:
+        before = len(db.records())
+    rc, out, err = run_cli("tune", "--import", str(tmp_path / "bad.json"))
+    assert rc != 0 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    with tuningdb.TuningDB() as db:
+        assert len(db.records()) == before
+
+
+def test_transfer_only_uses_another_models_records(tuned_a, env, models):
+    rc, out, err = run_cli("tune", str(models["b"]), "--transfer-only", "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["transfer_only"] and rep["source_model"] == "a.onnx"
+    rows = rep["layers"]
+    assert len(rows) == 2 and rows[0]["source"].startswith("exact record (measured on model a.onnx")
+    a_conv = tuned_a["first"][0]
+    names = set(a_conv.transferable())
+    second = rows[1]
+    if second["source"].startswith("transferred"):
+        assert second["source"] == f"transferred from a.onnx ({', '.join(sorted(names))})"
+        tried = {t["variant"] for t in second["record"]["trials"]}
+        assert tried == {"default"} | names  # only a's variants of this class, against the cost model's pick
+        assert second["record"]["source"] == "transferred from a.onnx"
+    else:  # a's winner is the cost model's pick of this layer too: nothing else to measure
+        assert second["source"] == "not measured: one variant only"
+    assert rep["search_s"] < tuned_a["report"]["search_s"] + 60
+    rc, out, err = run_cli("tune", str(models["b"]), "--transfer-only")  # now every layer has a record
+    assert rc == 0 and "exact" in out and "0 layer signature(s) measured" in out and "whole model:" in out
+
+
+def test_budget_and_bad_arguments(env, models):
+    rc, out, err = run_cli("tune", str(models["dw"]), "--budget", "0.001", "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["stopped_at_budget"] and rep["measured"] == 0
+    assert rep["layers"][0]["source"] == "not measured: budget"
+    for args, msg in ((["tune"], "give a model"), (["tune", "missing.onnx"], "does not exist"),
+                      (["tune", str(models["dw"]), "--budget", "0"], "--budget must be positive"),
+                      (["tune", str(models["dw"]), "--export", "x.json"], "--export/--import move records"),
+                      (["tune", str(models["dw"]), "-d", "nowhere"], "nowhere")):
+        rc, out, err = run_cli(*args)
+        assert rc != 0 and msg in err and "Traceback" not in err, (args, err)
+
+
+@pytest.mark.ssh
+def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models):
+    rc, out, err = run_cli("tune", str(models["dw"]), "-d", "emu-pi4", "--json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["emulated"] and rep["mode"] == "cross" and rep["facts"]["target"] == "aarch64-neon"
+    assert rep["facts"]["emulated"] and "qemu-aarch64" in rep["facts"]["emulator"]
+    row = rep["layers"][0]
+    assert row["source"] == "measured" and row["record"]["emulated"]
+    assert {t["variant"] for t in row["record"]["trials"]} == {"default", "dw-plane", "dw-cb"}
+    assert rep["whole_model"]["tuned_layers"] == 1
+    with tuningdb.TuningDB() as db:
+        rec = db.get(rep["fingerprint"], row["signature"])
+        assert rec.emulated and db.applicable(rec.fingerprint, emulated=True) == [rec]
+        # a real board never gets emulator timings, even under the same fingerprint
+        assert db.applicable(rec.fingerprint, emulated=False) == []
+    # and a real board's fingerprint differs anyway: same facts without the emulator
+    real = {k: v for k, v in rec.facts.items() if k != "emulator"} | {"emulated": False}
+    assert tuningdb.fingerprint(real) != rec.fingerprint
