@@ -43,11 +43,29 @@ def maddubs_exact(w: np.ndarray) -> bool:
     return bool(255 * pos.max(initial=0) <= 32767 and 255 * neg.min(initial=0) >= -32768)
 
 
+# ARMv8.0 NEON: two k4 steps per int16 product lane (vmull + vmlal, one vpadal); exact per neon_mlal_exact
+Q8_GEMM_NEON_MLAL = ("q8_gemm_4x8__neon_mlal", "q8-gemm/q8-gemm-4x8-neon-mlal.c", True)
+
+
+def neon_mlal_exact(w: np.ndarray) -> bool:
+    """Whether two s8 x s8 products per int16 lane stay exact for every signed input (x in [-128, 127]) with
+    weights W[M][K]: lanes pair k with k + 4 (k4 steps 2q, 2q+1; an odd last step pairs with 0); per pair,
+    the sums of max(127w, -128w) and of min(127w, -128w) must stay within int16. Weights in [-127, 127]
+    always pass."""
+    w = np.asarray(w, np.int64).reshape(w.shape[0], -1)
+    w = np.pad(w, ((0, 0), (0, -w.shape[1] % 8)))
+    hi, lo = np.maximum(127 * w, -128 * w), np.minimum(127 * w, -128 * w)
+    pair = (lambda a: a.reshape(w.shape[0], -1, 2, 4).sum(axis=2))
+    return bool(pair(hi).max(initial=0) <= 32767 and pair(lo).min(initial=0) >= -32768)
+
+
 def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
     """Pick the q8 GEMM for a target (data from its isa/features; armv7 uses the portable one) and, where a
     kernel is exact only on narrow weights, for the layer's constant weights W[M][K] (None: any weights)."""
     if w is not None and maddubs_target(target) and maddubs_exact(w):
         return Q8_GEMM_MADDUBS
+    if w is not None and target.arch == "aarch64" and target.isa == "neon" and neon_mlal_exact(w):
+        return Q8_GEMM_NEON_MLAL
     if target.arch == "armv7":
         return Q8_GEMM["scalar"]
     if target.isa == "avx512" and "avx512_vnni" in target.features:

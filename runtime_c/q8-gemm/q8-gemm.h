@@ -54,6 +54,10 @@ void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const 
                          size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x8__neon(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                        size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* two k4 steps per int16 product lane (vmull + vmlal, one vpadal): exact unless a weight pair of a lane
+ * reaches -128 twice (see q8-gemm-4x8-neon-mlal.c) */
+void q8_gemm_4x8__neon_mlal(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                            size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x8__neondot(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                           size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x8__avx2(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,

@@ -115,3 +115,44 @@ def test_dotprod_build_traps_on_cortex_a72(tmp_path):
     isa, exe = _build("neon-v82", tmp_path)
     r = run(isa.__class__("a72", isa.cc, isa.cflags, A72), exe)
     assert r.returncode != 0
+
+
+def _mlal_run(tmp_path, tag, wmin, wmax):
+    isa = ISAS["neon"]
+    require(isa)
+    exe = build(isa, tmp_path / tag, ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c",
+                                      "q8-gemm/q8-gemm-4x8-neon-mlal.c"],
+                {"KERNEL": "q8_gemm_4x8__neon_mlal", "KERNEL_NAME": f'"{tag}"', "X_SIGNED": "1",
+                 "WMIN": f"({wmin})", "WMAX": str(wmax), "NMODES": "6"})
+    r = run(isa, exe, timeout=600)
+    m = re.search(r"(\d+)/(\d+) cases match", r.stdout)
+    assert m, r.stdout[-2000:] + r.stderr[-2000:]
+    return int(m.group(1)), int(m.group(2)), r
+
+
+def test_neon_mlal_exact_on_symmetric_weights_under_qemu_a72(tmp_path):
+    """ARMv8.0 vmull + vmlal kernel (cortex-a72 under qemu): bit-exact with the scalar GEMM on weights in
+    [-127, 127] (symmetric quantization's range; extremes against x = -128 / 127 included), odd shapes."""
+    ok, n, r = _mlal_run(tmp_path, "mlal", -127, 127)
+    assert ok == n == 4860, r.stdout[-2000:]
+
+
+def test_neon_mlal_differs_when_weights_reach_minus_128(tmp_path):
+    """-128 x -128 twice in one int16 lane wraps: why the emitter checks neon_mlal_exact."""
+    ok, n, _ = _mlal_run(tmp_path, "mlal128", -128, 127)
+    assert n == 4860 and ok < n
+
+
+def test_neon_mlal_bound_and_dispatch():
+    from edgec.codegen.ops.qpack import Q8_GEMM_NEON_MLAL, gemm_variant, neon_mlal_exact
+    from edgec.codegen.targets import get_target
+
+    assert neon_mlal_exact(np.full((3, 9), -127, np.int8)) and neon_mlal_exact(np.full((3, 4), -128, np.int8))
+    assert not neon_mlal_exact(np.full((3, 5), -128, np.int8))   # k = 0 and k = 4 share a lane: 2 x 16384
+    w = np.zeros((2, 8), np.int8)
+    w[1, 2], w[1, 6] = -128, -127                                 # 16384 + 16256 = 32640: still exact
+    assert neon_mlal_exact(w)
+    a72 = get_target("aarch64-neon")
+    assert gemm_variant(a72, np.full((4, 9), 127, np.int8)) == Q8_GEMM_NEON_MLAL
+    assert gemm_variant(a72, np.full((4, 9), -128, np.int8))[0] == "q8_gemm_4x8__neon"
+    assert gemm_variant(get_target("aarch64-v82"), np.full((4, 9), 1, np.int8))[0] == "q8_gemm_4x8__neondot"
