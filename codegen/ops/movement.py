@@ -180,7 +180,7 @@ def emit_tile(node: Node, ctx: EmitContext) -> str:
     xs = strides(x.shape)
     src = " + ".join(f"(i{k} % {d}) * {s}" for k, (d, s) in enumerate(zip(x.shape, xs))) or "0"
     dst = " + ".join(f"i{k} * {s}" for k, s in enumerate(strides(y.shape))) or "0"
-    return block(full_loops(y.shape, [f"{ctx.ptr(y)}[{dst}] = {ctx.ptr(x)}[{src}];"]))
+    return block(full_loops(y.shape, [f"{ctx.ptr(y)}[{dst}] = {ctx.ptr(x)}[{src}];"], ctx=ctx, work=2 * y.size))
 
 
 @register("Pad")
@@ -213,4 +213,4 @@ def emit_pad(node: Node, ctx: EmitContext) -> str:
     inside = " && ".join(f"s{k} >= 0 && s{k} < {d}" for k, d in enumerate(x.shape)) or "1"
     lines.append(f"{ctx.ptr(y)}[{dst}] = ({inside}) ? {ctx.ptr(x)}[{src}] : {value};")
     ctx.note(algo=f"pad-{mode}")
-    return block(full_loops(y.shape, lines))
+    return block(full_loops(y.shape, lines, ctx=ctx, work=2 * y.size))

@@ -22,7 +22,7 @@ X = [1, 7, 61, 67]  # 28609 floats: above the 16384-float threshold, no dimensio
 # ops that must come out as split layers (graph below)
 SPLIT_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Add", "Mul", "Sigmoid", "Exp",
              "Relu", "Softmax", "LayerNormalization", "InstanceNormalization", "BatchNormalization", "Concat",
-             "Split", "Transpose", "Slice", "ReduceMean", "ArgMax", "Resize", "Cast"}
+             "Split", "Transpose", "Slice", "ReduceMean", "ArgMax", "Resize", "Cast", "Pad", "Tile"}
 
 
 def threads_model(path):
@@ -64,6 +64,8 @@ def threads_model(path):
     node("ArgMax", ["x"], axis=3)
     node("Resize", ["x", "", const("scales", np.array([1, 1, 1.5, 0.75], np.float32))], mode="linear")
     node("Cast", ["x"], to=TensorProto.INT32)
+    node("Pad", ["x", const("pads", np.array([0, 0, 2, 1, 0, 1, 1, 3], np.int64))], mode="reflect")
+    node("Tile", ["x", const("reps", np.array([1, 2, 1, 1], np.int64))])
     g = helper.make_graph(nodes, "threads", [helper.make_tensor_value_info("x", TensorProto.FLOAT, X)],
                           [helper.make_empty_tensor_value_info(o) for o in outs], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
