@@ -81,7 +81,17 @@ void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32
 {
     for (size_t c = 0; c < channels; c++) {
         int32_t sum = 0;
-        for (size_t i = 0; i < hw; i++)
+        size_t i = 0;
+#if defined(__AVX2__)
+        /* vpsadbw against zero: 32 bytes -> 4 partial sums per step */
+        __m256i acc = _mm256_setzero_si256();
+        for (; i + 32 <= hw; i += 32)
+            acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(x + c * hw + i)),
+                                                        _mm256_setzero_si256()));
+        __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        sum = (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1));
+#endif
+        for (; i < hw; i++)
             sum += x[c * hw + i];
         y[c] = q8_requant1(sum - (int32_t)hw * zx, mult, shift, zy, 0, 255);
     }

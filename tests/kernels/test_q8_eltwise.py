@@ -137,3 +137,21 @@ def test_q8_mul_outer_vector_path_matches_float_formula(isa_name, tmp_path):
     exe = build(isa, tmp_path / "mul", ["q8_mul_test.c", "q8-eltwise/q8-eltwise-scalar.c"])
     r = run(isa, exe)
     assert r.returncode == 0 and "420/420 cases match" in r.stdout, r.stdout[-2000:] + r.stderr
+
+
+def test_q8_gavgpool_avx2_path_equals_portable(lib, tmp_path):
+    """The vpsadbw sum (AVX2 build) gives the portable loop's bytes: plane sizes around 32, all-255 planes."""
+    isa = ISAS["avx2"]
+    require(isa)
+    so = build(isa, tmp_path / "libq8e_avx2.so", ["q8-eltwise/q8-eltwise-scalar.c"], extra=("-shared", "-fPIC"))
+    vec = ctypes.CDLL(str(so))
+    rng = np.random.default_rng(5)
+    mult, shift = quantize_multiplier(np.float32(0.05) / np.float32(0.02) / 1000)
+    for hw in (1, 31, 32, 33, 63, 64, 100, 1000, 4096):
+        x = rng.integers(0, 256, (5, hw)).astype(np.uint8)
+        x[0] = 255
+        ys = [np.empty(5, np.uint8) for _ in range(2)]
+        for f, y in zip((lib, vec), ys):
+            f.q8_gavgpool(ctypes.c_size_t(5), ctypes.c_size_t(hw), x.ctypes.data_as(P), 110, mult, shift, 90,
+                          y.ctypes.data_as(P))
+        assert np.array_equal(ys[0], ys[1]), hw
