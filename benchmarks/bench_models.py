@@ -208,10 +208,19 @@ def main() -> int:
     warmup = 5 if args.warmup is None else args.warmup
     print("| model | threads | edgec ms | onnxruntime ms | edgec/ort | arena KB (naive KB) |")
     print("|---|---|---|---|---|---|")
+    speedups = []
     for name in args.models.split(","):
-        for r in bench_one(name, args.runs, warmup, threads, args.target):
+        rows = bench_one(name, args.runs, warmup, threads, args.target)
+        for r in rows:
             print(f"| {r['model']} | {r['threads']} | {r['edgec_ms']:.3f} | {r['ort_ms']:.3f} | {r['ratio']:.2f} | "
                   f"{r['arena_kb']:.0f} ({r['naive_kb']:.0f}) |", flush=True)
+        one = next((r for r in rows if r["threads"] == 1), None)
+        speedups += [(name, r["threads"], one["edgec_ms"] / r["edgec_ms"], one["ort_ms"] / r["ort_ms"])
+                     for r in rows if one is not None and r["threads"] > 1]
+    for name, t, e, o in speedups:  # thread scaling: time at 1 thread / time at t threads
+        print(f"{name}: 1 -> {t} threads speedup edgec {e:.2f}x, onnxruntime {o:.2f}x")
+    with open("/proc/loadavg") as f:
+        print(f"load average at the end: {' '.join(f.read().split()[:3])}")
     return 0
 
 
