@@ -62,6 +62,8 @@ def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | 
     """options with the device's tuning records filled in (CompileOptions.tuned), unless tuning is off."""
     if options.tuning == "off":
         return options.with_(tuned=())
+    if db is None and not tuningdb.db_path().is_file():  # nothing tuned yet: nothing to probe or create
+        return options.with_(tuned=())
     facts = tuningdb.device_facts(device, t, mode, options.threads)
     own = db is None
     db = db or TuningDB()
@@ -79,14 +81,13 @@ def local_tuned_options(options: CompileOptions) -> CompileOptions:
 
     from edgec.codegen.targets import get_target
     from edgec.devices.deploy import choose_mode
-    from edgec.devices.inventory import Inventory
+    from edgec.devices.inventory import device_from_profile
     from edgec.devices.transport import open_transport
 
     if options.tuning == "off" or not get_target(options.target).runs_natively():
         return options.with_(tuned=())
-    dev = dataclasses.replace(Inventory().resolve(["local"])[0], target=options.target)
-    if dev.transport != "local" or dev.exec_wrapper:
-        return options.with_(tuned=())
+    # the built-in `local` device (what `edgec tune MODEL` measures on by default), not the inventory's entry
+    dev = dataclasses.replace(device_from_profile("local", "local"), target=options.target)
     with open_transport(dev) as t:
         return tuned_options(dev, t, choose_mode(dev, "auto"), options)
 

@@ -1,0 +1,161 @@
+"""edgec tune on this host: whole-model times untuned / fully tuned / transfer-tuned, search times, and
+onnxruntime in the same run (1 thread by default).
+
+    python benchmarks/bench_tune.py --budget 300 --md
+    python benchmarks/bench_tune.py --pairs stack8:stack16 --full stack4,stack8,stack16 --budget 120
+
+Every model in --full is tuned with its own fresh database; every pair SRC:DST transfer-tunes DST
+(--transfer-only) from a database holding only SRC's records, so transfer never sees DST's own records.
+Each search starts from an empty build cache. Afterwards untuned, tuned, transfer and onnxruntime are
+timed in interleaved rounds (median of the rounds' medians). Runs in one process so that edgec's code-generator fingerprint stays put; the databases live
+in a temporary cache dir (--cache-dir to keep them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "codegen"))
+
+from bench_gspc import stack_model  # noqa: E402
+from common import median, random_inputs, time_onnxruntime  # noqa: E402
+
+
+def model_path(name: str, tmp: Path) -> tuple[Path, dict | None]:
+    from edgec import zoo
+
+    if name.startswith("stack"):  # the grouped scaling set: 4 x conv3x3 + ReLU, 128 ch, 28x28, g groups
+        g = int(name[5:])
+        return stack_model(tmp / f"{name}.onnx", 128, 28, 1, g, 4), None
+    if name in ("squeezenet", "shufflenet", "resnet50"):
+        from test_e2e import randomized
+        return randomized(zoo.onnx_light(name), tmp / f"{name}.onnx"), None
+    if name == "ppocr-cls":
+        return zoo.ppocr_cls(), {"x": [1, 3, 48, 192]}
+    if name == "digits":
+        return zoo.digits_cnn().model, None
+    raise SystemExit(f"unknown model {name}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", default="stack8,stack16,squeezenet", help="models to tune fully (comma list)")
+    ap.add_argument("--pairs", default="stack8:stack16", help="SRC:DST transfer pairs (comma list)")
+    ap.add_argument("--budget", type=float, default=300.0, help="seconds per full tune")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cache-dir", type=Path, help="keep builds and databases here")
+    ap.add_argument("--md", action="store_true")
+    a = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-tune-"))
+    cache = a.cache_dir or tmp / "cache"
+    os.environ["EDGEC_CACHE_DIR"] = str(cache)
+    from edgec.devices.inventory import device_from_profile
+    from edgec.devices.transport import open_transport
+    from edgec.devices.tune import Tuner, tune
+    from edgec.devices.tuningdb import TuningDB
+
+    dev = device_from_profile("local", "local")
+    full = [m for m in a.full.split(",") if m]
+    pairs = [tuple(p.split(":")) for p in a.pairs.split(",") if p]
+    names = list(dict.fromkeys(full + [m for p in pairs for m in p]))
+    paths = {n: model_path(n, tmp) for n in names}
+    results: dict[str, dict] = {n: {} for n in names}
+    load0 = open("/proc/loadavg").read().split()[:3]
+    with open_transport(dev) as t:
+        # each search starts from an empty build cache: no phase may reuse another's builds
+        for n in full:
+            os.environ["EDGEC_CACHE_DIR"] = str(cache / f"full-{n}")
+            db = TuningDB(cache / f"full-{n}.sqlite")
+            rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, input_shapes=paths[n][1], db=db,
+                       final_bench=False)
+            results[n].update(full_search_s=rep["search_s"], full_measured=rep["measured"],
+                              full_stopped=rep["stopped_at_budget"], full_db=db.path,
+                              full_layers=[(r["class"], r.get("record", {}).get("algo"),
+                                            r.get("record", {}).get("speedup")) for r in rep["layers"]])
+            db.close()
+            print(f"# tuned {n}: {rep['measured']} signatures in {rep['search_s']:.0f} s"
+                  f"{' (budget hit)' if rep['stopped_at_budget'] else ''}", file=sys.stderr)
+        for src, dst in pairs:
+            if src not in full:
+                raise SystemExit(f"pair {src}:{dst}: {src} must be in --full")
+            os.environ["EDGEC_CACHE_DIR"] = str(cache / f"transfer-{src}-{dst}")
+            path = cache / f"transfer-{src}-{dst}.sqlite"
+            shutil.copy(results[src]["full_db"], path)
+            db = TuningDB(path)
+            rep = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=True,
+                       input_shapes=paths[dst][1], db=db, final_bench=False)
+            results[dst].update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_db=path,
+                                transfer_sources=[r["source"] for r in rep["layers"]])
+            db.close()
+            print(f"# transfer {src} -> {dst}: {rep['search_s']:.0f} s", file=sys.stderr)
+        # whole-model times, interleaved rounds
+        os.environ["EDGEC_CACHE_DIR"] = str(cache / "whole")
+        for n in names:
+            path, shapes = paths[n]
+            kinds = {"untuned": None}
+            if "full_db" in results[n]:
+                kinds["tuned"] = results[n]["full_db"]
+            if "transfer_db" in results[n]:
+                kinds["transfer"] = results[n]["transfer_db"]
+            tuners = {k: Tuner(path, dev, t, threads=a.threads, input_shapes=shapes, runs=a.runs,
+                               db=TuningDB(p) if p else TuningDB(cache / "empty.sqlite")) for k, p in kinds.items()}
+            feeds = random_inputs(path, shapes, seed=1)
+            times: dict[str, list[float]] = {k: [] for k in [*kinds, "onnxruntime"]}
+            for _ in range(a.rounds):
+                for k, tu in tuners.items():
+                    times[k].append(tu.whole_model(k != "untuned", runs=a.runs)["median_ms"])
+                times["onnxruntime"].append(median(time_onnxruntime(path, feeds, a.threads, a.runs, 5)))
+            results[n]["ms"] = {k: median(v) for k, v in times.items()}
+            for tu in tuners.values():
+                tu.db.close()
+    load1 = open("/proc/loadavg").read().split()[:3]
+    host = f"{platform.machine()} {_cpu()}, {os.cpu_count()} cores; loadavg before {' '.join(load0)}, after {' '.join(load1)}"
+    print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s")
+    if a.md:
+        print("| model | untuned ms | tuned ms (search s) | transfer ms (from, search s) | onnxruntime ms | "
+              "tuned/untuned | transfer gain / full gain |")
+        print("|---|---|---|---|---|---|---|")
+    for n in names:
+        r, ms = results[n], results[n]["ms"]
+        tuned = f"{ms['tuned']:.3f} ({r['full_search_s']:.0f}{', budget hit' if r['full_stopped'] else ''})" \
+            if "tuned" in ms else "-"
+        tr = f"{ms['transfer']:.3f} ({r['transfer_from']}, {r['transfer_search_s']:.0f})" if "transfer" in ms else "-"
+        ratio = f"{ms['tuned'] / ms['untuned']:.2f}" if "tuned" in ms else "-"
+        share = "-"
+        if "tuned" in ms and "transfer" in ms:
+            full_gain, tr_gain = ms["untuned"] - ms["tuned"], ms["untuned"] - ms["transfer"]
+            share = f"{tr_gain / full_gain:.0%}" if full_gain > 0 else "full tuning gained nothing"
+        if a.md:
+            print(f"| {n} | {ms['untuned']:.3f} | {tuned} | {tr} | {ms['onnxruntime']:.3f} | {ratio} | {share} |")
+        else:
+            print(json.dumps({"model": n, **{k: v for k, v in r.items() if not k.endswith("_db")}}, default=str))
+    for n in names:
+        if results[n].get("full_layers"):
+            print(f"# {n} tuned layers: " + "; ".join(f"{c} -> {algo} {sp}x" for c, algo, sp in
+                                                       results[n]["full_layers"] if algo), file=sys.stderr)
+    if not a.cache_dir:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def _cpu() -> str:
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
