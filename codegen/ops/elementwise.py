@@ -210,8 +210,12 @@ def _emit_act(node: Node, ctx: EmitContext, act) -> str:
             return call
     t, y = node.inputs[0], node.outputs[0]
     xp, yp = ctx.ptr(t), ctx.ptr(y)
-    return block(loop_nest(y.shape, [t], lambda i, o: [f"float x = {xp}[{i[0]}];", f"{yp}[{o}] = {act_expr(act[0], act[1], 'x')};"],
-                           ctx=ctx, work=2 * y.size))
+    lo, hi = "0", f"{y.size}u"
+    if _par.split(ctx, _par.flat_items(y.size, VACT_BLOCK), 2 * y.size):
+        lo, hi = f"ec_b * {VACT_BLOCK}u", f"(ec_e * {VACT_BLOCK}u < {y.size}u ? ec_e * {VACT_BLOCK}u : {y.size}u)"
+    body = [f"for (size_t i = {lo}; i < {hi}; i++) {{", f"    float x = {xp}[i];",
+            f"    {yp}[i] = {act_expr(act[0], act[1], 'x')};", "}"]
+    return block(body)
 
 
 def _emit_generic_act(node: Node, ctx: EmitContext) -> str:
