@@ -58,6 +58,8 @@ def main() -> int:
     ap.add_argument("--md", action="store_true")
     a = ap.parse_args()
 
+    import onnxruntime as ort
+    ort.set_default_logger_severity(3)  # the light models list initializers as inputs: one warning each
     tmp = Path(tempfile.mkdtemp(prefix="bench-tune-"))
     cache = a.cache_dir or tmp / "cache"
     os.environ["EDGEC_CACHE_DIR"] = str(cache)
@@ -80,7 +82,8 @@ def main() -> int:
             db = TuningDB(cache / f"full-{n}.sqlite")
             rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, input_shapes=paths[n][1], db=db,
                        final_bench=False)
-            results[n].update(full_search_s=rep["search_s"], full_measured=rep["measured"],
+            changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
+            results[n].update(full_search_s=rep["search_s"], full_measured=rep["measured"], full_changed=changed,
                               full_stopped=rep["stopped_at_budget"], full_db=db.path,
                               full_layers=[(r["class"], r.get("record", {}).get("algo"),
                                             r.get("record", {}).get("speedup")) for r in rep["layers"]])
@@ -96,7 +99,9 @@ def main() -> int:
             db = TuningDB(path)
             rep = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=True,
                        input_shapes=paths[dst][1], db=db, final_bench=False)
+            changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
             results[dst].update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_db=path,
+                                transfer_changed=changed,
                                 transfer_sources=[r["source"] for r in rep["layers"]])
             db.close()
             print(f"# transfer {src} -> {dst}: {rep['search_s']:.0f} s", file=sys.stderr)
@@ -124,14 +129,15 @@ def main() -> int:
     host = f"{platform.machine()} {_cpu()}, {os.cpu_count()} cores; loadavg before {' '.join(load0)}, after {' '.join(load1)}"
     print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s")
     if a.md:
-        print("| model | untuned ms | tuned ms (search s) | transfer ms (from, search s) | onnxruntime ms | "
-              "tuned/untuned | transfer gain / full gain |")
+        print("| model | untuned ms | tuned ms (search s, signatures changed/measured) | transfer ms (from, search s, "
+              "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain |")
         print("|---|---|---|---|---|---|---|")
     for n in names:
         r, ms = results[n], results[n]["ms"]
-        tuned = f"{ms['tuned']:.3f} ({r['full_search_s']:.0f}{', budget hit' if r['full_stopped'] else ''})" \
-            if "tuned" in ms else "-"
-        tr = f"{ms['transfer']:.3f} ({r['transfer_from']}, {r['transfer_search_s']:.0f})" if "transfer" in ms else "-"
+        tuned = f"{ms['tuned']:.3f} ({r['full_search_s']:.0f} s, {r['full_changed']}/{r['full_measured']}" \
+            f"{', budget hit' if r['full_stopped'] else ''})" if "tuned" in ms else "-"
+        tr = f"{ms['transfer']:.3f} ({r['transfer_from']}, {r['transfer_search_s']:.0f} s, {r['transfer_changed']})" \
+            if "transfer" in ms else "-"
         ratio = f"{ms['tuned'] / ms['untuned']:.2f}" if "tuned" in ms else "-"
         share = "-"
         if "tuned" in ms and "transfer" in ms:

@@ -57,6 +57,11 @@ def make_report(raw: dict, *, device: Device, before: dict, after: dict, binary_
            "runs_ms": list(raw.get("runs_ms", []))}
     rep.update(stats(rep["runs_ms"]))
     rep["layers"] = top_layers(raw.get("layers") or [])
+    tuned = {l.get("name"): l["details"]["tuned"] for l in (build_info or {}).get("layers", [])
+             if l.get("details", {}).get("tuned")}
+    for l in rep["layers"]:  # a layer built from a tuning record says where it was measured
+        if l["name"] in tuned:
+            l["tuned"] = tuned[l["name"]]
     rep["state_before"], rep["state_after"] = before, after
     rep["onnxruntime"] = None
     if ort is not None:
@@ -175,7 +180,8 @@ def _layers_table(layers: list[dict]) -> Table:
     for col in ("layer", "op", "algo", "ms", "time %", "MAC %"):
         t.add_column(col, justify="right" if col in ("ms", "time %", "MAC %") else "left")
     for l in layers:
-        t.add_row(Text(_layer_name(l["name"])), Text(l["op"]), Text(l["algo"]), _ms(l["ms"]), f"{l['time_pct']:.1f}",
+        algo = l["algo"] + (f" ({l['tuned'].split(':', 1)[0]})" if l.get("tuned") else "")
+        t.add_row(Text(_layer_name(l["name"])), Text(l["op"]), Text(algo), _ms(l["ms"]), f"{l['time_pct']:.1f}",
                   f"{l['mac_pct']:.1f}")
     return t
 

@@ -152,13 +152,14 @@ def test_compile_uses_the_records_and_no_tuning_ignores_them(tuned_a, env, model
     rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "n"), "--json", "--no-tuning")
     assert rc == 0, err
     assert not any("tuned" in l.get("details", {}) for l in json.loads(out)["layers"])
-    # deploy and bench take the records as well (a different build key), and --no-tuning
-    rc, out, err = run_cli("bench", str(models["a"]), "--runs", "3", "--no-layers", "--json")
+    # bench takes the records as well (its profile says which layers), and --no-tuning
+    rc, out, err = run_cli("bench", str(models["a"]), "--runs", "3", "--json")
     assert rc == 0, err
-    tuned_sha = json.loads(out)
-    rc, out, err = run_cli("bench", str(models["a"]), "--runs", "3", "--no-layers", "--json", "--no-tuning")
+    convs = [l for l in json.loads(out)["layers"] if l["op"] == "Conv"]
+    assert len(convs) == 2 and all(l["tuned"].startswith("tuned on local, ") for l in convs)
+    rc, out, err = run_cli("bench", str(models["a"]), "--runs", "3", "--json", "--no-tuning")
     assert rc == 0, err
-    assert tuned_sha["median_ms"] > 0 and json.loads(out)["median_ms"] > 0
+    assert not any("tuned" in l for l in json.loads(out)["layers"])
 
 
 def test_records_of_another_fingerprint_are_not_used(tuned_a, env, models, tmp_path):
