@@ -73,7 +73,7 @@ def models(work: Path, which: list[str]) -> dict:
         cal = [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(8)]
         q, q7 = (_q(f32, work / f"ppocr_int8{t}.onnx", "x", cal, t == "_7bit") for t in ("", "_7bit"))
         out["ppocr"] = (f32, q, q7, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
-        evals["ppocr"] = (out["ppocr"][3], None)
+        evals["ppocr"] = (out["ppocr"][4], None)
     for name, (f32, q, q7, iname, x) in list(out.items()):
         h = work / f"{name}_fp16.onnx"
         onnx.save(convert(onnx.load(str(f32)), []), str(h))
