@@ -1,4 +1,4 @@
-"""int8 accuracy, step by step, on data the choices never saw (not a timed test).
+"""int8 accuracy, step by step, on data the choices never saw, with the compiled int8 latency beside it.
 
 Sets: ppocr cls on the rendered text-direction lines (zoo textlines-calib: first 128 to calibrate;
 zoo textlines-eval: 1000 lines, even ones for the guard's choice, odd ones reported) and the digits CNN
@@ -6,11 +6,19 @@ zoo textlines-eval: 1000 lines, even ones for the guard's choice, odd ones repor
 half of the evaluation set, with the exact QDQ arithmetic (onnxruntime, graph optimizations off).
 
 Rows: fp32; onnxruntime quantize_static with its defaults (QDQ, per-tensor int8, MinMax) as the anchor;
-edgec int8 with every step off (--no-guard, so the raw result); then equalization, range search and bias
-correction added one at a time (still --no-guard); then everything with the guard at 0.5 top-1 points
-(choosing on the even half). Columns: top-1, drop vs fp32, layers kept float, optimize wall time.
+edgec int8 with every step off (--no-guard, so the raw result); then equalization, range search, bias
+correction and adaround added one at a time (still --no-guard; the last is edgec's default); the default for
+`--target x86_64-avx2` (7-bit weights: the vpmaddubsw GEMM); then everything with the guard at 0.5 top-1 points
+(choosing on the even half). Columns: top-1, drop vs fp32, layers kept float, share of MACs in float, optimize
+wall time, predicted int8 speed-up (the report's int8_cost) and the measured one: every model compiled with
+`edgec.codegen.compile_model(build=True)` for native and its bench program run here, fp32 and int8 builds in
+interleaved rounds in the same run (fp32 ms / int8 ms, 1 thread).
 
-    python benchmarks/bench_accuracy.py [--sets ppocr,digits] [--markdown]
+--rates measures what optimizer/int8_cost.py's RATES hold: per-layer profiles (minimum of 5 runs) of fp32,
+int8 8-bit and int8 7-bit builds of both models, MAC rates per kernel path and ns per element of the rest.
+
+    python benchmarks/bench_accuracy.py [--sets ppocr,digits] [--rounds 3] [--runs 50]
+    python benchmarks/bench_accuracy.py --rates
 """
 
 from __future__ import annotations
@@ -34,10 +42,15 @@ from edgec.cli.main import main as edgec
 from edgec.optimizer.data import Dataset
 from edgec.optimizer.evaluate import accuracy, predict
 
-STEPS = [("edgec int8, no steps", ["--no-equalize", "--no-range-search", "--no-bias-correction", "--no-guard"]),
-         ("+ equalization", ["--no-range-search", "--no-bias-correction", "--no-guard"]),
-         ("+ range search", ["--no-bias-correction", "--no-guard"]),
-         ("+ bias correction", ["--no-guard"]),
+from common import median, time_edgec
+
+OFF = ["--no-equalize", "--no-range-search", "--no-bias-correction", "--no-adaround"]
+STEPS = [("edgec int8, no steps", OFF + ["--no-guard"]),
+         ("+ equalization", OFF[1:] + ["--no-guard"]),
+         ("+ range search", OFF[2:] + ["--no-guard"]),
+         ("+ bias correction", OFF[3:] + ["--no-guard"]),
+         ("+ adaround (edgec default)", ["--no-guard"]),
+         ("default, --target x86_64-avx2 (7-bit weights)", ["--no-guard", "--target", "x86_64-avx2"]),
          ("+ guard at 0.5 points", ["--max-accuracy-drop", "0.5"])]
 
 
@@ -70,10 +83,30 @@ def _top1(path, data) -> float:
     return accuracy(predict(onnx.load(str(path)), data), data.labels)["top1"] * 100
 
 
-def run_set(name: str, d: Path) -> list[dict]:
+def _build(model: Path, d: Path, shape: list, profile: bool = False) -> Path:
+    from edgec.codegen.project import compile_model
+    from edgec.model import parse_input_shapes
+
+    out = d / ("c_" + model.stem + ("_prof" if profile else ""))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        compile_model(model, out, input_shapes=parse_input_shapes(shape[1:]) if shape else None, build=True,
+                      profile=profile)
+    return out / "bench"
+
+
+def _latencies(benches: dict, rounds: int, runs: int) -> dict:
+    """Median ms of each bench program, the programs interleaved round by round."""
+    times: dict = {k: [] for k in benches}
+    for _ in range(rounds):
+        for k, b in benches.items():
+            times[k] += time_edgec(b, 1, runs, 5)["runs_ms"]
+    return {k: median(v) for k, v in times.items()}
+
+
+def run_set(name: str, d: Path, rounds: int, runs: int) -> list[dict]:
     model, key, shape, calib, ev, odd, cx = _sets(name, d)
     base = _top1(model, odd)
-    rows = [{"run": "fp32", "top1": base, "drop": 0.0, "float": "-", "seconds": None}]
+    rows = [{"run": "fp32", "top1": base, "drop": 0.0, "float": "-", "seconds": None, "path": Path(model)}]
     # onnxruntime's defaults, after its own pre-processing step for opset >= 13 models
     src = d / f"{name}_13.onnx"
     m = onnx.load(str(model))
@@ -87,7 +120,7 @@ def run_set(name: str, d: Path) -> list[dict]:
     secs = time.perf_counter() - t0
     acc = _top1(d / f"{name}_ort.onnx", odd)
     rows.append({"run": "onnxruntime quantize_static defaults", "top1": acc, "drop": base - acc, "float": "-",
-                 "seconds": secs})
+                 "seconds": secs, "path": d / f"{name}_ort.onnx"})
     for label, flags in STEPS:
         out, rep = d / f"{name}_{len(rows)}.onnx", d / f"{name}_{len(rows)}.json"
         args = ["optimize", str(model), "-o", str(out), "--report", str(rep), "--quantize", "int8", "--calib", str(calib),
@@ -104,37 +137,110 @@ def run_set(name: str, d: Path) -> list[dict]:
         doc = json.loads(rep.read_text())
         acc = _top1(out, odd)
         kept = len(doc.get("guard", {}).get("float_layers", []))
+        cost = doc.get("int8_cost", {}).get("model", {})
         rows.append({"run": label, "top1": acc, "drop": base - acc, "float": str(kept), "seconds": secs,
-                     "confirmed": doc.get("guard", {}).get("confirmed")})
+                     "float_macs": cost.get("float_mac_share"), "predicted": cost.get("predicted_speedup"),
+                     "confirmed": doc.get("guard", {}).get("confirmed"), "path": out,
+                     "adaround": doc.get("int8_steps", {}).get("adaround")})
+    benches = {i: _build(r["path"], d, shape) for i, r in enumerate(rows) if r.get("path")}
+    ms = _latencies(benches, rounds, runs)
+    for i, r in enumerate(rows):
+        if i in ms:
+            r["ms"], r["speedup"] = ms[i], ms[0] / ms[i]
     return rows
+
+
+# --- --rates: the per-path MAC rates of optimizer/int8_cost.py ---
+
+PATHS = {"gemm": ("gemm-", "q8-gemm"), "depthwise": ("dwconv-", "q8-dwconv"), "grouped": ("gspc-", "q8-gspc")}
+
+
+def _profile(bench: Path, n: int = 5) -> list[dict]:
+    best: dict = {}
+    for _ in range(n):
+        for layer in time_edgec(bench, 1, 20, 5)["layers"]:
+            if layer["name"] not in best or layer["ms"] < best[layer["name"]]["ms"]:
+                best[layer["name"]] = layer
+    return list(best.values())
+
+
+def rates(d: Path) -> None:
+
+    sums: dict = {}
+    for name in ("ppocr", "digits"):
+        model, key, shape, calib, ev, odd, cx = _sets(name, d)
+        builds = {"fp32": Path(model)}
+        for label, extra in (("int8", ["--full-range"]), ("int8-7bit", ["--reduce-range"])):
+            out = d / f"{name}_{label}.onnx"
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                rc = edgec(["optimize", str(model), "-o", str(out), "--quantize", "int8", "--calib", str(calib), *shape,
+                            "--no-guard", *extra])
+            if rc != 0:
+                raise SystemExit(f"optimize failed for {name} {label}")
+            builds[label] = out
+        for label, path in builds.items():
+            for layer in _profile(_build(path, d, shape, profile=True)):
+                algo = layer["algo"]
+                kind = next((k for k, (f, q) in PATHS.items() if algo.startswith(q if label != "fp32" else f)), None)
+                if kind is None and label != "fp32" and layer["op"].startswith("EcQ"):
+                    kind = "int8 elementwise"
+                elif kind is None and label == "fp32" and layer["op"] in ("Mul", "Add", "GlobalAveragePool"):
+                    kind = "fp32 elementwise"
+                elif kind is None and layer["op"] in ("QuantizeLinear", "DequantizeLinear"):
+                    kind = layer["op"]
+                if kind is None:
+                    continue
+                s = sums.setdefault((label, kind), [0, 0.0])
+                s[0] += layer["macs"]
+                s[1] += layer["ms"]
+    print("| build | path | MACs or elements | ms | GMAC/s | ns per element |")
+    print("|---|---|---|---|---|---|")
+    for (label, kind), (macs, ms) in sorted(sums.items()):
+        print(f"| {label} | {kind} | {macs} | {ms:.4f} | {macs / ms / 1e6:.2f} | {ms * 1e6 / max(macs, 1):.3f} |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", default="ppocr,digits")
-    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--rates", action="store_true")
     a = ap.parse_args()
     logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's pre-processing hint
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model_name = next((ln.split(":", 1)[1].strip() for ln in cpu.splitlines() if ln.startswith("Model name")), "?")
-    print(f"host: {model_name}")
+    print(f"host: {model_name}; load average at start: {Path('/proc/loadavg').read_text().split()[:3]}")
     with tempfile.TemporaryDirectory() as tmp:
+        if a.rates:
+            rates(Path(tmp))
+            return
         for name in a.sets.split(","):
-            rows = run_set(name, Path(tmp))
+            rows = run_set(name, Path(tmp), a.rounds, a.runs)
             print(f"\n{name} (top-1 on the odd half of the evaluation set, n = "
                   f"{500 if name == 'ppocr' else 120})\n")
-            print("| run | top-1 | drop (points) | layers in float | optimize time |")
-            print("|---|---|---|---|---|")
+            print("| run | top-1 | drop (points) | layers in float | MACs in float | optimize time | "
+                  "int8 speed-up predicted | compiled ms (1 thread) | vs fp32 |")
+            print("|---|---|---|---|---|---|---|---|---|")
             for r in rows:
                 top1 = "-" if r["top1"] is None else f"{r['top1']:.2f}%"
                 drop = "-" if r["drop"] is None else f"{r['drop']:+.2f}"
                 secs = "-" if r["seconds"] is None else f"{r['seconds']:.1f} s"
-                print(f"| {r['run']} | {top1} | {drop} | {r['float']} | {secs} |")
+                fm = "-" if r.get("float_macs") is None else f"{r['float_macs'] * 100:.1f}%"
+                pred = "-" if r.get("predicted") is None else f"{r['predicted']:.2f}x"
+                lat = "-" if "ms" not in r else f"{r['ms']:.4f}"
+                sp = "-" if "speedup" not in r else f"{r['speedup']:.2f}x"
+                print(f"| {r['run']} | {top1} | {drop} | {r['float']} | {fm} | {secs} | {pred} | {lat} | {sp} |")
             for r in rows:
+                if r.get("adaround") and isinstance(r["adaround"], dict) and r["run"].startswith("+ adaround"):
+                    ad = r["adaround"]
+                    print(f"\nadaround: {ad['changed_layers']} of {ad['layers']} layers re-rounded, layer output error "
+                          f"{ad['median_error_ratio']:.2f}x nearest's (median, held-out positions), {ad['seconds']:.1f} s")
                 if r.get("confirmed"):
                     c = r["confirmed"]
-                    print(f"\nguard's confirmation (odd half, n = {c['samples']}): drop {c.get('drop_points', 0):.2f} "
-                          f"points, 95% CI {c.get('drop_ci95')}, enough data for 0.5 points: {c.get('enough_data')}")
+                    print(f"\nguard's confirmation (even half's second half, n = {c['samples']}): drop "
+                          f"{c.get('drop_points', 0):.2f} points, 95% CI {c.get('drop_ci95')}, enough data for 0.5 "
+                          f"points: {c.get('enough_data')}")
+        print(f"\nload average at the end: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 
 if __name__ == "__main__":

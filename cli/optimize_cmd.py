@@ -72,7 +72,8 @@ def optimize(
                  keep_float=keep_float, reduce_range=reduce_range, input_shapes=input_shape,
                  fix_shapes=fix_shapes or None, guard=False if no_guard else None,
                  equalize=False if no_equalize else None, range_search=False if no_range_search else None,
-                 bias_correction=False if no_bias_correction else None, adaround=False if no_adaround else None)
+                 bias_correction=False if no_bias_correction else None, adaround=False if no_adaround else None,
+                 target=target)
     cfg = load_config(config, flags)
     if target is not None and reduce_range is None and cfg.quantize == "int8":  # an explicit flag wins
         from edgec.optimizer.quantize import reduce_range_for
@@ -227,9 +228,31 @@ def render(doc: dict) -> None:
         if not c["passed"] or c["action"] != "none":
             out.print(f"fidelity check ({escape(c['stage'])}, {escape(c['floor'])}, {c['samples']} samples): "
                       f"{'passed' if c['passed'] else 'below the floor'}; {escape(c['action'])}")
+    if "int8_cost" in doc:
+        _render_int8_cost(doc["int8_cost"])
     if "sensitivity" in doc:
         _render_sensitivity(doc["sensitivity"])
     out.print(f"wrote {escape(doc['output'])} and {escape(doc['config'])}")
+
+
+def _render_int8_cost(c: dict) -> None:
+    """Per layer: int8 or float, its own int8 error, predicted int8 speed-up; then the whole mix."""
+    t = Table(title=f"int8 per layer (target {escape(str(c['target']))})", title_justify="left")
+    for col in ("layer", "op", "path", "MACs", "runs", "SQNR alone", "int8 speed-up"):
+        t.add_column(col, justify="left" if col in ("layer", "op", "path", "runs") else "right")
+    for r in c["layers"]:
+        sq = "-" if r["sqnr_db"] is None else f"{r['sqnr_db']:.1f} dB"
+        sp = f"{r['predicted_speedup']:.2f}x" if "predicted_speedup" in r else "-"
+        t.add_row(escape(r["name"]), r["op"], r["path"], _num(r["macs"]), "int8" if r["int8"] else "float", sq, sp)
+    out.print(t)
+    m = c.get("model")
+    if m:
+        x = m["predicted_speedup"]
+        words = f"{x:.2f}x faster" if x >= 1 else f"{1 / x:.2f}x slower"
+        out.print(f"predicted latency, chosen mix vs fp32: {words} "
+                  f"({m['mix_us']:.1f} vs {m['fp32_us']:.1f} us; {m['float_mac_share'] * 100:.1f}% of MACs float, "
+                  f"{m['boundary_us']:.1f} us of float-island Quantize/Dequantize)")
+    out.print(f"[dim]speed-up: {escape(c['source'])}; SQNR: {escape(c['sqnr'])}[/dim]")
 
 
 def _render_sensitivity(sens: dict) -> None:

@@ -25,6 +25,7 @@
       bias_correction: true      # int8: biases corrected for weight rounding (--no-bias-correction)
       adaround: true             # int8: per-layer weight rounding of least output error (--no-adaround)
       adaround_seconds: 60       # its time budget (largest layers first; the rest keep nearest rounding)
+      target: x86_64-avx2        # int8: the compile target its predicted speed-up is for (default native)
       guard: true                # int8 below the fidelity floor falls back to float layers (false = --no-guard)
       floor_cosine: 0.99         # the floor: mean cosine vs fp32 on held-out samples ...
       floor_agreement: 0.95      # ... and argmax agreement with fp32
@@ -76,6 +77,7 @@ class OptimizeConfig:
     bias_correction: bool = True
     adaround: bool = True
     adaround_seconds: float = 60.0
+    target: str | None = None
     guard: bool = True
     floor_cosine: float = 0.99
     floor_agreement: float = 0.95

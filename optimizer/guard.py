@@ -3,8 +3,12 @@
 Budget: `max_accuracy_drop` (top-1 points vs the fp32 model, needs labels) or `min_cosine` (mean per-sample
 cosine vs the fp32 outputs). A layer's own error is 1 - cosine of the model outputs vs fp32 when only that
 layer runs int8 (on up to 32 held-out samples; calibration ranges are reused, so this costs one QDQ
-insertion per layer). Layers are kept in float one by one, worst first. A mix keeps at least one layer int8 and at most `max_float_layers` float; if even the
-most-float mix allowed breaks the budget, no mix meets it and the guard fails without writing a model.
+insertion per layer). The number of worst-first layers kept float is found by bisection (the most-float mix allowed
+is checked first), then each kept layer is taken out once, most MACs first, and goes back to int8 if the budget
+holds without it. A candidate that fails stops being scored as soon as the samples seen break the budget whatever
+the rest give (the fp32 outputs are computed once). A mix keeps at least one layer int8 and at most
+`max_float_layers` float; if even the most-float mix allowed breaks the budget, no mix meets it and the guard
+fails without writing a model.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 
 from edgec.errors import EdgecError
 from edgec.optimizer.data import Dataset
 from edgec.optimizer.evaluate import accuracy, fidelity, predict
 from edgec.optimizer.quantize import Quantizer, quantized_nodes
+from edgec.optimizer.runner import session
 
 
 @dataclass(frozen=True)
@@ -59,15 +65,52 @@ class Judge:
         self.ref = predict(fp32, data, progress, "evaluating fp32")
         self.base = accuracy(self.ref, data.labels)["top1"] if data.labels is not None else None
         self.small, self.ref_small = data.head(32), self.ref[:32]
+        self.outs, self.last_model = self.ref, None  # the outputs and model of the last score
 
-    def score(self, model: onnx.ModelProto, label: str = "evaluating") -> dict:
-        outs = predict(model, self.data, self.progress, label)
-        fid = fidelity(self.ref, outs)
+    def score(self, model: onnx.ModelProto, label: str = "evaluating", stop_early: bool = False) -> dict:
+        """Scores on all samples; with stop_early, stops as soon as the samples seen so far break the budget
+        whatever the rest give (then `samples` < len(data), `failed_early`, and the numbers are over those)."""
+        self.last_model = model
+        if not stop_early:
+            self.outs = predict(model, self.data, self.progress, label)
+            return self._score(self.outs)
+        sess = session(model)
+        outs, n = [], len(self.data)
+        for i, feed in enumerate(self.data.feeds):
+            outs.append(sess.run(None, feed))
+            if i % 8 == 7 and i + 1 < n and self._hopeless(outs):
+                self.outs = outs
+                res = self._score(outs)
+                res.update(samples=len(outs), failed_early=True)
+                return res
+        self.outs = outs
+        return self._score(outs)
+
+    def _score(self, outs) -> dict:
+        k = len(outs)
+        fid = fidelity(self.ref[:k], outs)
         res = {"cosine": fid["cosine"], "agreement": fid["argmax_agreement"]}
         if self.data.labels is not None:
-            res["top1"] = accuracy(outs, self.data.labels)["top1"]
-            res["drop_points"] = (self.base - res["top1"]) * 100
+            res["top1"] = accuracy(outs, self.data.labels[:k])["top1"]
+            base = self.base if k == len(self.data) else accuracy(self.ref[:k], self.data.labels[:k])["top1"]
+            res["drop_points"] = (base - res["top1"]) * 100
         return res
+
+    def _hopeless(self, outs) -> bool:
+        """Even if every remaining sample came out right (cosine 1, argmax as fp32, label right), the budget breaks."""
+        k, n = len(outs), len(self.data)
+        rest = n - k
+        if self.budget.max_accuracy_drop is not None:
+            right = sum(int(np.argmax(o[0].reshape(-1)) == y) for o, y in zip(outs, self.data.labels[:k]))
+            best = (right + rest) / n
+            return (self.base - best) * 100 > self.budget.max_accuracy_drop + 1e-9
+        fid = fidelity(self.ref[:k], outs)
+        if self.budget.min_cosine is not None and (fid["cosine"] * k + rest) / n < self.budget.min_cosine:
+            return True
+        if self.budget.min_agreement is not None and \
+                (fid["argmax_agreement"] * k + rest) / n < self.budget.min_agreement - 1e-12:
+            return True
+        return False
 
     def ok(self, s: dict) -> bool:
         if self.budget.max_accuracy_drop is not None:
@@ -143,7 +186,7 @@ def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None 
             return False, None
         if confirm is None:
             return True, None
-        c = confirm.score(model, "confirming")
+        c = confirm.score(model, "confirming", stop_early=True)
         return confirm.ok(c), c
 
     ok, conf = passes(q, first)
@@ -157,38 +200,61 @@ def guarded_int8(quantizer: Quantizer, judge: Judge, log, max_float: int | None 
     limit = min(len(ranked) - 1, len(ranked) if max_float is None else max_float)
     why = "all-int8" if judge.ok(first) is False else "all-int8 on the confirmation half"
     log(f"budget {judge.budget} broken by {why} ({_fmt(first)}); ranking {len(ranked)} layers by own error")
-    if limit < 1 or not judge.ok(judge.score(quantizer([n for n, _ in ranked[:limit]]), "checking the budget")):
-        raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} (all int8: {_fmt(first)}; even with "
-                         f"{max(limit, 0)} of {len(ranked)} layers float it fails); nothing written")
-    own = dict(ranked)
-    kept, s = [], first
-    for name, _ in ranked[:limit]:
-        kept.append(name)
-        q = quantizer(kept)
-        s = judge.score(q, f"guard: {len(kept)} float layer(s)")
-        ok, conf = passes(q, s)
-        if ok:
-            break
+    top = [n for n, _ in ranked[:max(limit, 0)]]
+
+    def trial(k: int):
+        """The k worst layers float: (model, choice score, confirmation score or None, passes)."""
+        qk = quantizer(top[:k])
+        sk = judge.score(qk, f"guard: {k} float layer(s)", stop_early=True)
+        okk, ck = passes(qk, sk)
+        return qk, sk, ck, okk
+
+    if limit < 1:
+        raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} (all int8: {_fmt(first)}; no layer "
+                         "may be kept float); nothing written")
+    q, s, conf, ok = trial(limit)
     if not ok:
-        raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} on both halves of the evaluation "
-                         f"data (with {len(kept)} layers float: {_fmt(s)}); nothing written")
+        if judge.ok(s):
+            raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} on both halves of the evaluation "
+                             f"data (with {limit} layers float the confirmation half fails); nothing written")
+        raise EdgecError(f"no mix of int8 and float layers meets {judge.budget} (all int8: {_fmt(first)}; even with "
+                         f"{limit} of {len(ranked)} layers float it fails); nothing written")
+    # the fewest worst-first layers that pass: bisection (a prefix that passes is taken as passing when longer);
+    # a failing candidate stops scoring as soon as its samples break the budget
+    lo, hi = 0, limit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        qm, sm, cm, okm = trial(mid)
+        if okm:
+            hi, q, s, conf = mid, qm, sm, cm
+        else:
+            lo = mid
+    kept = top[:hi]
+    own = dict(ranked)
+    mix_outs = judge.outs  # the accepted mix's choice outputs (its full score was the last passing one)
+    if judge.last_model is not q:
+        judge.score(q, "guard: the chosen mix")
+        mix_outs = judge.outs
     # undo the fallbacks the budget does not need, most MACs first; what each kept one is worth is measured
-    # by taking it out of the final mix
+    # by taking it out of the final mix (over the samples scored before that trial broke the budget)
     gains = {}
     for name in sorted(kept, key=lambda n: -(macs.get(n) or 0)):
         if len(kept) == 1:
             break
-        trial = [n for n in kept if n != name]
-        qt = quantizer(trial)
-        st = judge.score(qt, "guard: undoing a fallback")
+        trial_set = [n for n in kept if n != name]
+        qt = quantizer(trial_set)
+        st = judge.score(qt, "guard: undoing a fallback", stop_early=True)
         ok_t, conf_t = passes(qt, st)
         if ok_t:
             log(f"returned {_name(name)} to int8: the budget holds without it ({_fmt(st)})")
-            kept, q, s, conf = trial, qt, st, conf_t
+            kept, q, s, conf, mix_outs = trial_set, qt, st, conf_t, judge.outs
         else:
-            gains[name] = {"cosine": s["cosine"] - st["cosine"], "agreement": s["agreement"] - st["agreement"]}
-            if "top1" in s:
-                gains[name]["top1_points"] = (s["top1"] - st["top1"]) * 100
+            k = len(judge.outs)
+            ref = judge._score(mix_outs[:k]) if k < len(mix_outs) else s
+            gains[name] = {"cosine": ref["cosine"] - st["cosine"], "agreement": ref["agreement"] - st["agreement"],
+                           "samples": k}
+            if "top1" in st:
+                gains[name]["top1_points"] = (ref["top1"] - st["top1"]) * 100
     for name in kept:
         entry = {"name": _name(name), "op": ops.get(name, "?"), "macs": macs.get(name), "own_error": own[name],
                  "gain": gains.get(name, {}), "after": s}

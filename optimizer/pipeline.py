@@ -135,6 +135,10 @@ class Optimizer:
                 for f in self.report["guard"]["float_layers"]:
                     self._current.notes.append(f"{f['name']}: kept float by the guard (own error {f['own_error']:.2e})")
             self._current.notes[:0] = q.notes
+            from edgec.optimizer.int8_cost import report as cost_report
+
+            self.report["int8_cost"] = cost_report(self.static(q.model), self.static(out), quantize.quantized_nodes(out), q.macs,
+                                                   self.calib.feeds, cfg.target, cfg.reduce_range)
             self.report["int8_steps"] = {k: q.steps.get(k, "off") for k in ("equalize", "range_search", "bias_correction",
                                                                                 "adaround")}
         finally:

@@ -397,3 +397,64 @@ def test_unreachable_budget_writes_nothing(collapse, tmp_path, capsys):
     errors = [line for line in stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "no mix" in errors[0] and "nothing written" in errors[0]
     assert list(tmp_path.iterdir()) == []
+
+
+# --- what int8 costs and buys, per layer and for the mix ---
+
+def test_int8_cost_report_per_layer_and_mix(digits_cnn, digits_split, tmp_path, capsys):
+    """Every Conv/Gemm has a row (name, path, MACs, int8 or float, SQNR alone, predicted speed-up); keeping a layer
+    float shows in the row, in the float MAC share and in the Quantize/Dequantize its island adds."""
+    calib, _ = digits_split
+    rc, out, doc, stdout, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--quantize", "int8", "--calib", calib,
+                                             "--keep-float", "/6/Conv", "--target", "x86_64-avx2", "--full-range")
+    assert rc == 0, stderr
+    c = doc["int8_cost"]
+    assert c["target"] == "x86_64-avx2" and "measured" in c["source"]
+    rows = {r["name"]: r for r in c["layers"]}
+    assert len(rows) == 7 and {r["path"] for r in rows.values()} == {"gemm", "depthwise", "grouped"}
+    assert rows["/6/Conv"]["int8"] is False and all(r["int8"] for n, r in rows.items() if n != "/6/Conv")
+    assert all(20 < r["sqnr_db"] < 80 for n, r in rows.items() if n != "/6/Conv"), rows
+    assert rows["/3/Conv"]["predicted_speedup"] > 1 > rows["/0/Conv"]["predicted_speedup"]  # AVX2, 8-bit weights
+    m = c["model"]
+    assert m["float_mac_share"] == pytest.approx(32768 / sum(r["macs"] for r in rows.values()))
+    assert m["boundary_us"] > 0 and m["mix_us"] > 0 and m["predicted_speedup"] == pytest.approx(m["fp32_us"] / m["mix_us"])
+    assert "int8 per layer" in stdout and "predicted latency, chosen mix vs fp32" in stdout
+
+
+def test_layer_sqnr_sees_coarser_weights(digits_cnn):
+    """7-bit weights (reduce_range) give every layer a lower SQNR alone than 8-bit ones: same input ranges."""
+    from edgec.optimizer.int8_cost import layer_sqnr
+    from edgec.optimizer.quantize import Int8Settings, Quantizer
+
+    m = onnx.load(str(digits_cnn.model))
+    calib, ev = _digits_sets(digits_cnn.data)
+    sq = {}
+    for rr in (False, True):
+        q = Quantizer(m, calib, Int8Settings(reduce_range=rr))
+        try:
+            sq[rr] = layer_sqnr(m, q(), ev.feeds[:32])
+        finally:
+            q.close()
+    assert len(sq[False]) == 7 and sq[False].keys() == sq[True].keys()
+    assert all(sq[True][k] < sq[False][k] for k in sq[False]), sq
+
+
+def test_guard_stops_scoring_a_hopeless_candidate(collapse):
+    """A candidate whose first samples already break the budget is not run on the rest; one that passes is
+    scored on every sample and agrees with the full score."""
+    from edgec.optimizer.guard import Budget, Judge
+    from edgec.optimizer.quantize import Int8Settings, Quantizer
+
+    m = onnx.load(str(collapse[0]))
+    calib, ev = _digits_sets(collapse[2])
+    judge = Judge(m, ev, Budget(max_accuracy_drop=0.5))
+    q = Quantizer(m, calib, Int8Settings())
+    try:
+        raw = q()
+    finally:
+        q.close()
+    early, full = judge.score(raw, stop_early=True), judge.score(raw)
+    assert early["failed_early"] and early["samples"] < len(ev) // 2 and not judge.ok(early) and not judge.ok(full)
+    assert full["drop_points"] > 50, full
+    ok = judge.score(m, stop_early=True)
+    assert "failed_early" not in ok and ok["drop_points"] == 0 and judge.ok(ok)
