@@ -223,7 +223,14 @@ class Tuner:
         self.t0 = time.monotonic()
         self.facts = tuningdb.device_facts(device, t, self.mode, threads)
         self.fp = tuningdb.fingerprint(self.facts)
-        self.work = Path(tempfile.mkdtemp(prefix="edgec-tune-"))
+        self._work: Path | None = None
+
+    @property
+    def work(self) -> Path:
+        """Where the extracted layer models go (made on first use, removed by tune())."""
+        if self._work is None:
+            self._work = Path(tempfile.mkdtemp(prefix="edgec-tune-"))
+        return self._work
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -247,7 +254,7 @@ class Tuner:
         for c in cands:  # codegen only: variants that emit the same kernel as another are built once
             if self.over_budget():
                 return None, "budget"
-            project, layers = self._project(path, job, c)
+            layers = self._project(path, job, c)
             if layers is None:
                 return None, "the extracted layer compiles to another signature"
             c.algo = layers
@@ -268,9 +275,8 @@ class Tuner:
             if err:
                 c.rejected = err
         ok = [c for c in live if c.rejected is None]
-        if not ok or ok[0].name != "default":
-            raise EdgecError(f"layer {job.layers[0]}: the cost model's pick {live[0].algo} gives wrong results on "
-                             f"{self.device.name} ({live[0].rejected}); not tuning it")
+        if not ok or ok[0].name != "default":  # a bug to report, not a reason to stop tuning the other layers
+            return None, f"the cost model's pick {live[0].algo} fails its check ({live[0].rejected})"
         for _ in range(ROUNDS):
             for c in ok:
                 ms = self._time(c.dep)
@@ -298,7 +304,7 @@ class Tuner:
                                      options=self._options(job, c))
         layers = json.loads((project / ".edgec-source.json").read_text())["layers"]
         mine = [l for l in layers if l.get("details", {}).get("signature") == job.signature]
-        return project, (mine[0]["algo"] if mine else None)
+        return mine[0]["algo"] if mine else None
 
     def _deploy(self, path: Path, job: Job, c: Candidate):
         from edgec.devices.deploy import deploy
@@ -416,6 +422,18 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
         raise EdgecError(f"--budget must be positive, got {budget}")
     tu = Tuner(model, device, t, threads=threads, mode=mode, budget=budget, input_shapes=input_shapes,
                progress=progress, db=db, after_run=after_run, runs=runs)
+    try:
+        return _tune(tu, model, device, threads, budget, transfer_only, input_shapes, final_bench)
+    finally:  # the extracted layer models; records and builds stay
+        import shutil
+        if tu._work is not None:
+            shutil.rmtree(tu._work, ignore_errors=True)
+        if db is None:
+            tu.db.close()
+
+
+def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_only: bool,
+          input_shapes: dict | None, final_bench: bool) -> dict:
     prog = tu.progress
     jobs = plan(model, device, threads, input_shapes)
     prog("start", total=len(jobs), fingerprint=tu.fp)
@@ -470,8 +488,6 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
         report["whole_model"] = {"untuned_ms": untuned["median_ms"], "tuned_ms": tuned["median_ms"],
                                  "speedup": untuned["median_ms"] / tuned["median_ms"],
                                  "tuned_layers": tuned["tuned_layers"]}
-    if db is None:
-        tu.db.close()
     return report
 
 
