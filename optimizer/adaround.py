@@ -280,7 +280,7 @@ def round_layers(model: onnx.ModelProto, plain: onnx.ModelProto, feeds: list[dic
     weights, rows, reductions = {}, [], []
     timed_out = []
     # H for every layer costs a pass over the data per H_BYTES of matrices; layers past the budget are left out
-    if found and feeds:
+    if found and feeds and budget_s > 0:
         collect(model, found, feeds)
     for layer in found:
         if time.perf_counter() > deadline:

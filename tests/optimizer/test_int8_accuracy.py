@@ -458,3 +458,22 @@ def test_guard_stops_scoring_a_hopeless_candidate(collapse):
     assert full["drop_points"] > 50, full
     ok = judge.score(m, stop_early=True)
     assert "failed_early" not in ok and ok["drop_points"] == 0 and judge.ok(ok)
+
+
+def test_adaround_keeps_to_its_time_budget(digits_cnn):
+    """Past the budget, layers keep nearest rounding and are named in the summary; largest MACs go first."""
+    from edgec.optimizer.adaround import round_layers
+    from edgec.optimizer.quantize import Int8Settings, Quantizer
+
+    m = onnx.load(str(digits_cnn.model))
+    calib, _ = _digits_sets(digits_cnn.data)
+    q = Quantizer(m, calib, Int8Settings())
+    try:
+        plain = q()
+    finally:
+        q.close()
+    weights, summary = round_layers(m, plain, calib.feeds[:64], budget_s=0.0)
+    assert weights == {} and summary["layers"] == 0 and len(summary["over_budget"]) == 7
+    assert summary["over_budget"][0] == "/9/g2/g2.0/Conv"  # the most MACs (294912)
+    weights, summary = round_layers(m, plain, calib.feeds[:64], budget_s=600.0)
+    assert summary["layers"] == 7 and not summary["over_budget"] and len(weights) >= 5
