@@ -283,3 +283,27 @@ def test_reduce_range_model_runs_maddubs_gemm_exactly(digits_cnn, reduce_range, 
     ref = exact(q, {"input": x})
     assert np.abs(y - ref).max() <= _out_scale(q) * 1.001  # within 1 LSB of the int8 logits
     assert abs((y.argmax(1) == labels).mean() - (ref.argmax(1) == labels).mean()) <= 1 / len(labels) + 1e-9
+
+
+def test_optimize_target_picks_7bit_weights(digits_cnn, tmp_path, capsys):
+    """`edgec optimize --target x86_64-avx2` writes 7-bit weights (and says why); aarch64-neon and an explicit
+    --full-range keep 8 bits; an unknown target is one clear error line."""
+    from edgec.cli.main import main as edgec
+
+    data = np.load(digits_cnn.data)
+    np.savez(tmp_path / "calib.npz", input=data["input"][:32])
+    peaks = {}
+    for tag, flags in (("avx2", ["--target", "x86_64-avx2"]), ("neon", ["--target", "aarch64-neon"]),
+                       ("full", ["--target", "x86_64-avx2", "--full-range"])):
+        out = tmp_path / f"{tag}.onnx"
+        rc = edgec(["optimize", str(digits_cnn.model), "-o", str(out), "--quantize", "int8", "--calib",
+                    str(tmp_path / "calib.npz"), "--no-guard", *flags])
+        assert rc == 0
+        ws = [numpy_helper.to_array(i) for i in onnx.load(str(out)).graph.initializer if i.data_type == TensorProto.INT8]
+        peaks[tag] = max(int(np.abs(w.astype(np.int16)).max()) for w in ws)
+    assert peaks["avx2"] <= 64 < peaks["neon"] and peaks["full"] > 64, peaks
+    assert "7-bit weights for x86_64-avx2" in capsys.readouterr().err
+    rc = edgec(["optimize", str(digits_cnn.model), "-o", str(tmp_path / "x.onnx"), "--quantize", "int8", "--calib",
+                str(tmp_path / "calib.npz"), "--target", "bogus"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "unknown target 'bogus'" in err and "Traceback" not in err and not (tmp_path / "x.onnx").exists()
