@@ -376,24 +376,41 @@ class Tuner:
         return float(np.median(raw["runs_ms"]))
 
     def whole_model(self, tuned: bool, runs: int | None = None) -> dict:
-        """Whole-model latency, untuned or with this device's records; the tuned build is checked too."""
-        from edgec.devices.bench import check_outputs
+        """Whole-model latency, untuned or with this device's records."""
+        dep = self.deploy_whole(tuned)
+        return {"median_ms": self._time(dep, runs), "tuned_layers": _tuned_layers(dep)}
+
+    def deploy_whole(self, tuned: bool):
         from edgec.devices.deploy import deploy
 
         opts = CompileOptions(target=self.device.target, threads=self.threads)
         if tuned:
             opts = tuned_options(self.device, self.t, self.mode, opts, self.db)
-        dep = deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
-                     input_shapes=self.input_shapes, options=opts)
-        out = {"tuned_layers": sum(1 for l in dep.build_info.get("layers", []) if l.get("details", {}).get("tuned"))}
-        if tuned and opts.tuned:
-            chk = check_outputs(dep, self.input_shapes)
-            if not chk["ok"]:
-                raise EdgecError(f"the tuned build of {self.model.name} differs from onnxruntime on "
-                                 f"{self.device.name}: max relative error {chk['max_rel_err']:.2e}")
-            out["max_rel_err"] = chk["max_rel_err"]
-        out["median_ms"] = self._time(dep, runs)
-        return out
+        return deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
+                      input_shapes=self.input_shapes, options=opts)
+
+    def compare_whole(self, untuned, tuned) -> float:
+        """The tuned build against the untuned one, on the device, same inputs (every kernel of the tuned
+        build was checked against onnxruntime alone; this catches what goes wrong between layers). Both are
+        edgec builds, so an int8 model compares exactly too (int8 kernel paths requantize alike)."""
+        from edgec.devices.bench import random_inputs, run_model
+
+        inputs = random_inputs(self.model, self.input_shapes, seed=3)
+        worst = 0.0
+        for a, b in zip(run_model(untuned, inputs), run_model(tuned, inputs)):
+            if a.shape != b.shape:
+                raise EdgecError(f"the tuned build of {self.model.name} writes shape {b.shape}, the untuned {a.shape}")
+            if a.size:
+                d = np.abs(b.astype(np.float64) - a) / (1.0 + np.abs(a.astype(np.float64)))
+                worst = max(worst, float(np.max(d)) if np.all(np.isfinite(d)) else np.inf)
+        if worst > 1e-3:
+            raise EdgecError(f"the tuned build of {self.model.name} differs from the untuned one on "
+                             f"{self.device.name}: max relative error {worst:.2e}; rerun with --no-tuning builds")
+        return worst
+
+
+def _tuned_layers(dep) -> int:
+    return sum(1 for l in dep.build_info.get("layers", []) if l.get("details", {}).get("tuned"))
 
 
 def _choose_source_model(jobs: list[Job], pool: list[Record]) -> str | None:
@@ -483,11 +500,11 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
     report["search_s"] = round(tu.elapsed(), 2)
     if final_bench:
         prog("final")
-        untuned = tu.whole_model(False)
-        tuned = tu.whole_model(True)
-        report["whole_model"] = {"untuned_ms": untuned["median_ms"], "tuned_ms": tuned["median_ms"],
-                                 "speedup": untuned["median_ms"] / tuned["median_ms"],
-                                 "tuned_layers": tuned["tuned_layers"]}
+        u_dep, t_dep = tu.deploy_whole(False), tu.deploy_whole(True)
+        err = tu.compare_whole(u_dep, t_dep)
+        u_ms, t_ms = tu._time(u_dep), tu._time(t_dep)
+        report["whole_model"] = {"untuned_ms": u_ms, "tuned_ms": t_ms, "speedup": u_ms / t_ms,
+                                 "tuned_layers": _tuned_layers(t_dep), "max_rel_err_vs_untuned": err}
     return report
 
 

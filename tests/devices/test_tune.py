@@ -123,8 +123,9 @@ def test_interrupted_tune_keeps_its_record_and_resumes(tuned_a):
     dw = rows["dwconv3x3s1+relu"]["record"]
     assert {t["variant"] for t in dw["trials"]} == {"default", "dw-plane", "dw-cb"}
     assert all("ms" in t or t["rejected"] == "same code as default" for t in dw["trials"])
-    wm = rep["whole_model"]
+    wm = rep["whole_model"]  # both builds run on the same inputs: the tuned one agrees with the untuned one
     assert wm["untuned_ms"] > 0 and wm["tuned_ms"] > 0 and wm["tuned_layers"] == 2
+    assert wm["max_rel_err_vs_untuned"] < 1e-3
 
 
 def test_every_candidate_is_checked_and_a_wrong_one_is_rejected(tuned_a):
