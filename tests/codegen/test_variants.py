@@ -161,3 +161,37 @@ def test_extracted_layer_compiles_to_its_signature(tmp_path, epilogue):
     s = ort.InferenceSession(str(x))
     got = s.run(None, dict(zip([i.name for i in s.get_inputs()], feeds.values())))[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _q8conv(path, c=16, g=4, hw=8):
+    """One int8 QLinearConv (uint8 activations, int8 weights), the form edgec's int8 emitters take."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.float32(0.05), "xs"), numpy_helper.from_array(np.uint8(128), "xz"),
+             numpy_helper.from_array(rng.integers(-60, 60, (c, c // g, 3, 3)).astype(np.int8), "w"),
+             numpy_helper.from_array(np.full(c, 0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(c, np.int8), "wz"),
+             numpy_helper.from_array(np.float32(0.1), "ys"), numpy_helper.from_array(np.uint8(120), "yz")]
+    n = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=[1] * 4, group=g)
+    gr = helper.make_graph([n], "q", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, c, hw, hw])],
+                           [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, c, hw, hw])], inits)
+    onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_int8_conv_paths_are_variants_too(tmp_path):
+    from edgec.devices.tune import extract_layer
+
+    p = _q8conv(tmp_path / "q.onnx")
+    node = lower_file(p).nodes[0]
+    sig = variants.signature(node, 1)
+    assert sig.startswith("q8gconv3x3s1:") and ":uint8:t1" in sig
+    assert _names(node) == ["q8-gemm", "q8-gspc"] and _names(node, get_target("generic")) == ["q8-gemm"]
+    opts = CompileOptions(target="x86_64-avx2")
+    algos = {}
+    for v in ("q8-gemm", "q8-gspc"):
+        rec = (sig, variants.BY_NAME[v].forced_str(variants.facts(node)), f"tuned: {v}")
+        layer = compile_model(p, tmp_path / v, options=opts.with_(tuned=(rec,))).layers[0]
+        algos[v] = layer["algo"]
+        assert layer["details"]["tuned"] == f"tuned: {v}"
+    assert algos["q8-gemm"] != algos["q8-gspc"]
+    assert variants.signature(lower_file(extract_layer(node, tmp_path / "x.onnx")).nodes[0], 1) == sig
