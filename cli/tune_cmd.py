@@ -58,7 +58,10 @@ def tune_cmd(
     from edgec.devices.tune import tune
     from edgec.model import parse_input_shapes
 
-    dev = Inventory().resolve([device])[0]
+    devs = Inventory().resolve([device])
+    if len(devs) != 1:
+        raise EdgecError(f"{device} is a group of {len(devs)} devices: tune one device at a time")
+    dev = devs[0]
     shapes = parse_input_shapes(input_shape) or None
     with _TuneProgress(err) as prog, open_transport(dev, accept_new_host_key=accept_new_host_key,
                                                     notice=lambda s: err.print(escape(s))) as t:
