@@ -146,20 +146,35 @@ SIMD_FEATURES = frozenset({
     "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "neon", "vfpv3", "vfpv4", "asimd", "asimdhp",
     "asimddp", "asimdrdm", "fphp", "i8mm", "bf16", "sve", "sve2"})
 
-_CACHE_SCRIPT = r"""for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-  [ -r "$d/size" ] && echo "L$(cat $d/level)$(cut -c1 $d/type):$(cat $d/size)"; done 2>/dev/null"""
+def _facts_script(cc: str) -> str:
+    q = shlex.quote(cc)
+    return f"""echo "@arch=$(uname -m)"
+echo "@cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)"
+echo "@cc_version=$({q} -dumpfullversion -dumpversion 2>/dev/null | head -n1)"
+for d in /sys/devices/system/cpu/cpu0/cache/index*; do
+  [ -r "$d/size" ] && echo "@cache=L$(cat $d/level)$(cut -c1 $d/type):$(cat $d/size)"; done 2>/dev/null
+echo "@cpuinfo"
+cat /proc/cpuinfo 2>/dev/null
+"""
 
 
 def device_facts(device, t, mode: str, threads: int = 1) -> dict:
-    """What a device's timings depend on, read on the device (and here for a cross compiler)."""
+    """What a device's timings depend on, read on the device with one short script (and here for a cross
+    compiler)."""
     import subprocess
 
     from edgec.codegen.targets import get_target
     from edgec.devices import probe
     from edgec.devices.deploy import _codegen_fingerprint, cross_compiler
 
-    rec = probe.probe(t)
-    caches = sorted(set(t.run(_CACHE_SCRIPT, timeout=30).out.split()))
+    text = t.run(_facts_script(device.cc), timeout=60).out
+    head, _, cpuinfo = text.partition("@cpuinfo\n")
+    vals: dict[str, list[str]] = {}
+    for line in head.splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k.startswith("@"):
+            vals.setdefault(k[1:], []).append(v.strip())
+    info = probe.parse_cpuinfo(cpuinfo)
     if mode in ("cross", "native"):
         cc = cross_compiler(device) or device.cc
         try:
@@ -169,12 +184,13 @@ def device_facts(device, t, mode: str, threads: int = 1) -> dict:
             ver = []
         cc_id = f"{Path(cc).name} {ver[0] if ver else '?'} (here)"
     else:
-        cc_id = f"{Path(device.cc).name} {rec.get('cc_version') or '?'} (on the board)"
+        cc_id = f"{Path(device.cc).name} {(vals.get('cc_version') or ['?'])[0] or '?'} (on the board)"
+    cores = (vals.get("cores") or [""])[0]
     facts = {
-        "cpu": rec.get("cpu"), "cpu_part": rec.get("cpu_part"), "arch": rec.get("arch"),
-        "features": sorted(set(rec.get("features") or []) & SIMD_FEATURES), "cores": rec.get("cores"), "caches": caches,
-        "compiler": cc_id, "target": get_target(device.target).name, "codegen": _codegen_fingerprint(),
-        "emulated": bool(device.emulated),
+        "cpu": info["cpu"], "cpu_part": info["cpu_part"], "arch": (vals.get("arch") or [None])[0],
+        "features": sorted(set(info["features"]) & SIMD_FEATURES), "cores": int(cores) if cores.isdigit() else
+        info["processors"], "caches": sorted(set(vals.get("cache", []))), "compiler": cc_id,
+        "target": get_target(device.target).name, "codegen": _codegen_fingerprint(), "emulated": bool(device.emulated),
     }
     if device.emulated:  # the host's CPU facts; what runs is the emulator's model of the board
         facts["emulator"] = shlex.join(device.exec_wrapper)
