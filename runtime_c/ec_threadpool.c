@@ -5,6 +5,25 @@
 
 #include <sched.h>
 
+#ifdef EC_POOL_STATS
+/* Diagnostic build (-DEC_POOL_STATS): the CPU time of every chunk; per job, the time the chunks
+ * would take on the pool's threads claiming them in order with nothing else running (each chunk
+ * to the first free thread). ec_pool_destroy prints the sums over jobs of the chunks' time and of
+ * that span: their ratio is the speedup the partitioning allows on a quiet machine, measured on a
+ * busy one (thread CPU time does not count while a thread is descheduled). */
+#include <stdio.h>
+#include <time.h>
+#define EC_STATS_CHUNKS 4096
+static double ec_stats_busy, ec_stats_span, ec_stats_serial;
+static unsigned long ec_stats_jobs;
+static double ec_stats_chunk[EC_STATS_CHUNKS]; /* chunks past these (huge jobs) are left out */
+static uint64_t ec_thread_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define EC_PAUSE() _mm_pause()
@@ -36,10 +55,16 @@ static void run_chunks(ec_pool *p, unsigned g, size_t tid) {
                                                memory_order_acquire))
       continue;
     const size_t b = (size_t)(t & 0xffffffffu), e = (size_t)(b + grain < n ? b + grain : n);
+#ifdef EC_POOL_STATS
+    const uint64_t t0 = ec_thread_ns();
+#endif
     if (fn_tid)
       fn_tid(ctx, tid, b, e);
     else
       fn(ctx, b, e);
+#ifdef EC_POOL_STATS
+    if (b / grain < EC_STATS_CHUNKS) ec_stats_chunk[b / grain] = (double)(ec_thread_ns() - t0) * 1e-6;
+#endif
     atomic_fetch_add_explicit(&p->done, e - b, memory_order_release);
     t = atomic_load_explicit(&p->ticket, memory_order_acquire);
   }
@@ -98,6 +123,10 @@ int ec_pool_init(ec_pool *p, int threads) {
 
 void ec_pool_destroy(ec_pool *p) {
   if (!p) return;
+#ifdef EC_POOL_STATS
+  fprintf(stderr, "ec_pool stats: %lu parallel jobs, chunks %.3f ms, span on %d threads %.3f ms, serial calls %.3f ms\n",
+          ec_stats_jobs, ec_stats_busy, atomic_load(&p->threads), ec_stats_span, ec_stats_serial);
+#endif
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->stop, 1);
   pthread_cond_broadcast(&p->wake);
@@ -121,10 +150,16 @@ static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_t
                     void *ctx) {
   if (grain == 0) grain = 1;
   if (!p || atomic_load(&p->threads) <= 1 || n <= grain) {
+#ifdef EC_POOL_STATS
+    const uint64_t t0 = ec_thread_ns();
+#endif
     if (fn_tid)
       fn_tid(ctx, 0, 0, n);
     else if (n)
       fn(ctx, 0, n);
+#ifdef EC_POOL_STATS
+    ec_stats_serial += (double)(ec_thread_ns() - t0) * 1e-6;
+#endif
     return;
   }
   const unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
@@ -148,6 +183,22 @@ static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_t
     else
       sched_yield();
   }
+#ifdef EC_POOL_STATS
+  {
+    double free_at[EC_MAX_THREADS] = {0}, sum = 0, span = 0;
+    const int th = atomic_load(&p->threads);
+    const size_t chunks = (n + grain - 1) / grain;
+    for (size_t c = 0; c < chunks && c < EC_STATS_CHUNKS; c++) {
+      int t = 0;
+      for (int u = 1; u < th; u++)
+        if (free_at[u] < free_at[t]) t = u;
+      free_at[t] += ec_stats_chunk[c];
+      sum += ec_stats_chunk[c];
+    }
+    for (int u = 0; u < th; u++) span = free_at[u] > span ? free_at[u] : span;
+    ec_stats_busy += sum, ec_stats_span += span, ec_stats_jobs++;
+  }
+#endif
 }
 
 void ec_parallel_for(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, void *ctx) {

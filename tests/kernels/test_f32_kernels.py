@@ -6,6 +6,7 @@ qemu (-cpu cortex-a72 / qemu-arm) on the small "quick" shape set."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -105,3 +106,21 @@ def test_threadpool(sanitizer, tmp_path):
     assert r.returncode == 0, r.stderr
     r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "threadpool ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_threadpool_stats(tmp_path):
+    """-DEC_POOL_STATS: chunk CPU time and the quiet-machine span of the jobs, printed at destroy."""
+    rt = runtime_root()
+    srcs = [CDIR / "test_threadpool.c", rt / "ec_threadpool.c", rt / "f32-gemm/f32-gemm-4x4-scalar.c",
+            rt / "f32-gspc/f32-gspc-scalar.c", rt / "f32-dwconv/f32-dwconv-kxk-scalar.c",
+            rt / "f32-igemm/f32-igemm-4x4-scalar.c"]
+    cmd = ["gcc", "-O1", "-DEC_POOL_STATS", *WFLAGS, f"-I{rt}", *map(str, srcs), "-o", str(tmp_path / "t"), "-lm",
+           "-lpthread"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "threadpool ok" in r.stdout, r.stdout + r.stderr
+    m = re.search(r"(\d+) parallel jobs, chunks ([\d.]+) ms, span on (\d) threads ([\d.]+) ms", r.stderr)
+    assert m, r.stderr
+    jobs, busy, threads, span = int(m[1]), float(m[2]), int(m[3]), float(m[4])
+    assert jobs > 200 and threads == 3 and 0 < busy / threads <= span <= busy
