@@ -8,6 +8,7 @@ hits every column; the peak is re-measured each round and the best round's peak 
 
     python benchmarks/bench_gemm.py --md
     python benchmarks/bench_gemm.py --threads 2 --rounds 5
+    python benchmarks/bench_gemm.py --split --md   # spatial-pack layers: im2col vs GEMM, thread CPU time
 
 Read `% peak` (edgec) against the 85% target; shapes are ResNet-50 / MobileNet-style pointwise layers.
 """
@@ -37,6 +38,11 @@ CONVS = [("1x1 64->256 @56", 64, 256, 56), ("1x1 256->64 @56", 256, 64, 56), ("1
          ("1x1 512->128 @28", 512, 128, 28), ("1x1 256->1024 @14", 256, 1024, 14), ("1x1 1024->256 @14", 1024, 256, 14),
          ("1x1 512->2048 @7", 512, 2048, 7), ("1x1 96->96 @24 (odd)", 96, 96, 24)]
 MATMULS = [("matmul 196x768x768", 196, 768, 768), ("matmul 64x512x2048", 64, 512, 2048)]
+# --split: spatial-pack layers of ResNet-50 (name, C, K, H = W, kernel, stride, pad)
+SPLIT = [("stem 7x7 s2 3->64 @224", 3, 64, 224, 7, 2, 3), ("3x3 s2 128 @56", 128, 128, 56, 3, 2, 1),
+         ("3x3 s2 256 @28", 256, 256, 28, 3, 2, 1), ("3x3 s2 512 @14", 512, 512, 14, 3, 2, 1),
+         ("1x1 s2 256->512 @56", 256, 512, 56, 1, 2, 0), ("1x1 s2 512->1024 @28", 512, 1024, 28, 1, 2, 0),
+         ("1x1 256->64 @56", 256, 64, 56, 1, 1, 0), ("1x1 64->256 @56", 64, 256, 56, 1, 1, 0)]
 
 # Independent FMA chains: enough in flight to cover latency x units; the count that runs fastest is kept.
 _PEAK_C = r"""
@@ -130,15 +136,55 @@ def fma_peak(bins: dict[int, Path], threads: int, target) -> float:
 
 
 def conv1x1_model(path: Path, c: int, k: int, hw: int) -> tuple[Path, int]:
+    return conv_model(path, c, k, hw, 1, 1, 0)
+
+
+def conv_model(path: Path, c: int, k: int, hw: int, ks: int, stride: int, pad: int) -> tuple[Path, int]:
+    """Conv(ks x ks, stride, pad) + bias + ReLU on a [1, c, hw, hw] input; returns (path, FLOPs)."""
     rng = np.random.default_rng(0)
-    w = (rng.standard_normal((k, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+    w = (rng.standard_normal((k, c, ks, ks)) / np.sqrt(c * ks * ks)).astype(np.float32)
     b = (0.1 * rng.standard_normal(k)).astype(np.float32)
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"), helper.make_node("Relu", ["c"], ["y"])]
-    g = helper.make_graph(nodes, "pw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, k, hw, hw])],
+    ho = (hw + 2 * pad - ks) // stride + 1
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", strides=[stride, stride],
+                              pads=[pad] * 4),
+             helper.make_node("Relu", ["c"], ["y"])]
+    g = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, k, ho, ho])],
                           [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
-    return path, 2 * c * k * hw * hw
+    return path, 2 * c * k * ks * ks * ho * ho
+
+
+def split_run(tmp: Path, target, peak: float, md: bool) -> None:
+    """Spatial-pack layers: im2col packing and GEMM timed apart (thread CPU time, best of 9), with the
+    blocking edgec's emitter chose for the layer."""
+    from edgec.codegen import kernels
+    from edgec.runtime_c import root as runtime_root
+
+    rt = runtime_root()
+    src = Path(__file__).resolve().parent / "c" / "f32_conv_split.c"
+    head = ["layer", "KC x NC", "pack ms", "GEMM ms", "GEMM % peak", "layer % peak", "pack share"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    for i, (name, c, k, hw, ks, st, pad) in enumerate(SPLIT):
+        path, flops = conv_model(tmp / f"s{i}.onnx", c, k, hw, ks, st, pad)
+        b = compile_model(path, tmp / f"sp{i}", options=CompileOptions())
+        d = b.layers[0]
+        if not d["algo"].startswith("gemm-") or "-1x1" in d["algo"] or "-s1-" in d["algo"]:
+            print(f"# {name}: edgec runs {d['algo']}, not the spatial-pack GEMM")
+            continue
+        kern = next(kk for kk in kernels.KERNELS if kk.name == d["details"]["kernel"])
+        ho = (hw + 2 * pad - ks) // st + 1
+        defs = dict(XC=c, XH=hw, XW=hw, XK=k, XHO=ho, XWO=ho, XKH=ks, XKW=ks, XSH=st, XSW=st, XPT=pad, XPL=pad,
+                    XMR=kern.params["mr"], XNR=kern.params["nr"], XKC=d["details"]["kc"], XNC=d["details"]["nc"],
+                    XUK=kern.name)
+        exe = tmp / f"split{i}"
+        subprocess.run([target.cc, "-O2", "-std=c11", *target.cflags, f"-I{rt}", *(f"-D{a}={v}" for a, v in defs.items()),
+                        str(src), str(rt / kern.file), "-o", str(exe), "-lm"], check=True)
+        pack, gemm = map(float, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
+        row = [name, f"{defs['XKC']} x {defs['XNC']}", f"{pack:.3f}", f"{gemm:.3f}",
+               f"{100 * flops / gemm / 1e6 / peak:.0f}%", f"{100 * flops / (pack + gemm) / 1e6 / peak:.0f}%",
+               f"{100 * pack / (pack + gemm):.0f}%"]
+        print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
 
 
 def matmul_model(path: Path, m: int, k: int, n: int) -> tuple[Path, int]:
@@ -172,11 +218,18 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--md", action="store_true")
     ap.add_argument("--only", help="substring of the layer names to run")
+    ap.add_argument("--split", action="store_true",
+                    help="spatial-pack layers: packing and GEMM timed apart in thread CPU time (1 thread)")
     a = ap.parse_args()
     target = get_target("native")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         peak_bins = build_peak(tmp, target)
+        if a.split:
+            peak = fma_peak(peak_bins, 1, target)
+            print(f"# host: {host()}, {target.name} ({target.isa}), 1 thread; measured FMA peak {peak:.1f} GFLOP/s")
+            split_run(tmp, target, peak, a.md)
+            return 0
         layers = [(n, *conv1x1_model(tmp / f"c{i}.onnx", c, k, hw)) for i, (n, c, k, hw) in enumerate(CONVS)]
         layers += [(n, *matmul_model(tmp / f"m{i}.onnx", m, k, nn)) for i, (n, m, k, nn) in enumerate(MATMULS)]
         if a.only:
