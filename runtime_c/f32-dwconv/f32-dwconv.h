@@ -143,7 +143,8 @@ EC_INLINE void f32_dwconv_run(const f32_dwconv_shape *s, const f32_dwconv_args *
     return;
   }
   f32_dwconv_job j = {s, a};
-  ec_parallel_for(pool, n, 1, f32_dwconv_task, &j);
+  /* planes are small: ~8 chunks per thread, not one claim (a contended cache line) per plane */
+  ec_parallel_for(pool, n, EC_MAX(1, n / (8 * (size_t)ec_pool_threads(pool))), f32_dwconv_task, &j);
 }
 
 /* ---- channel-blocked variant for small maps ------------------------------------------------
@@ -188,7 +189,7 @@ EC_INLINE void f32_dwconv_cb_run(const f32_dwconv_cb_shape *s, const f32_dwconv_
     return;
   }
   f32_dwconv_cb_job j = {s, a};
-  ec_parallel_for(pool, n, 1, f32_dwconv_cb_task, &j);
+  ec_parallel_for(pool, n, EC_MAX(1, n / (8 * (size_t)ec_pool_threads(pool))), f32_dwconv_cb_task, &j);
 }
 
 #endif
