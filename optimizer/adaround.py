@@ -34,6 +34,7 @@ from edgec.optimizer.runner import session, with_outputs
 POSITIONS = 4096      # sampled output positions per layer (half fit, half check)
 SWEEPS = 4
 H_BYTES = 512 << 20   # the H matrices of one pass over the data stay under this
+FLOPS = 2e9           # solver work per second of budget (numpy, one core; ppocr cls: 54 layers, ~7 s unloaded)
 
 
 class Layer:
@@ -282,8 +283,16 @@ def round_layers(model: onnx.ModelProto, plain: onnx.ModelProto, feeds: list[dic
     # H for every layer costs a pass over the data per H_BYTES of matrices; layers past the budget are left out
     if found and feeds and budget_s > 0:
         collect(model, found, feeds)
+    # which layers fit the budget is decided up front from their solver work (so the result does not depend on
+    # the machine's load); the clock only stops a run that overshoots by far
+    work, planned = 0.0, set()
     for layer in found:
-        if time.perf_counter() > deadline:
+        work += _work(layer, method)
+        if work <= budget_s * FLOPS:
+            planned.add(layer.name)
+    deadline = t0 + 3 * budget_s
+    for layer in found:
+        if layer.name not in planned or time.perf_counter() > deadline:
             timed_out.append(layer.name)
             continue
         hf = _damped(layer.fit, layer.count[0])
@@ -313,6 +322,13 @@ def round_layers(model: onnx.ModelProto, plain: onnx.ModelProto, feeds: list[dic
                "skipped": skipped, "over_budget": timed_out, "budget_seconds": budget_s,
                "seconds": round(time.perf_counter() - t0, 3), "per_layer": rows}
     return weights, summary
+
+
+def _work(layer: Layer, method: str) -> float:
+    """Floating-point operations the solver spends on a layer (matrix products over H dominate)."""
+    g, m, k = layer.q.shape
+    per = 2.0 * g * m * k * k
+    return per * ((600 if method == "soft" else 0) + SWEEPS) + 4.0 * POSITIONS * g * k * k
 
 
 def _to_layout(layer: Layer, w: np.ndarray) -> np.ndarray:

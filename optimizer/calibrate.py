@@ -10,6 +10,8 @@ quantize_static uses them as they are.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import onnx
 from onnxruntime.quantization.calibrate import CalibrationMethod, TensorsData, save_tensors_data
@@ -56,7 +58,9 @@ def search_ranges(model: onnx.ModelProto, minmax: TensorsData, feeds: list[dict]
     """Per-tensor MSE-optimal ranges for the tensors in `minmax` (onnxruntime's MinMax calibration result)."""
     outputs = {o.name for o in model.graph.output}
     names = [t for t in minmax.keys() if t not in outputs]
-    rng = np.random.default_rng(seed)
+    # one generator per tensor, seeded by its name: onnxruntime's calibrator returns the tensors in no fixed
+    # order, and one shared generator made the sampled values (so the ranges) differ from run to run
+    rngs = {t: np.random.default_rng([seed, zlib.crc32(t.encode())]) for t in names}
     per_sample = max(1, -(-VALUES_PER_TENSOR // max(len(feeds), 1)))
     samples: dict[str, list] = {t: [] for t in names}
     if names and feeds:
@@ -67,7 +71,7 @@ def search_ranges(model: onnx.ModelProto, minmax: TensorsData, feeds: list[dict]
             outs = sess.run(None, feed)
             for t, i in idx.items():
                 x = np.asarray(outs[i], np.float32).reshape(-1)
-                samples[t].append(x if x.size <= per_sample else rng.choice(x, per_sample, replace=False))
+                samples[t].append(x if x.size <= per_sample else rngs[t].choice(x, per_sample, replace=False))
     data, clipped, gain = {}, 0, []
     for t in minmax.keys():
         lo, hi = (float(np.asarray(r).reshape(-1)[0]) for r in minmax[t].range_value)

@@ -477,3 +477,26 @@ def test_adaround_keeps_to_its_time_budget(digits_cnn):
     assert summary["over_budget"][0] == "/9/g2/g2.0/Conv"  # the most MACs (294912)
     weights, summary = round_layers(m, plain, calib.feeds[:64], budget_s=600.0)
     assert summary["layers"] == 7 and not summary["over_budget"] and len(weights) >= 5
+
+
+def test_range_search_does_not_depend_on_tensor_order(digits_cnn):
+    """onnxruntime's calibrator hands the tensors over in no fixed order; the ranges chosen must not change with it
+    (one generator shared by all tensors once made two identical optimize runs differ)."""
+    from onnxruntime.quantization.calibrate import CalibrationMethod, TensorsData
+
+    from edgec.optimizer.calibrate import search_ranges
+
+    m = onnx.load(str(digits_cnn.model))
+    calib, _ = _digits_sets(digits_cnn.data)
+    names = [n.output[0] for n in m.graph.node if n.op_type in ("Relu", "Conv")][:6]
+    from edgec.optimizer.runner import session, with_outputs
+
+    sess = session(with_outputs(m, names))
+    outs = [dict(zip([o.name for o in sess.get_outputs()], sess.run(None, f))) for f in calib.feeds]
+    rng = {t: (np.array(min(o[t].min() for o in outs), np.float32), np.array(max(o[t].max() for o in outs), np.float32))
+           for t in names}
+    got = []
+    for order in (names, names[::-1]):
+        ranges, _ = search_ranges(m, TensorsData(CalibrationMethod.MinMax, {t: rng[t] for t in order}), calib.feeds, False)
+        got.append({t: tuple(float(v) for v in ranges[t].range_value) for t in names})
+    assert got[0] == got[1]
