@@ -219,8 +219,8 @@ def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:
     if algo.startswith("gspc"):
         return f"{groups} groups of {c_in // groups} channels: GSPC, weights tiled per group, parallel over groups"
     per_group = f"one GEMM per group ({groups} groups), " if algo.startswith("gemm-grouped") else ""
-    if "-1x1t-" in algo:
-        return "1x1 on a small map: transposed GEMM (pixels on the tile rows, channels on its columns: less padding)"
+    if algo.startswith("gemm-t-"):
+        return "small map: transposed GEMM (pixels on the tile rows, channels on its columns: less padding)"
     if "-1x1-" in algo:
         return per_group + "1x1 stride 1: GEMM reading the input in place, epilogue fused into the NCHW store"
     if "-s1-" in algo:

@@ -125,8 +125,8 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     kc = max(16, (t.l1d_bytes // 2) // (nr * 4) // 16 * 16)
     if kg <= kc * 5 // 4:
         kc = kg
-    if transposed_1x1(g, mr, nr):
-        return _emit_1x1t(node, ctx, g, w, macs, k, kc)
+    if transposed(g, mr, nr, kernels.igemm_kernel(t).params["nr"]):
+        return _emit_convt(node, ctx, g, w, macs, k, kc)
     nc = max(nr, min((t.l2_bytes // 4) // (kg * 4) // nr * nr, -(-howo // nr) * nr))
     nc, _ = split_work(g["N"] * G, howo, nc, nr, kpg, mr)
     msplit = 1  # here each M chunk would pack its B block again: split columns only
@@ -149,39 +149,51 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
             f"f32_conv_run(&S, &A, {ctx.pool});\n")
 
 
-def transposed_1x1(g: dict, mr: int, nr: int) -> bool:
-    """1x1 stride-1 conv whose pixels fill NR-wide tiles badly (a 7x7 map: 49 of 64 columns) while its output
-    channels fill them well: run Y^T = X^T W^T, pixels on the MR rows, when that pads at least 10% less."""
-    if g["G"] != 1 or not is_direct(g):
+_PACK_MACS = 8.0  # one im2col copy costs about as much as 8 MACs of the microkernel (bench_gemm.py --split)
+
+
+def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
+    """Dense conv whose output pixels fill NR-wide tiles badly (a 7x7 map: 49 of 64 columns, 61 on the
+    stride-1 indirect path) while its output channels fill them well: run Y^T = A W^T with the pixels on
+    the MR rows. Costs compared: padded MACs, plus packing (each copied element ~_PACK_MACS MACs, spread
+    over the K outputs that use it) where a path packs: the transposed one always (its 1x1 copy is half
+    that), the NCHW one unless it reads the input in place. Chosen when 15% cheaper: at 14x14 (5% less
+    padding) it measured 0-9% slower, at 7x7 12-19% faster (bench_gemm.py, Zen 3)."""
+    if g["G"] != 1:
         return False
     p, k = g["Ho"] * g["Wo"], g["K"]
-    normal = (-(-p // nr) * nr / p) * (-(-k // mr) * mr / k)
-    flipped = (-(-p // mr) * mr / p) * (-(-k // nr) * nr / k)
-    return normal > 1.1 * flipped
+    in_place = use_indirect(g, inr)
+    cols = p if is_direct(g) or not in_place else (g["Ho"] - 1) * (g["Wo"] + (g["KW"] - 1) * g["DW"]) + g["Wo"]
+    tile = inr if in_place else nr
+    normal = (-(-cols // tile) * tile / p) * (-(-k // mr) * mr / k) * (1 + (0 if in_place else _PACK_MACS / k))
+    copy = _PACK_MACS / 2 if is_direct(g) else _PACK_MACS
+    flipped = (-(-p // mr) * mr / p) * (-(-k // nr) * nr / k) * (1 + copy / k)
+    return normal > 1.15 * flipped
 
 
-def _emit_1x1t(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, k, kc: int) -> str:
+def _emit_convt(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, k, kc: int) -> str:
     mr, nr = k.params["mr"], k.params["nr"]
-    c, kout, p = g["C"], g["K"], g["Ho"] * g["Wo"]
-    kc = c if c <= kc * 5 // 4 else kc
+    kout, p = g["K"], g["Ho"] * g["Wo"]
+    kg = g["C"] * g["KH"] * g["KW"]
+    kc = kg if kg <= kc * 5 // 4 else kc
     kp = -(-kout // nr) * nr
-    wt = np.zeros((c, kp), np.float32)
-    wt[:, :kout] = w.reshape(kout, c).T
-    packed = np.ascontiguousarray(wt.reshape(c, kp // nr, nr).transpose(1, 0, 2))  # [K/NR][C][NR]
-    wp = ctx.weight(f"conv-1x1t-{nr}:{node.name}", packed)
+    wt = np.zeros((kg, kp), np.float32)
+    wt[:, :kout] = w.reshape(kout, kg).T
+    packed = np.ascontiguousarray(wt.reshape(kg, kp // nr, nr).transpose(1, 0, 2))  # [K/NR][Kg][NR]
+    wp = ctx.weight(f"conv-t-{nr}:{node.name}", packed)
     per_n = max(1, -(-PAR_ITEMS // g["N"]))  # output-channel blocks per image, so threads have items
     kch = max(nr, -(-(-(-kout // per_n)) // nr) * nr)
     pp = -(-p // mr) * mr
     per = pp * nr + pp
-    xt = ctx.scratch(g["N"] * pp * c * 4)
+    a = ctx.scratch(g["N"] * pp * kg * 4)
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
-    ctx.require(k.file, "f32-conv/f32-conv1x1t.h")
-    ctx.note(algo=f"gemm-1x1t-{k.tile}-{k.isa}", macs=macs, kernel=k.name, kc=kc, kch=kch)
+    ctx.require(k.file, "f32-conv/f32-convt.h")
+    ctx.note(algo=f"gemm-t-{k.tile}-{k.isa}", macs=macs, kernel=k.name, kc=kc, kch=kch)
     x, y, epi = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0]), epilogue_fields(node, ctx, _bias(node, ctx))
-    return (f"static const f32_conv1x1t_shape S = {{{g['N']}u, {c}u, {p}u, {kout}u, {mr}u, {nr}u, {kc}u, {kch}u, "
-            f"{k.name}}};\n"
-            f"const f32_conv1x1t_args A = {{{x}, {y}, {wp}, {epi}, (float *){xt}, (float *){scratch}, {per}u}};\n"
-            f"f32_conv1x1t_run(&S, &A, {ctx.pool});\n")
+    shape = _shape_init(g, "N C H W K Ho Wo KH KW SH SW DH DW PT PL")
+    return (f"static const f32_convt_shape S = {{{shape}, {mr}u, {nr}u, {kc}u, {kch}u, {k.name}}};\n"
+            f"const f32_convt_args A = {{{x}, {y}, {wp}, {epi}, (float *){a}, (float *){scratch}, {per}u}};\n"
+            f"f32_convt_run(&S, &A, {ctx.pool});\n")
 
 
 PAR_ITEMS = 8  # work items a layer offers, so run-time --threads up to ~4 keep both halves busy

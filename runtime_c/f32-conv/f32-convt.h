@@ -1,0 +1,138 @@
+/* Dense convolution on small maps as the transposed GEMM, NCHW fp32:
+ *   Y^T[P][K] = A[P][Kg] x W^T[Kg][K]   (P = Ho*Wo output pixels of one image, Kg = C*KH*KW,
+ *   A = the im2col matrix with pixels as rows)
+ * The NCHW GEMM (f32-conv.h) puts the pixels on the microkernel's NR columns: on a 7x7 map a
+ * 16-wide tile computes 64 columns for 49 pixels (31% wasted FMAs, more on the stride-1 indirect
+ * path, which also computes the padded columns). Transposed, the pixels go on the MR rows (6-row
+ * tiles: 54 for 49) and the output channels on the columns, which K fills.
+ *
+ * Weights (packed offline, codegen/ops/conv.py): W^T as B panels [ceil(K/NR)][Kg][NR].
+ * A of every image is packed once ([N][ceil(P/MR)][Kg][MR]; 1x1 stride 1 by strided copies of
+ * the input planes), then work items (n, block of KCH output channels) run their panels into a
+ * per-thread [ceil(P/MR)*MR][NR] tile and write it back as NR output-channel rows with the bias,
+ * activation and residual of each row (ec_epi_row). */
+#ifndef F32_CONVT_H
+#define F32_CONVT_H
+
+#include "../ec_common.h"
+#include "../ec_threadpool.h"
+#include "../f32-gemm/f32-gemm.h"
+
+typedef struct {
+  size_t N, C, H, W, K, Ho, Wo;
+  size_t KH, KW, SH, SW, DH, DW, PT, PL;
+  size_t MR, NR, KC;
+  size_t KCH; /* output channels per work item, a multiple of NR */
+  f32_gemm_ukernel_fn uk;
+} f32_convt_shape;
+
+typedef struct {
+  const float *x;
+  float *y;
+  const float *w;
+  const float *bias;
+  const float *res;
+  int res_before_act;
+  ec_act act;
+  float *a;       /* packed A: f32_convt_a_floats */
+  float *scratch; /* threads x f32_convt_scratch_floats: the tile and one gathered row */
+  size_t scratch_floats_per_thread;
+} f32_convt_args;
+
+static inline size_t f32_convt_a_floats(size_t N, size_t Kg, size_t P, size_t MR) {
+  return N * EC_ROUND_UP(P, MR) * Kg;
+}
+
+static inline size_t f32_convt_scratch_floats(size_t P, size_t MR, size_t NR) {
+  const size_t pp = EC_ROUND_UP(P, MR);
+  return pp * NR + pp;
+}
+
+EC_INLINE size_t f32_convt_items(const f32_convt_shape *s) { return s->N * EC_DIV_UP(s->K, s->KCH); }
+
+/* A of image n: row p = output pixel (oh, ow), column k = (c, kh, kw); rows past P are zero. */
+EC_INLINE void f32_convt_pack(const f32_convt_shape *s, const float *EC_RESTRICT x, float *EC_RESTRICT dst) {
+  const size_t P = s->Ho * s->Wo, MR = s->MR, KHW = s->KH * s->KW, Kg = s->C * KHW;
+  if (KHW == 1 && s->SH == 1 && s->SW == 1 && s->PT == 0 && s->PL == 0 && s->Ho == s->H && s->Wo == s->W) {
+    f32_gemm_pack_a(P, s->C, x, 1, P, MR, dst); /* element (p, c) at x[c*P + p] */
+    return;
+  }
+  for (size_t p0 = 0; p0 < P; p0 += MR) {
+    float *d = dst + p0 * Kg;
+    for (size_t i = 0; i < MR; i++) {
+      const size_t p = p0 + i;
+      if (p >= P) {
+        for (size_t k = 0; k < Kg; k++) d[k * MR + i] = 0.0f;
+        continue;
+      }
+      const ptrdiff_t ih0 = (ptrdiff_t)((p / s->Wo) * s->SH) - (ptrdiff_t)s->PT;
+      const ptrdiff_t iw0 = (ptrdiff_t)((p % s->Wo) * s->SW) - (ptrdiff_t)s->PL;
+      for (size_t kh = 0; kh < s->KH; kh++) {
+        const ptrdiff_t ih = ih0 + (ptrdiff_t)(kh * s->DH);
+        const int hin = ih >= 0 && ih < (ptrdiff_t)s->H;
+        for (size_t kw = 0; kw < s->KW; kw++) {
+          const ptrdiff_t iw = iw0 + (ptrdiff_t)(kw * s->DW);
+          const int in = hin && iw >= 0 && iw < (ptrdiff_t)s->W;
+          const float *xs = in ? x + (size_t)ih * s->W + (size_t)iw : NULL;
+          float *dk = d + (kh * s->KW + kw) * MR + i;
+          for (size_t c = 0; c < s->C; c++) dk[c * KHW * MR] = in ? xs[c * s->H * s->W] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
+EC_INLINE void f32_convt_item(const f32_convt_shape *s, const f32_convt_args *a, size_t tid, size_t item) {
+  const size_t P = s->Ho * s->Wo, K = s->K, MR = s->MR, NR = s->NR, Kg = s->C * s->KH * s->KW;
+  const size_t nkb = EC_DIV_UP(K, s->KCH), n = item / nkb, k0 = (item % nkb) * s->KCH;
+  const size_t k1 = EC_MIN(K, k0 + s->KCH), pp = EC_ROUND_UP(P, MR);
+  const float *ap = a->a + n * pp * Kg;
+  float *tile = a->scratch + tid * a->scratch_floats_per_thread, *row = tile + pp * NR;
+  for (size_t j0 = k0; j0 < k1; j0 += NR) {
+    const size_t nr = EC_MIN(NR, k1 - j0);
+    const float *bp = a->w + j0 * Kg; /* panel j0/NR */
+    for (size_t c0 = 0; c0 < Kg; c0 += s->KC) {
+      const size_t kc = EC_MIN(s->KC, Kg - c0);
+      for (size_t i0 = 0; i0 < P; i0 += MR)
+        s->uk(EC_MIN(MR, P - i0), NR, kc, ap + i0 * Kg + c0 * MR, bp + c0 * NR, tile + i0 * NR, NR, c0 != 0,
+              NULL);
+    }
+    for (size_t q = 0; q < nr; q++) {
+      const size_t o = (n * K + j0 + q) * P;
+      for (size_t p = 0; p < P; p++) row[p] = tile[p * NR + q];
+      ec_epi_row(row, a->y + o, P, a->bias ? a->bias[j0 + q] : 0.0f, a->res ? a->res + o : NULL,
+                 a->res_before_act, a->act);
+    }
+  }
+}
+
+typedef struct {
+  const f32_convt_shape *s;
+  const f32_convt_args *a;
+} f32_convt_job;
+
+static inline void f32_convt_pack_task(void *ctx, size_t begin, size_t end) {
+  const f32_convt_job *j = (const f32_convt_job *)ctx;
+  const size_t Kg = j->s->C * j->s->KH * j->s->KW, pp = EC_ROUND_UP(j->s->Ho * j->s->Wo, j->s->MR);
+  for (size_t n = begin; n < end; n++)
+    f32_convt_pack(j->s, j->a->x + n * j->s->C * j->s->H * j->s->W, j->a->a + n * pp * Kg);
+}
+
+static inline void f32_convt_task(void *ctx, size_t tid, size_t begin, size_t end) {
+  const f32_convt_job *j = (const f32_convt_job *)ctx;
+  for (size_t i = begin; i < end; i++) f32_convt_item(j->s, j->a, tid, i);
+}
+
+EC_INLINE void f32_convt_run(const f32_convt_shape *s, const f32_convt_args *a, ec_pool *pool) {
+  const size_t n = f32_convt_items(s);
+  f32_convt_job j = {s, a};
+  if (ec_pool_threads(pool) <= 1) {
+    f32_convt_pack_task(&j, 0, s->N);
+    for (size_t i = 0; i < n; i++) f32_convt_item(s, a, 0, i);
+    return;
+  }
+  ec_parallel_for(pool, s->N, 1, f32_convt_pack_task, &j);
+  ec_parallel_for_tid(pool, n, 1, f32_convt_task, &j);
+}
+
+#endif
