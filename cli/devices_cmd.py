@@ -239,8 +239,10 @@ def deploy_cmd(
                 progress("run", "runner vs onnxruntime", 0)
                 res["check"] = check_fn(dep, shapes)
                 if not res["check"]["ok"]:
-                    raise EdgecError(f"outputs on {dev.name} differ from onnxruntime: max relative error "
-                                     f"{res['check']['max_rel_err']:.2e}")
+                    raise EdgecError(f"outputs on {dev.name} differ from {res['check']['reference']}: max "
+                                     f"relative error {res['check']['max_rel_err']:.2e}"
+                                     + (f", {res['check']['max_err_lsb']:.0f} quantization steps"
+                                        if "max_err_lsb" in res["check"] else ""))
             if run_bench:
                 progress("run", "bench", 0)
                 res["bench"] = bench(dep, threads=threads)
@@ -251,7 +253,8 @@ def deploy_cmd(
         chk = r.get("check")
         line = f"deployed to {r['device']}:{r['dir']} ({r['build']} build, {r['sent_bytes']} bytes sent)"
         if chk:
-            line += f"; outputs match onnxruntime (max rel err {chk['max_rel_err']:.1e})"
+            line += f"; outputs match {chk['reference']} (max rel err {chk['max_rel_err']:.1e}" + \
+                (f", {chk['max_err_lsb']:.0f} quantization steps)" if "max_err_lsb" in chk else ")")
         elif r["unchecked"]:
             line += "; outputs not checked (pass --model MODEL.onnx)"
         out.print(escape(line))

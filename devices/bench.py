@@ -89,31 +89,48 @@ def random_inputs(model: Path, input_shapes: dict | None = None, seed: int = 0) 
 
 def check_outputs(dep: Deployment, input_shapes: dict | None = None, seed: int = 0,
                   timeout: float = 600) -> dict:
-    """Run the board's binary and onnxruntime (here) on the same random inputs; compare."""
+    """Run the board's binary and the reference (here) on the same random inputs; compare. The reference is
+    `edgec verify`'s: onnxruntime for a float model, the model's exact QDQ arithmetic for an int8 one, whose
+    quantized outputs may differ by one quantization step (the requantization contract)."""
     if dep.model is None:
         raise EdgecError("no model to check against: pass the .onnx file (or --model with a build folder)")
-    import onnxruntime as ort
+    from edgec.codegen.verifier import compare, exact_outputs, is_quantized, onnxruntime_outputs, output_steps
+    from edgec.model import graph_inputs, load_model
 
+    model = load_model(dep.model, input_shapes)
     inputs = random_inputs(dep.model, input_shapes, seed)
     got = run_model(dep, inputs, timeout=timeout)
-    from edgec.model import load_model
+    feeds = {i.name: a for i, a in zip(graph_inputs(model), inputs)}
+    quantized = is_quantized(model)
     try:
-        sess = ort.InferenceSession(load_model(dep.model, input_shapes).SerializeToString(),
-                                    providers=["CPUExecutionProvider"])
-        want = sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), inputs)})
+        static = _static_model(dep)
+        if quantized:
+            names, want, _ = exact_outputs(static, feeds)
+        else:
+            names, want = onnxruntime_outputs(static, feeds)
+    except EdgecError:
+        raise
     except Exception as e:  # onnxruntime raises its own untyped errors
         raise EdgecError(f"onnxruntime cannot run {dep.model.name} for the check ({last_line(str(e))}); "
                          f"deploy with --no-check") from None
     if len(got) != len(want):
         raise EdgecError(f"runner on {dep.device.name} wrote {len(got)} output(s), the model has {len(want)}")
-    worst = 0.0
-    for g, w in zip(got, want):
+    steps = output_steps(model) if quantized else {}
+    worst, worst_lsb, ok = 0.0, 0.0, True
+    for name, g, w in zip(names, got, want):
         if g.shape != w.shape:
             raise EdgecError(f"output shape {g.shape} on {dep.device.name} differs from onnxruntime's {w.shape}")
         if g.size:
             err = float(np.max(np.abs(g.astype(np.float64) - w) / (1.0 + np.abs(w))))
             worst = max(worst, err)
-    return {"outputs": len(got), "max_rel_err": worst, "ok": worst <= 1e-3}
+            r = compare(name, g, w, 1e-3, 1e-3, steps.get(name), 1.0)
+            ok = ok and r["ok"]
+            worst_lsb = max(worst_lsb, r.get("max_err_lsb") or 0.0)
+    out = {"outputs": len(got), "max_rel_err": worst, "ok": ok,
+           "reference": "exact QDQ arithmetic" if quantized else "onnxruntime"}
+    if quantized:
+        out["max_err_lsb"] = worst_lsb
+    return out
 
 
 def bench(dep: Deployment, *, runs: int = 50, warmup: int = 5, threads: int = 1, compare_ort: bool = False,

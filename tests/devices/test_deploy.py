@@ -300,3 +300,32 @@ def test_compile_cache_keys_profile_and_resolved_target(edgec_env, tiny_model):
     profiled, _ = prepare_project(tiny_model, local, profile=True)
     assert plain != profiled
     assert plain.name.startswith(f"tiny_model-{detect_native()}-")  # "tiny model": the label keeps safe characters
+
+
+def test_deploy_checks_int8_against_the_exact_qdq_arithmetic(edgec_env, conv_model, tmp_path):
+    """An int8 (QDQ) model is checked like `edgec verify` checks it: against its exact QDQ arithmetic, quantized
+    outputs within one step, not against onnxruntime's CPU-specific int8 kernels with a float tolerance."""
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    inp = onnx.load(str(conv_model)).graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(3)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    q = tmp_path / "int8.onnx"
+    quantize_static(str(conv_model), str(q), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    rc, out, err = run_cli("deploy", str(q), "--device", "local")
+    assert rc == 0, err
+    assert "outputs match exact QDQ arithmetic" in out and "quantization steps" in out
+    dev = Inventory().get("local")
+    with open_transport(dev) as t:
+        chk = check_outputs(deploy(q, dev, t))
+    assert chk["ok"] and chk["reference"] == "exact QDQ arithmetic" and chk["max_err_lsb"] <= 1.0
