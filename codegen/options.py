@@ -84,7 +84,9 @@ class CompileOptions:
         from edgec.codegen.targets import get_target
 
         key = asdict(self)
-        key["target"] = get_target(self.target).name
+        t = get_target(self.target)
+        key["target"] = t.name
+        key["caches"] = [t.l1d_bytes, t.l2_bytes]  # native blocking follows this machine's caches
         if self.tuning_db:
             p = Path(self.tuning_db).expanduser()
             key["tuning_db"] = [str(p), hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "missing"]

@@ -88,17 +88,46 @@ def detect_native(arch: str | None = None, flags: frozenset[str] | None = None) 
     return "generic"
 
 
+def _parse_size(text: str) -> int | None:
+    text = text.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * mult if digits.isdigit() and int(digits) > 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def host_caches() -> tuple[int | None, int | None]:
+    """(L1 data, L2) bytes of this machine's first core from sysfs, None where it does not say. Blocking is
+    sized from these for native builds: the table's per-ISA values are one family's (an AVX2 x86 core has
+    256 KB to 1 MB of L2)."""
+    l1 = l2 = None
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for d in sorted(base.glob("index*")):
+            level, kind = (d / "level").read_text().strip(), (d / "type").read_text().strip()
+            size = _parse_size((d / "size").read_text())
+            if level == "1" and kind == "Data":
+                l1 = size
+            elif level == "2" and kind in ("Unified", "Data"):
+                l2 = size
+    except (OSError, ValueError):
+        return None, None
+    return l1, l2
+
+
 def get_target(name: str = "native") -> Target:
-    """The Target called name; 'native' resolves to the detected one."""
+    """The Target called name; 'native' resolves to the detected one, with this machine's cache sizes."""
     if isinstance(name, Target):
         return name
     table = _table()
-    if name == "native":
+    native = name == "native"
+    if native:
         name = detect_native()
     if name not in table:
         raise EdgecError(f"unknown target {name!r}; choose one of: {', '.join(target_names())}")
     d = table[name]
+    l1, l2 = host_caches() if native else (None, None)
     return Target(name=name, arch=d["arch"], isa=d["isa"], features=tuple(d["features"]),
                   f32_lanes=int(d["f32_lanes"]), cc=d["cc"], cflags=tuple(d["cflags"]),
                   qemu=tuple(d["qemu"]) if d.get("qemu") else None,
-                  l1d_bytes=int(d["l1d_bytes"]), l2_bytes=int(d["l2_bytes"]))
+                  l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]))

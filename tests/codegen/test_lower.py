@@ -118,6 +118,28 @@ def test_targets_are_data():
         get_target("riscv")
 
 
+def test_native_target_uses_this_machines_caches():
+    """Blocking for native builds follows the host's L1d/L2 as sysfs gives them; named targets keep the table's."""
+    from pathlib import Path
+
+    from edgec.codegen.targets import _parse_size, host_caches
+
+    assert (_parse_size("32K"), _parse_size("512K\n"), _parse_size("2M"), _parse_size("0K"), _parse_size("x")) == \
+        (32768, 524288, 2 << 20, None, None)
+    want = {}
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        level, kind = (d / "level").read_text().strip(), (d / "type").read_text().strip()
+        if (level, kind) == ("1", "Data"):
+            want["l1"] = _parse_size((d / "size").read_text())
+        elif level == "2" and kind != "Instruction":
+            want["l2"] = _parse_size((d / "size").read_text())
+    native, named = get_target("native"), get_target(detect_native())
+    assert host_caches() == (want.get("l1"), want.get("l2"))
+    assert native.l1d_bytes == (want.get("l1") or named.l1d_bytes)
+    assert native.l2_bytes == (want.get("l2") or named.l2_bytes)
+    assert get_target("aarch64-neon").l2_bytes == 1 << 20  # a named target: the table's
+
+
 def test_decomposed_layernorm_becomes_one_node(tmp_path):
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(np.array([-1], np.int64), "ax"),
