@@ -187,6 +187,14 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
     measured_algo = measured(target, key)
     if measured_algo in ("direct",) + tuple(f"winograd-f{m}3" for m in WINOGRAD_M):
         return Choice(measured_algo, "tuning database", {})
+    learned = dict(active_learned())
+    fitted = ""
+    for m in WINOGRAD_M:  # this device's measured correction of the estimate (tuning records), if any
+        f = learned.get(f"winograd-f{m}3")
+        if f is not None:
+            est[m] = {**est[m], "cost": est[m]["cost"] * f}
+            fitted += f", F({m},3) x{f:.2f}"
+    fitted = f" (estimates fitted to this device's tuned layers{fitted})" if fitted else ""
     penalty = {2: 1.0, 4: 1.0, 6: 1.15}  # F(6,3)'s rounding: only for a clear gain
     best = min(WINOGRAD_M, key=lambda m: est[m]["cost"] * penalty[m])
     if override == "winograd":
@@ -197,12 +205,45 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
     ratio = d["cost"] / e["cost"]
     if ratio > 1.1:
         return Choice(f"winograd-f{best}3", f"winograd F({best},3): {e['mult_reduction']:.1f}x fewer multiplies, "
-                      f"est. {ratio:.1f}x faster than direct after transforms", {"est_speedup": round(ratio, 2)})
+                      f"est. {ratio:.1f}x faster than direct after transforms{fitted}", {"est_speedup": round(ratio, 2)})
     why = "transforms dominate (few channels)" if e["transforms"] > 0.5 * e["gemm"] else \
         "weight traffic (alpha^2/9 x the weights over few tiles)" if e["cost"] > e["gemm"] + e["transforms"] else \
         "too few tiles"
-    return Choice("direct", f"direct, not winograd: best F({best},3) est. {1 / ratio:.1f}x direct's time: {why}",
-                  {"est_speedup": round(ratio, 2)})
+    return Choice("direct", f"direct, not winograd: best F({best},3) est. {1 / ratio:.1f}x direct's time: {why}"
+                  f"{fitted}", {"est_speedup": round(ratio, 2)})
+
+
+def active_learned() -> tuple:
+    from edgec.codegen.options import active
+
+    return active().learned
+
+
+def fit_conv3x3(target, samples) -> dict[str, float]:
+    """The cost model learns from a device's tuning records: for each F(m,3), the factor by which this device
+    made Winograd slower (> 1) or faster (< 1) relative to direct than the estimates said, as the geometric mean
+    over measured 3x3 layers of (measured F(m,3)/direct time) / (estimated ratio). samples: (geometry,
+    {"direct" | "winograd-f<m>3": ms}) pairs; layers without a direct time teach nothing. Clamped to [1/4, 4]:
+    a factor outside it means the model misses something a constant cannot fix."""
+    import math
+
+    from edgec.codegen import kernels
+    from edgec.codegen.ops.conv import direct_path_3x3
+
+    gk = kernels.gemm_kernel(target)
+    mr, nr = gk.params["mr"], gk.params["nr"]
+    logs: dict[str, list[float]] = {}
+    for g, ms in samples:
+        if not ms.get("direct"):
+            continue
+        cols, kind = direct_path_3x3(target, g)
+        d = direct_estimate(target, g, mr, nr, cols, kind)["cost"]
+        for m in WINOGRAD_M:
+            key = f"winograd-f{m}3"
+            if ms.get(key):
+                e = winograd_estimate(target, g, m, mr, nr)["cost"]
+                logs.setdefault(key, []).append(math.log((ms[key] / ms["direct"]) / (e / d)))
+    return {k: round(min(4.0, max(0.25, math.exp(sum(v) / len(v)))), 3) for k, v in logs.items()}
 
 
 def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:

@@ -46,6 +46,8 @@ class CompileOptions:
     tuning: str = "auto"          # auto: apply the device's tuning records (filled into `tuned`); off: ignore them
     # tuning records that apply: (layer signature, forced fields as "k=v;k=v", explain text), sorted
     tuned: tuple = ()
+    # the cost model's constants fitted to this device's tuning records: (name, factor) pairs, sorted
+    learned: tuple = ()
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
@@ -60,6 +62,8 @@ class CompileOptions:
         object.__setattr__(self, "tuned", tuned)
         if self.tuning == "off" and tuned:
             object.__setattr__(self, "tuned", ())
+        learned = tuple(sorted((str(k), float(v)) for k, v in self.learned))
+        object.__setattr__(self, "learned", () if self.tuning == "off" else learned)
 
     def tuned_for(self, signature: str) -> tuple[dict, str] | None:
         """(forced fields, explain text) of the tuning record for a layer signature, if one applies."""

@@ -72,7 +72,37 @@ def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | 
     finally:
         if own:
             db.close()
-    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs))
+    from edgec.codegen.targets import get_target
+
+    learned = learned_constants(recs, get_target(device.target))
+    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs),
+                         learned=tuple(learned.items()))
+
+
+_GEOMETRY = re.compile(r"N(\d+)C(\d+)H(\d+)W(\d+)K(\d+)G(\d+)k(\d+)x(\d+)s(\d+)x(\d+)d(\d+)x(\d+)"
+                       r"p(\d+)x(\d+)o(\d+)x(\d+)")
+
+
+def learned_constants(recs, target) -> dict[str, float]:
+    """The cost model's constants fitted to a device's records (costmodel.fit_conv3x3): every fp32 3x3
+    stride-1 layer whose trials timed the direct path and a Winograd F(m,3) teaches the Winograd/direct
+    trade-off, so the device's untuned layers get better picks too."""
+    from edgec.codegen.costmodel import fit_conv3x3
+
+    samples = []
+    for r in recs:
+        m = _GEOMETRY.search(r.signature)
+        if not m or not re.match(r"g?conv3x3s1(\+|$)", r.cls) or ":f32:" not in r.signature:
+            continue
+        g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups())))
+        ms: dict[str, float] = {}
+        for t in r.trials:
+            if "ms" not in t:
+                continue
+            key = t["algo"][:12] if t["algo"].startswith("winograd-f") else "direct"
+            ms[key] = min(ms.get(key, float("inf")), float(t["ms"]))
+        samples.append((g, ms))
+    return fit_conv3x3(target, samples)
 
 
 def local_tuned_options(options: CompileOptions) -> CompileOptions:

@@ -100,17 +100,22 @@ def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
     from edgec.codegen.ops import winograd
     if not winograd.eligible(g):
         return None
-    if g["G"] > 1:
-        kind, cols = "gspc", g["Ho"] * g["Wo"]
-    else:
-        nr = kernels.igemm_kernel(ctx.target).params["nr"]
-        s1 = use_indirect(g, nr)
-        cols = (g["Ho"] - 1) * (g["Wo"] + 2) + g["Wo"] if s1 else g["Ho"] * g["Wo"]
-        kind, cols = ("s1" if s1 else "pack"), -(-cols // nr) * nr
+    cols, kind = direct_path_3x3(ctx.target, g)
     choice = winograd.choose(ctx.target, g, cols, kind)
     if choice.algo == "direct":
         ctx.note(winograd=choice.why)
     return choice
+
+
+def direct_path_3x3(target, g: dict) -> tuple[int, str]:
+    """(columns, kind) of the direct path a 3x3 stride-1 layer would take: what the cost model weighs
+    Winograd against (kind s1 | pack | gspc)."""
+    if g["G"] > 1:
+        return g["Ho"] * g["Wo"], "gspc"
+    nr = kernels.igemm_kernel(target).params["nr"]
+    s1 = use_indirect(g, nr)
+    cols = (g["Ho"] - 1) * (g["Wo"] + 2) + g["Wo"] if s1 else g["Ho"] * g["Wo"]
+    return -(-cols // nr) * nr, ("s1" if s1 else "pack")
 
 
 def _shape_init(g: dict, keys: str) -> str:
