@@ -332,7 +332,8 @@ def test_improved_int8_compiles_and_verifies(digits_cnn, digits_split, tmp_path,
     """The steps only change fp32 weights, biases and ranges: the output is standard QDQ that edgec compiles
     to integer kernels and verify checks against the exact QDQ arithmetic."""
     calib, _ = digits_split
-    rc, out, doc, _, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--quantize", "int8", "--calib", calib)
+    rc, out, doc, _, stderr = _optimize(capsys, tmp_path, digits_cnn.model, "--quantize", "int8", "--calib", calib,
+                                        "--adaround")
     assert rc == 0, stderr
     assert all(doc["int8_steps"][k] != "off" for k in ("equalize", "range_search", "bias_correction", "adaround"))
     rc, stdout, stderr = cli(capsys, "verify", out, "--input", digits_cnn.data)
