@@ -169,7 +169,7 @@ def split_run(tmp: Path, target, peak: float, md: bool) -> None:
         path, flops = conv_model(tmp / f"s{i}.onnx", c, k, hw, ks, st, pad)
         b = compile_model(path, tmp / f"sp{i}", options=CompileOptions())
         d = b.layers[0]
-        if not d["algo"].startswith("gemm-") or "-1x1" in d["algo"] or "-s1-" in d["algo"]:
+        if not d["algo"].startswith("gemm-") or "-1x1" in d["algo"] or "-s1-" in d["algo"] or "gemm-t-" in d["algo"]:
             print(f"# {name}: edgec runs {d['algo']}, not the spatial-pack GEMM")
             continue
         kern = next(kk for kk in kernels.KERNELS if kk.name == d["details"]["kernel"])
