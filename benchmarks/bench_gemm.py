@@ -130,7 +130,7 @@ def build_peak(tmp: Path, target) -> dict[int, Path]:
 
 def fma_peak(bins: dict[int, Path], threads: int, target) -> float:
     """GFLOP/s of the best chain count (short runs: the best of 25 short repeats inside the program)."""
-    run = list(target.emulator) if getattr(target, "emulator", None) else []
+    run = list(target.qemu or [])
     return max(float(subprocess.run([*run, str(exe), str(threads), "1000000"], capture_output=True, text=True,
                                     check=True).stdout) for exe in bins.values())
 

@@ -181,6 +181,14 @@ def gspc_mg_wins(target: Target, mg: Kernel, kpg: int) -> bool:
     return t_o > kpg or k.params["lpc"] < mg.params["gb"] * mg.params["kp"]
 
 
+def gspc_ow_wins(target: Target, kpg: int) -> bool:
+    """Whether the along-ow kernel beats one group per T_O tile: when the best tile would leave lanes idle
+    (T_O > Kpg) or run narrower than the target's widest tile (ymm on an AVX-512 core). A full-width tile
+    with no idle lanes measured 2.1x the along-ow kernel (AVX2, Kpg 8, 28x28; docs/benchmarks.md)."""
+    k, t_o = gspc_kernel(target, kpg)
+    return t_o > kpg or k.params["lpc"] < max(g.params["lpc"] for g in usable(target, "gspc"))
+
+
 def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:
     ks = usable(target, "dwconv")
     exact = [k for k in ks if k.params["k"] == (kh, kw)]

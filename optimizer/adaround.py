@@ -28,6 +28,7 @@ import time
 import numpy as np
 import onnx
 
+from edgec.optimizer.equalize import weight_dequantizers
 from edgec.optimizer.graph import attr, get_init
 from edgec.optimizer.runner import session, with_outputs
 
@@ -87,20 +88,9 @@ class Layer:
 
 
 def _weight_dq(q: onnx.ModelProto):
-    prod = {o: n for n in q.graph.node for o in n.output}
-    out = {}
-    for n in q.graph.node:
-        if n.op_type not in ("Conv", "Gemm") or len(n.input) < 2 or n.input[1] not in prod:
-            continue
-        dq = prod[n.input[1]]
-        if dq.op_type != "DequantizeLinear":
-            continue
-        w, scale = get_init(q, dq.input[0]), get_init(q, dq.input[1])
-        zp = get_init(q, dq.input[2]) if len(dq.input) > 2 and dq.input[2] else None
-        if w is None or scale is None or w.dtype != np.int8 or (zp is not None and np.any(zp != 0)):
-            continue
-        out[n.name] = (w, scale, int(attr(dq, "axis", 1)))
-    return out
+    """node name -> (int8 weight, scale, axis) of the symmetric weight quantizers."""
+    return {name: (w, scale, axis) for name, (w, scale, zp, axis) in weight_dequantizers(q).items()
+            if w.dtype == np.int8 and (zp is None or not np.any(zp != 0))}
 
 
 def layers(model: onnx.ModelProto, plain: onnx.ModelProto) -> tuple[list[Layer], list[str]]:

@@ -158,8 +158,9 @@ def equalize(model: onnx.ModelProto, feeds: list[dict], notes: list[str] | None 
 
 # --- bias correction ---
 
-def dequantized_weights(q: onnx.ModelProto) -> dict[str, np.ndarray]:
-    """node name -> the float weight its DequantizeLinear gives (Conv and Gemm with int8 weights)."""
+def weight_dequantizers(q: onnx.ModelProto) -> dict[str, tuple]:
+    """node name -> (stored weight, scale, zero point or None, axis) of the constant DequantizeLinear feeding the
+    weights of each Conv and Gemm."""
     prod = {o: n for n in q.graph.node for o in n.output}
     out = {}
     for n in q.graph.node:
@@ -173,12 +174,19 @@ def dequantized_weights(q: onnx.ModelProto) -> dict[str, np.ndarray]:
         zp = get_init(q, dq.input[2]) if len(dq.input) > 2 and dq.input[2] else None
         if w is None or scale is None:
             continue
-        axis = int(_attr(dq, "axis", 1))
+        out[n.name] = (w, scale, zp, int(_attr(dq, "axis", 1)))
+    return out
+
+
+def dequantized_weights(q: onnx.ModelProto) -> dict[str, np.ndarray]:
+    """node name -> the float weight its DequantizeLinear gives (Conv and Gemm with int8 weights)."""
+    out = {}
+    for name, (w, scale, zp, axis) in weight_dequantizers(q).items():
         shape = [1] * w.ndim
         if scale.size > 1:
             shape[axis] = scale.size
         zero = np.zeros(1) if zp is None else zp.astype(np.float64).reshape(shape)
-        out[n.name] = ((w.astype(np.float64) - zero) * scale.astype(np.float64).reshape(shape)).astype(np.float32)
+        out[name] = ((w.astype(np.float64) - zero) * scale.astype(np.float64).reshape(shape)).astype(np.float32)
     return out
 
 

@@ -300,14 +300,7 @@ def gspc_tiles(target, g: dict):
     if mg is not None and (mode == "mg" or kernels.gspc_mg_wins(target, mg, kpg)):
         return mg, mg.params["kp"], mg.params["gb"], _owb(g["Wo"], mg.params["bmax"])
     ow = kernels.gspc_ow_kernel(target, kpg, 1 if mode == "ow" else g["SW"], g["Wo"]) if mode != "tile" else None
-    if ow is not None and mode == "auto":
-        # along ow only where the best tile leaves lanes idle or runs narrower than the ISA's widest tile (ymm
-        # on an AVX-512 core): a full-width tile with no idle lanes measured 2.1x the along-ow kernel (AVX2,
-        # Kpg 8, 28x28; docs/benchmarks.md, tuning)
-        tk, t_o = kernels.gspc_kernel(target, kpg)
-        if t_o <= kpg and tk.params["lpc"] >= max(k.params["lpc"] for k in kernels.usable(target, "gspc")):
-            ow = None
-    if ow is not None:
+    if ow is not None and (mode != "auto" or kernels.gspc_ow_wins(target, kpg)):
         return ow, kpg, 1, 1  # vectors along ow, all Kpg channels in one tile
     k, t_o = kernels.gspc_kernel(target, kpg)
     t_i = kernels._largest_divisor(cpg, t_o)

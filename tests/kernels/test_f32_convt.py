@@ -5,7 +5,6 @@ ASan/UBSan, and the emitter's choice end to end against onnxruntime on every tar
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,44 +13,30 @@ import pytest
 
 from edgec.codegen import kernels
 from edgec.codegen.ops.conv import transposed
-from edgec.runtime_c import root as runtime_root
 from test_f32_emitters import G, run_against_ort
+from test_f32_kernels import SAN, _build
 
-CDIR = Path(__file__).with_name("c")
-WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
-SAN = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 GEMMS = [k for k in kernels.KERNELS if k.op == "gemm"]
 
 
-def _build(k: kernels.Kernel, out: Path, flags=("-O2",)) -> list[str]:
-    t = kernels.build_target(k)
-    cc = t.cc if t.arch not in ("x86_64", "any") else "gcc"
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
-    if t.qemu and shutil.which(t.qemu[0]) is None:
-        pytest.skip(f"{t.qemu[0]} is not installed")
-    if not t.qemu and not t.runs_natively():
-        pytest.skip(f"this CPU lacks {k.isa} ({', '.join(t.features)})")
-    rt = runtime_root()
-    cmd = [cc, *flags, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}", f"-I{CDIR}",
-           f"-DT_UK={k.name}", f"-DT_MR={k.params['mr']}", f"-DT_NR={k.params['nr']}",
-           str(CDIR / "test_convt.c"), str(rt / "ec_threadpool.c"), str(rt / k.file), "-o", str(out), "-lm",
-           "-lpthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
-    return [*(t.qemu or []), str(out), *(["quick"] if t.qemu else [])]
+def _run(k: kernels.Kernel, out: Path, flags=(), opt="-O2") -> subprocess.CompletedProcess:
+    """test_convt.c on GEMM microkernel k (NEON under qemu on the quick case set)."""
+    exe, qemu = _build(k, out, flags, opt, test=("test_convt.c", {"T_UK": k.name, "T_MR": k.params["mr"],
+                                                                "T_NR": k.params["nr"]}, []))
+    return subprocess.run([*qemu, str(exe), *(["quick"] if qemu else [])], capture_output=True, text=True,
+                          timeout=300)
 
 
 @pytest.mark.parametrize("k", GEMMS, ids=lambda k: f"{k.name}-{k.arch}" if k.arch else k.name)
 def test_driver_matches_reference(k, tmp_path):
-    r = subprocess.run(_build(k, tmp_path / "t"), capture_output=True, text=True, timeout=300)
+    r = _run(k, tmp_path / "t")
     assert r.returncode == 0 and "cases ok" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("name", ["f32_gemm_ukernel_4x4__scalar", "f32_gemm_ukernel_6x16__avx2"])
 def test_driver_sanitizers(name, tmp_path):
     k = next(k for k in GEMMS if k.name == name)
-    r = subprocess.run(_build(k, tmp_path / "t", SAN), capture_output=True, text=True, timeout=300)
+    r = _run(k, tmp_path / "t", SAN, opt="-O1")
     assert r.returncode == 0 and "cases ok" in r.stdout, r.stdout + r.stderr
 
 

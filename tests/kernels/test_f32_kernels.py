@@ -50,7 +50,8 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
     return "test_dwconv.c", {"T_PLANE": k.name, "T_K": kk}, ["f32-dwconv/f32-dwconv-kxk-scalar.c"]
 
 
-def _build(k: kernels.Kernel, out: Path, extra_flags=(), opt="-O2") -> tuple[Path, list[str]]:
+def _build(k: kernels.Kernel, out: Path, extra_flags=(), opt="-O2", test=None) -> tuple[Path, list[str]]:
+    """Build kernel k's test program (default: _test_of(k); else test = (program, defines, extra sources))."""
     t = kernels.build_target(k)
     cc = t.cc if t.arch not in ("x86_64", "any") else "gcc"
     if shutil.which(cc) is None:
@@ -59,7 +60,7 @@ def _build(k: kernels.Kernel, out: Path, extra_flags=(), opt="-O2") -> tuple[Pat
         pytest.skip(f"{t.qemu[0]} is not installed")
     if not t.qemu and not t.runs_natively():
         pytest.skip(f"this CPU lacks {k.isa} ({', '.join(t.features)})")
-    prog, defs, extra = _test_of(k)
+    prog, defs, extra = test or _test_of(k)
     rt = runtime_root()
     srcs = [str(CDIR / prog), str(rt / "ec_threadpool.c"), *{str(rt / k.file), *(str(rt / e) for e in extra)}]
     static = ["-static"] if t.qemu else []
