@@ -88,5 +88,7 @@ def test_emitter_matches_onnxruntime(tmp_path, monkeypatch, target, threads):
     want = [transposed(geom(n, c, hw, kk, ks, s, p), k.params["mr"], k.params["nr"], ik.params["nr"])
             for n, c, hw, kk, ks, s, p in SMALL_MAP_CONVS]
     assert [a.startswith("gemm-t-") for a in algos] == want, algos
-    if b.target.isa in ("avx2", "avx512"):  # 16/32-wide tiles on 7x7 maps: transposed unless K pads badly
+    if b.target.isa == "avx2":  # 16-wide tiles on 7x7 maps: transposed unless K pads badly
         assert want == [True, True, False, True, False, True, False], algos
+    elif b.target.isa == "avx512":  # 12x32 tiles: the channels pad the 32-wide columns more, fewer layers flip
+        assert want == [False, False, False, True, False, True, False], algos
