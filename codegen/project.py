@@ -17,7 +17,7 @@ from edgec.codegen.ir import Graph
 from edgec.codegen.lower import lower_file
 from edgec.codegen.memory import Plan, plan_memory
 from edgec.codegen.options import CompileOptions, using
-from edgec.codegen.printer import write_project
+from edgec.codegen.printer import write_model, write_project, write_tune_project
 from edgec.codegen.targets import Target, get_target
 from edgec.errors import EdgecError
 
@@ -50,19 +50,85 @@ def emit_layers(g: Graph, ctx: EmitContext) -> list[LayerInfo]:
     return layers
 
 
-def generate(g: Graph, out_dir: Path, target: Target, *, threads: int = 1, prefix: str = "model",
-             stamp: dict | None = None) -> Build:
-    """IR -> project files in out_dir."""
+def _emit(g: Graph, target: Target, prefix: str) -> tuple[EmitContext, list[LayerInfo], Plan]:
+    from edgec.codegen import layout, options
+    g = layout.assign(g, target, options.active().layout)  # per region NCHW or NCHWc, reorders at the edges
     ctx = EmitContext(target, weights_symbol=f"{prefix}_weights", pool_expr=f"{prefix}_pool")
     layers = emit_layers(g, ctx)
-    plan = plan_memory(g, [l.scratch for l in layers], ctx.scratch_sizes)
+    return ctx, layers, plan_memory(g, [l.scratch for l in layers], ctx.scratch_sizes)
+
+
+def _layer_table(layers: list[LayerInfo]) -> list[dict]:
+    return [{"name": ", ".join(l.node.onnx_names) or l.node.name, "op": l.node.op, "algo": l.algo, "macs": l.macs,
+             **({"details": l.details} if l.details else {})} for l in layers]
+
+
+def _stamp(stamp: dict | None, target: Target, threads: int, plan: Plan) -> dict:
     stamp = dict(stamp or {})
     stamp.setdefault("target", f"{target.name} (isa {target.isa}), threads {threads}")
     stamp["arena"] = f"{plan.arena_bytes} bytes (naive sum of intermediates {plan.naive_bytes})"
-    write_project(out_dir, prefix, g, plan, ctx, layers, stamp, threads)
-    info = [{"name": ", ".join(l.node.onnx_names) or l.node.name, "op": l.node.op, "algo": l.algo, "macs": l.macs,
-             **({"details": l.details} if l.details else {})} for l in layers]
-    return Build(out_dir, target, plan.arena_bytes, plan.naive_bytes, len(ctx.weights), info, graph=g, plan=plan)
+    return stamp
+
+
+def generate(g: Graph, out_dir: Path, target: Target, *, threads: int = 1, prefix: str = "model",
+             stamp: dict | None = None) -> Build:
+    """IR -> project files in out_dir."""
+    ctx, layers, plan = _emit(g, target, prefix)
+    write_project(out_dir, prefix, g, plan, ctx, layers, _stamp(stamp, target, threads, plan), threads)
+    return Build(out_dir, target, plan.arena_bytes, plan.naive_bytes, len(ctx.weights), _layer_table(layers),
+                 graph=g, plan=plan)
+
+
+@dataclass
+class Emitted:
+    """One build of a model, emitted under its own options and symbol prefix but not yet written."""
+    prefix: str
+    options: CompileOptions
+    graph: Graph
+    ctx: EmitContext
+    layers: list[LayerInfo]
+    plan: Plan
+
+    @property
+    def table(self) -> list[dict]:
+        """The layers as Build.layers lists them (algo, MACs, details with the layer signature)."""
+        return _layer_table(self.layers)
+
+
+def emit_model(model_path, options: CompileOptions, prefix: str, input_shapes=None) -> Emitted:
+    """Code generation only (nothing written): what a build of the model under these options would hold."""
+    g = lower_file(Path(model_path), input_shapes)
+    with using(options):
+        ctx, layers, plan = _emit(g, get_target(options.target), prefix)
+    return Emitted(prefix, options, g, ctx, layers, plan)
+
+
+def write_candidates(out_dir, builds: list[Emitted], names: list[str], algos: list[str]) -> Path:
+    """One C project holding several builds of the same model (edgec tune's candidates, one variant forced
+    in each) and the harness that checks and times them all in one program (templates/tune.c): each build
+    keeps its own symbol prefix, weights blob and workspace; the runtime kernels are compiled once.
+    names and algos label the builds in the harness's output."""
+    out_dir = Path(out_dir)
+    if not builds or len({b.prefix for b in builds}) != len(builds) or not len(builds) == len(names) == len(algos):
+        raise EdgecError("internal: candidate builds need distinct prefixes, one name and one algo each")
+    first = builds[0]
+    target, threads = get_target(first.options.target), first.options.threads
+    for b in builds[1:]:  # one program: one target, one thread count, the same model interface
+        if get_target(b.options.target).name != target.name or b.options.threads != threads:
+            raise EdgecError("internal: candidate builds of one program must share target and threads")
+        if [t.shape for t in b.graph.inputs + b.graph.outputs] != [t.shape for t in first.graph.inputs +
+                                                                   first.graph.outputs]:
+            raise EdgecError("internal: candidate builds of one program must be of the same model")
+    _check_writable(out_dir)
+    runtime: list[str] = []
+    for b, name in zip(builds, names):
+        stamp = _stamp({"model": f"{b.graph.name} sha256 {b.graph.source.get('sha256', '?')}", "candidate": name},
+                       target, threads, b.plan)
+        for f in write_model(out_dir, b.prefix, b.graph, b.plan, b.ctx, b.layers, stamp, threads):
+            if f not in runtime:
+                runtime.append(f)
+    write_tune_project(out_dir, [b.prefix for b in builds], names, algos, first.graph, target, runtime, threads)
+    return out_dir
 
 
 def compile_model(model_path, out_dir, *, target="native", threads: int = 1, input_shapes=None, build: bool = False,
