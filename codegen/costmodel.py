@@ -314,7 +314,7 @@ def explain_table(layers: list[dict]):
     from rich.text import Text
 
     t = Table(title="per-layer algorithm choice", title_justify="left")
-    for col in ("layer", "op", "algorithm", "MACs", "why"):
+    for col in ("layer", "op", "layout", "algorithm", "MACs", "why"):
         t.add_column(col)
     for l in layers:
         d = l.get("details", {})
@@ -323,5 +323,6 @@ def explain_table(layers: list[dict]):
             why = d["tuned"]
         if d.get("f16_weights"):
             why = f"{why}; fp16 weights: {d['f16_weights']}".strip("; ")
-        t.add_row(*map(Text, (l["name"][:40], l["op"], l["algo"], f"{l['macs']:,}", str(why))))
+        layout = d.get("layout", "nchw")  # codegen/layout.py: channel-blocked layers note theirs
+        t.add_row(*map(Text, (l["name"][:40], l["op"], layout, l["algo"], f"{l['macs']:,}", str(why))))
     return t

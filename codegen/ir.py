@@ -20,6 +20,9 @@ class Tensor:
     shape: tuple[int, ...]
     dtype: np.dtype
     const: np.ndarray | None = None
+    # 0: NCHW (or any unblocked layout); c > 0: channel-blocked NCHWc, stored [N][ceil(C/c)][H][W][c] with the
+    # channels past C padded (codegen/layout.py); shape stays the logical one
+    block: int = 0
 
     def __post_init__(self):
         self.shape = tuple(int(d) for d in self.shape)
@@ -35,8 +38,20 @@ class Tensor:
         return n
 
     @property
+    def stored_size(self) -> int:
+        """Elements the tensor occupies: its size, or with the channels padded to whole blocks."""
+        if not self.block:
+            return self.size
+        c = self.shape[1]
+        return self.size // max(c, 1) * (-(-c // self.block) * self.block)
+
+    @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return self.stored_size * self.dtype.itemsize
+
+    @property
+    def layout(self) -> str:
+        return f"nchw{self.block}c" if self.block else "nchw"
 
     @property
     def is_const(self) -> bool:

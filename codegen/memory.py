@@ -1,6 +1,7 @@
 """Arena planning from tensor liveness.
 
-Every activation that is not a graph input/output lives in one arena. Tensors are grouped
+Every activation that is not a graph input/output lives in one arena, sized by its stored bytes
+(a channel-blocked tensor's padded channels included). Tensors are grouped
 into buffers: a view (Reshape & co) shares its input's buffer, an in-place elementwise op
 shares its input's buffer when that input dies there. Each buffer lives from the layer that
 first writes it to the layer that last reads it; buffers are placed largest first at the
@@ -76,7 +77,7 @@ class _Planner:
             src = node.inputs[0] if node.inputs else None
             if t is node.outputs[0] and src is not None and not src.is_const and spec is not None:
                 b = self.group.get(id(src))
-                if spec.view and t.nbytes == src.nbytes:
+                if spec.view and t.nbytes == src.nbytes and t.block == src.block:
                     self._join(t, b)
                     continue
                 if spec.inplace and self._inplace_ok(i, node, src, t, b):
@@ -85,7 +86,8 @@ class _Planner:
             self._new(t, i)
 
     def _inplace_ok(self, i, node, src, t, b) -> bool:
-        if b.where[0] != "arena" or b.end != i or t.nbytes != src.nbytes or t.dtype.itemsize != src.dtype.itemsize:
+        if (b.where[0] != "arena" or b.end != i or t.nbytes != src.nbytes or t.dtype.itemsize != src.dtype.itemsize
+                or t.block != src.block):
             return False
         return all(o is src or self.group.get(id(o)) is not b for o in node.operands())
 

@@ -83,6 +83,9 @@ def emit(node: Node, ctx: EmitContext) -> str:
     g = geometry(node)
     w = node.inputs[1].const.reshape(g["K"], g["C"] // g["G"], g["KH"], g["KW"]).astype(np.float32)
     macs = g["N"] * g["K"] * (g["C"] // g["G"]) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
+    if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_conv(node, ctx, g, w, macs)
     if g["G"] == g["C"] == g["K"]:
         return _emit_dw(node, ctx, g, w, macs)
     wino = _winograd_choice(node, ctx, g)

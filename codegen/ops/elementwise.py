@@ -110,6 +110,12 @@ def _binary_expr(op: str, node: Node):
 
 @register("Add", "Sub", "Mul", "Div", epilogue=True, inplace=True)
 def emit_arith(node: Node, ctx: EmitContext) -> str:
+    if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
+        from edgec.codegen.layout import scale_operands
+        from edgec.codegen.ops import nchwc
+        if node.inputs[0].shape == node.inputs[1].shape == node.outputs[0].shape:
+            return nchwc.emit_flat(node, ctx, _binary_expr(node.op, node), node.inputs[:2])
+        return nchwc.emit_scale(node, ctx, *scale_operands(node))
     ctx.note(algo="elementwise")
     return _emit(node, ctx, _binary_expr(node.op, node))
 
@@ -198,6 +204,9 @@ def emit_activation(node: Node, ctx: EmitContext) -> str:
 
     t = node.inputs[0]
     act = activation_of(node)
+    if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_act(node, ctx, act)
     if act is not None and np.dtype(t.dtype) == np.float32:
         return _emit_act(node, ctx, act)
     return _emit_generic_act(node, ctx)

@@ -1,5 +1,5 @@
 """MaxPool / AveragePool (1-D and 2-D, pads, auto_pad, dilations, ceil_mode, count_include_pad)
-and the global pools, over NCHW float32 via runtime_c/f32-pool."""
+and the global pools, over NCHW float32 via runtime_c/f32-pool (channel-blocked layers: ops/nchwc.py)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,10 @@ def _spatial(node: Node):
 def emit_maxpool(node: Node, ctx: EmitContext) -> str:
     if len(node.outputs) > 1 and node.outputs[1] is not None:
         raise EdgecError(f"node {node.name} (MaxPool): the Indices output is not supported")
-    x, y, k, s, d, ins, outs, b, _ = _spatial(node)
+    x, y, k, s, d, ins, outs, b, e = _spatial(node)
+    if y.block:  # inside a channel-blocked region (codegen/layout.py)
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_pool(node, ctx, k, s, d, ins, outs, b, e, None)
     planes = x.shape[0] * x.shape[1]
     n, xp, yp, tid = _planes(ctx, x, y, planes)
     ctx.note(algo="maxpool2d-2pass", macs=y.size * (k[0] + k[1]))
@@ -83,10 +86,13 @@ def _planes(ctx: EmitContext, x, y, planes: int) -> tuple[str, str, str, bool]:
 @register("AveragePool")
 def emit_avgpool(node: Node, ctx: EmitContext) -> str:
     x, y, k, s, d, ins, outs, b, e = _spatial(node)
+    cip = int(node.attr("count_include_pad", 0))
+    if y.block:
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_pool(node, ctx, k, s, d, ins, outs, b, e, cip)
     ctx.require(HEADER)
     planes = x.shape[0] * x.shape[1]
     n, xp, yp, tid = _planes(ctx, x, y, planes)
-    cip = int(node.attr("count_include_pad", 0))
     # ceil_mode only adds output cells; their divisor is clipped to the declared end pad (as onnxruntime)
     if k[0] > 1 and k[1] > 1:
         ctx.require("f32-pool/f32-avgpool-2pass-scalar.h")
@@ -116,6 +122,9 @@ def emit_global_pool(node: Node, ctx: EmitContext) -> str:
     x, y = node.inputs[0], node.outputs[0]
     if x.dtype != np.float32:
         raise EdgecError(f"node {node.name} ({node.op}): only float32 is supported")
+    if y.block:
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_gavgpool(node, ctx)
     planes = x.shape[0] * x.shape[1]
     hw = x.size // max(planes, 1)
     n, xp, yp, _ = _planes(ctx, x, y, planes)

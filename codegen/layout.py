@@ -1,0 +1,200 @@
+"""Layout pass: NCHW or channel-blocked NCHWc per region of the lowered graph.
+
+A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
+depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 dense convs (fused epilogue and
+residual included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite
+Mul by an [N,C,1,1] tensor, and standalone activations. Inside a chosen region every tensor is
+blocked (c = the target's f32 vector lanes); each region edge gets one LayoutReorder node: into the
+region for every NCHW tensor it reads, out of it for every tensor read outside it or returned by
+the graph. Graph inputs and outputs stay NCHW.
+
+Whether a region is blocked (layout=auto): it must hold a depthwise conv, whose NCHW kernels either
+run a plane per channel with row tails or transpose into blocks and back per layer, and have more
+nodes than edges, so the reorders replace more per-layer work than they add. layout=nchwc blocks
+every region (tests, benchmarks), layout=nchw none. The generic target (1-lane vectors) stays NCHW.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen.ir import Graph, Node, Tensor
+from edgec.errors import EdgecError
+
+LAYOUT_MODES = ("auto", "nchw", "nchwc")
+ACT_OPS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip")
+
+
+def block_width(target) -> int:
+    """Channels per block on this target (0: no blocked kernels)."""
+    from edgec.codegen.ops.nchwc import isa_lanes
+    il = isa_lanes(target)
+    return il[1] if il else 0
+
+
+def _f32_4d(*ts: Tensor | None) -> bool:
+    return all(t is not None and not t.is_const and t.dtype == np.float32 and len(t.shape) == 4 for t in ts)
+
+
+def kind(n: Node) -> str | None:
+    """What blocked kernel would run node n: dw | 1x1 | pool | gap | eltwise | scale | act, or None."""
+    outs = [t for t in n.outputs if t is not None]
+    if len(outs) != 1:
+        return None
+    y = outs[0]
+    if n.op == "Conv":
+        x, w = n.input(0), n.input(1)
+        b = n.input(2)
+        if not _f32_4d(x, y) or w is None or not w.is_const or (b is not None and not b.is_const):
+            return None
+        if n.epilogue.residual is not None and not _f32_4d(n.epilogue.residual):
+            return None
+        from edgec.codegen.ops.conv import geometry
+        try:
+            g = geometry(n)
+        except EdgecError:
+            return None
+        if g["G"] == g["C"] == g["K"]:
+            return "dw"
+        if g["G"] == 1 and g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
+                and (g["Ho"], g["Wo"]) == (g["H"], g["W"]):
+            return "1x1"
+        return None
+    if n.op in ("MaxPool", "AveragePool"):
+        x = n.input(0)
+        if not _f32_4d(x, y) or len(n.attr("kernel_shape", [])) != 2 or not n.epilogue.empty:
+            return None
+        if n.op == "MaxPool" and int(n.attr("storage_order", 0)) != 0:
+            return None
+        return "pool"
+    if n.op == "GlobalAveragePool":
+        return "gap" if _f32_4d(n.input(0), y) and n.epilogue.empty else None
+    if n.op in ("Add", "Mul") and len(n.inputs) == 2:
+        a, b = n.inputs
+        if not _f32_4d(a, b, y):
+            return None
+        if a.shape == b.shape == y.shape:
+            return "eltwise"
+        if n.op == "Mul" and n.epilogue.empty and scale_operands(n) is not None:
+            return "scale"
+        return None
+    if n.op in ACT_OPS and _f32_4d(n.input(0), y) and n.input(0).shape == y.shape:
+        from edgec.codegen.fuse import activation_of
+        return "act" if activation_of(n) is not None and n.epilogue.empty else None
+    return None
+
+
+def scale_operands(n: Node) -> tuple[Tensor, Tensor] | None:
+    """(x, s) of a Mul x * s with s of shape [N,C,1,1] and x of the output's shape, either order."""
+    y = n.outputs[0]
+    for x, s in ((n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])):
+        if x.shape == y.shape and tuple(s.shape) == (y.shape[0], y.shape[1], 1, 1) and s.shape != y.shape:
+            return x, s
+    return None
+
+
+def _operands(n: Node) -> list[Tensor]:
+    """Activations node n reads (what must be blocked when n is)."""
+    return [t for t in n.operands() if not t.is_const]
+
+
+def regions(g: Graph) -> list[list[Node]]:
+    """Connected sets of nodes with a blocked kernel, in graph order."""
+    kinds = {id(n): kind(n) for n in g.nodes}
+    parent: dict[int, int] = {id(n): id(n) for n in g.nodes if kinds[id(n)]}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    prod = g.producers()
+    for n in g.nodes:
+        if id(n) not in parent:
+            continue
+        for t in _operands(n):
+            p = prod.get(id(t))
+            if p is not None and id(p) in parent:
+                parent[root(id(n))] = root(id(p))
+    groups: dict[int, list[Node]] = {}
+    for n in g.nodes:
+        if id(n) in parent:
+            groups.setdefault(root(id(n)), []).append(n)
+    return list(groups.values())
+
+
+def edges(g: Graph, region: list[Node]) -> tuple[list[Tensor], list[Tensor]]:
+    """(tensors reordered into the region, tensors reordered out of it)."""
+    members = {id(n) for n in region}
+    prod, users = g.producers(), g.consumers()
+    outs = {id(t) for t in g.outputs}
+    inbound, outbound, seen = [], [], set()
+    for n in region:
+        for t in _operands(n):
+            p = prod.get(id(t))
+            if (p is None or id(p) not in members) and id(t) not in seen:
+                seen.add(id(t))
+                inbound.append(t)
+        for t in n.outputs:
+            if t is not None and (id(t) in outs or any(id(u) not in members for u in users.get(id(t), []))):
+                outbound.append(t)
+    return inbound, outbound
+
+
+def pays(g: Graph, region: list[Node]) -> bool:
+    ins, outs = edges(g, region)
+    return any(kind(n) == "dw" for n in region) and len(region) > len(ins) + len(outs)
+
+
+def assign(g: Graph, target, mode: str = "auto") -> Graph:
+    """Block the regions that pay (mode auto), all of them (nchwc) or none (nchw); inserts the reorders."""
+    if mode not in LAYOUT_MODES:
+        raise EdgecError(f"layout {mode!r} is not one of {', '.join(LAYOUT_MODES)}")
+    c = block_width(target)
+    if mode == "nchw" or not c or any(t.block for n in g.nodes for t in n.outputs if t is not None):
+        return g
+    chosen: set[int] = set()
+    for r in regions(g):
+        if mode == "nchwc" or pays(g, r):
+            chosen.update(id(n) for n in r)
+    if not chosen:
+        return g
+    users = g.consumers()
+    outs = {id(t) for t in g.outputs}
+    twin: dict[int, Tensor] = {}  # id(NCHW tensor) -> its blocked form
+
+    def blocked(t: Tensor) -> Tensor:
+        b = Tensor(t.name + "__nchwc", t.shape, t.dtype, block=c)
+        twin[id(t)] = b
+        return b
+
+    def reorder(src: Tensor, dst: Tensor) -> Node:
+        return Node(f"reorder:{src.name}", "LayoutReorder", [src], [dst], {"to": "nchwc" if dst.block else "nchw"})
+
+    def read_blocked(t: Tensor) -> bool:
+        return any(id(u) in chosen for u in users.get(id(t), []))
+
+    nodes: list[Node] = [reorder(t, blocked(t)) for t in g.inputs if read_blocked(t)]
+    for n in g.nodes:
+        if id(n) not in chosen:
+            nodes.append(n)
+            nodes += [reorder(t, blocked(t)) for t in n.outputs if t is not None and read_blocked(t)]
+            continue
+        n.inputs = [twin[id(t)] if t is not None and not t.is_const else t for t in n.inputs]
+        if n.epilogue.residual is not None:
+            n.epilogue.residual = twin[id(n.epilogue.residual)]
+        nodes.append(n)
+        for i, t in enumerate(n.outputs):
+            if t is None:
+                continue
+            n.outputs[i] = b = blocked(t)
+            if id(t) in outs or any(id(u) not in chosen for u in users.get(id(t), [])):
+                nodes.append(reorder(b, t))
+    g.nodes = nodes
+    return g
+
+
+def layouts(g: Graph) -> dict[str, str]:
+    """Layout of every node's output, by node name (for tests and --explain)."""
+    return {n.name: n.outputs[0].layout for n in g.nodes if n.outputs and n.outputs[0] is not None}

@@ -1,0 +1,179 @@
+"""Emitters of the channel-blocked (NCHWc) layout chosen by codegen/layout.py: the reorders at region
+edges, and the blocked forms of the ops a region may hold (runtime_c/f32-nchwc). The op emitters of
+conv.py, pool.py and elementwise.py hand a layer here when its output tensor is blocked.
+
+Blocked tensors are [N][ceil(C/c)][H][W][c]; constant weights and bias are zero-padded to whole
+blocks, so padded channels stay finite (act(0)) and never reach a real channel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgec.codegen.emit import EmitContext
+from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.ops import _par
+from edgec.codegen.ops._util import act_expr, block, epilogue_lines
+from edgec.codegen.registry import register
+from edgec.errors import EdgecError
+
+HEADER = "f32-nchwc/f32-nchwc.h"
+PT = 6  # pixels per 1x1 tile (NCHWC_PT in f32-nchwc-tmpl.h): 2*PT accumulators + 2 weights + 1 broadcast
+REORDER_OP = "LayoutReorder"
+
+
+def isa_lanes(target) -> tuple[str, int] | None:
+    """(vector ISA, f32 lanes) of the target's blocked kernels, None where it has none (generic)."""
+    from edgec.codegen.ops.elementwise import vector_isa
+    isa = vector_isa(target)
+    return None if isa is None else (isa, {"avx512": 16, "avx2": 8, "neon": 4}[isa])
+
+
+def _kernels(ctx: EmitContext, block_: int) -> str:
+    il = isa_lanes(ctx.target)
+    if il is None or il[1] != block_:
+        raise EdgecError(f"internal: a {block_}-channel blocked layer on target {ctx.target.name}, "
+                         f"whose vectors hold {il[1] if il else 1}")
+    ctx.require(HEADER, f"f32-nchwc/f32-nchwc-{il[0]}.c")
+    return il[0]
+
+
+def _blocks(c: int, b: int) -> int:
+    return -(-c // b)
+
+
+def _pad_vec(v: np.ndarray | None, n: int, b: int) -> np.ndarray:
+    out = np.zeros(_blocks(n, b) * b, np.float32)
+    if v is not None:
+        out[:n] = v.reshape(-1)[:n]
+    return out
+
+
+def _spatial(t: Tensor) -> int:
+    return int(np.prod(t.shape[2:], dtype=np.int64))
+
+
+@register(REORDER_OP)
+def emit_reorder(node: Node, ctx: EmitContext) -> str:
+    x, y = node.inputs[0], node.outputs[0]
+    if node.attr("to") not in ("nchwc", "nchw") or len(x.shape) != 4 or x.shape != y.shape \
+            or x.dtype != np.float32 or bool(x.block) == bool(y.block):
+        raise EdgecError(f"node {node.name} ({node.op}): not an ONNX op; edgec inserts it between layouts only")
+    b = x.block or y.block
+    isa = _kernels(ctx, b)
+    to = "to_blocked" if y.block else "from_blocked"
+    ctx.note(algo=f"reorder-{'nchw-to-' + y.layout if y.block else x.layout + '-to-nchw'}-{isa}", macs=0,
+             layout=f"{x.layout} -> {y.layout}")
+    return (f"static const f32_nchwc_reorder_shape S = {{{x.shape[0]}u, {x.shape[1]}u, {_spatial(x)}u, {b}u}};\n"
+            f"f32_nchwc_reorder_run(&S, f32_nchwc_{to}__{isa}, {ctx.ptr(x)}, {ctx.ptr(y)}, {ctx.pool});\n")
+
+
+def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
+    """Depthwise (any window) or 1x1 stride-1 dense conv, blocked in and out."""
+    from edgec.codegen.ops.conv import epilogue_fields
+    x, y = node.inputs[0], node.outputs[0]
+    b = y.block
+    if x.block != b or (node.epilogue.residual is not None and node.epilogue.residual.block != b):
+        raise EdgecError(f"internal: node {node.name} mixes layouts")
+    isa = _kernels(ctx, b)
+    bias_t = node.input(2)
+    bias = ctx.weight(f"nchwc-bias-{b}:{node.name}",
+                      _pad_vec(bias_t.const.astype(np.float32) if bias_t is not None else None, g["K"], b))
+    N, C, K = g["N"], g["C"], g["K"]
+    if g["G"] == C == K:
+        taps = g["KH"] * g["KW"]
+        cb = _blocks(C, b)
+        wp = np.zeros((cb * b, taps), np.float32)
+        wp[:C] = w.reshape(C, taps)
+        wp = np.ascontiguousarray(wp.reshape(cb, b, taps).transpose(0, 2, 1))  # [C/c][taps][c]
+        per = max(1, -(-_par.CHUNKS // (N * cb)))  # rows split so a few blocks still give threads items
+        pc = max(1, -(-g["Ho"] // per))
+        items = N * cb * -(-g["Ho"] // pc)
+        fn, algo = f"f32_nchwc_dwconv__{isa}", f"dwconv-nchwc-{g['KH']}x{g['KW']}-{isa}"
+    elif g["G"] == 1 and g["KH"] == g["KW"] == 1:
+        kb = _blocks(K, b)
+        wp = np.zeros((kb * b, C), np.float32)
+        wp[:K] = w.reshape(K, C)
+        wp = np.ascontiguousarray(wp.reshape(kb, b, C).transpose(0, 2, 1))  # [K/c][C][c]
+        hw = g["Ho"] * g["Wo"]
+        pairs = -(-kb // 2)
+        per = max(1, -(-_par.CHUNKS // (N * pairs)))
+        pc = max(PT, -(-(-(-hw // per)) // PT) * PT)
+        items = N * pairs * -(-hw // pc)
+        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x2-{isa}"
+    else:
+        raise EdgecError(f"internal: node {node.name} (Conv) has no channel-blocked kernel")
+    wptr = ctx.weight(f"nchwc-w-{b}:{node.name}", wp)
+    ctx.note(algo=algo, macs=macs, layout=y.layout, kernel=fn)
+    keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
+    shape = ", ".join(f"{g[k]}u" for k in keys.split())
+    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {fn}}};\n"
+            f"const f32_nchwc_conv_args A = {{{ctx.ptr(x)}, {ctx.ptr(y)}, {wptr}, "
+            f"{epilogue_fields(node, ctx, bias)}}};\n"
+            f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")
+
+
+def emit_pool(node: Node, ctx: EmitContext, k, s, d, ins, outs, pb, pe, avg_count_pad: int | None) -> str:
+    """MaxPool (avg_count_pad None) or AveragePool over 2-D windows."""
+    x, y = node.inputs[0], node.outputs[0]
+    b = y.block
+    isa = _kernels(ctx, b)
+    N, C = x.shape[:2]
+    cb = _blocks(C, b)
+    per = max(1, -(-_par.CHUNKS // (N * cb)))
+    rc = max(1, -(-outs[0] // per))
+    kind = "maxpool" if avg_count_pad is None else "avgpool"
+    ctx.note(algo=f"{kind}-nchwc-{isa}", macs=y.size * k[0] * k[1], layout=y.layout)
+    vals = [N, C, ins[0], ins[1], outs[0], outs[1], k[0], k[1], s[0], s[1], d[0], d[1], pb[0], pb[1], pe[0], pe[1],
+            b, rc]
+    shape = ", ".join(f"{v}u" for v in vals)
+    return (f"static const f32_nchwc_pool_shape S = {{{shape}, {int(avg_count_pad is None)}, "
+            f"{int(avg_count_pad or 0)}, f32_nchwc_pool__{isa}}};\n"
+            f"f32_nchwc_pool_run(&S, {ctx.ptr(x)}, {ctx.ptr(y)}, {ctx.pool});\n")
+
+
+def emit_gavgpool(node: Node, ctx: EmitContext) -> str:
+    x, y = node.inputs[0], node.outputs[0]
+    b = y.block
+    isa = _kernels(ctx, b)
+    N, C, H, W = x.shape
+    ctx.note(algo=f"gavgpool-nchwc-{isa}", macs=x.size, layout=y.layout)
+    vals = [N, C, H, W, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, b, 1]
+    return (f"static const f32_nchwc_pool_shape S = {{{', '.join(f'{v}u' for v in vals)}, 0, 0, "
+            f"f32_nchwc_gavgpool__{isa}}};\n"
+            f"f32_nchwc_pool_run(&S, {ctx.ptr(x)}, {ctx.ptr(y)}, {ctx.pool});\n")
+
+
+def emit_scale(node: Node, ctx: EmitContext, x: Tensor, sc: Tensor) -> str:
+    """x [N,C,H,W] * s [N,C,1,1] (squeeze-excite), both blocked."""
+    y = node.outputs[0]
+    b = y.block
+    isa = _kernels(ctx, b)
+    N, C = x.shape[:2]
+    ctx.note(algo=f"scale-nchwc-{isa}", macs=y.size, layout=y.layout)
+    return (f"static const f32_nchwc_scale_shape S = {{{N}u, {C}u, {_spatial(x)}u, {b}u}};\n"
+            f"f32_nchwc_scale_run(&S, f32_nchwc_scale__{isa}, {ctx.ptr(x)}, {ctx.ptr(sc)}, {ctx.ptr(y)}, "
+            f"{ctx.pool});\n")
+
+
+def emit_flat(node: Node, ctx: EmitContext, expr, operands: list[Tensor]) -> str:
+    """Same-layout elementwise op over the stored elements, padded channels included (they stay finite)."""
+    y = node.outputs[0]
+    if any(t.block != y.block or t.shape != y.shape for t in operands):
+        raise EdgecError(f"internal: node {node.name} mixes layouts")
+    n = y.stored_size
+    ptrs = [ctx.ptr(t) for t in operands]
+    yp = ctx.ptr(y)
+    ctx.note(algo=f"elementwise-{y.layout}", layout=y.layout)
+    lo, hi = "0", f"{n}u"
+    if _par.split(ctx, _par.flat_items(n, 256), n * (len(operands) + 1)):
+        lo, hi = "ec_b * 256u", f"(ec_e * 256u < {n}u ? ec_e * 256u : {n}u)"
+    lines = [f"for (size_t i = {lo}; i < {hi}; i++) {{",
+             f"    float v = {expr([f'{p}[i]' for p in ptrs])};",
+             *("    " + ln for ln in epilogue_lines(node, ctx, "v", "i")),
+             f"    {yp}[i] = v;", "}"]
+    return block(lines)
+
+
+def emit_act(node: Node, ctx: EmitContext, act) -> str:
+    return emit_flat(node, ctx, lambda v: act_expr(act[0], act[1], v[0]), [node.inputs[0]])

@@ -1,0 +1,222 @@
+/* Channel-blocked kernel bodies (see f32-nchwc.h) shared by the SIMD files: the includer picks the
+ * vocabulary (CB = EC_VL) and NCHWC_FN(name) the suffixed function name. The 1x1 conv tile is
+ * NCHWC_PT pixels x 2 output-channel blocks: per input channel, PT broadcast input scalars times two
+ * weight vectors into 2*PT accumulators (the blocked-1x1 scheme: no packing of the input at all). */
+#ifndef NCHWC_PT
+#define NCHWC_PT 6
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define NCHWC_UNROLL _Pragma("GCC unroll 16")
+#else
+#define NCHWC_UNROLL
+#endif
+
+void NCHWC_FN(f32_nchwc_to_blocked)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item) {
+  const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = (item % nb) * EC_VL, HW = s->HW;
+  const size_t nc = EC_MIN((size_t)EC_VL, s->C - c0);
+  const float *src = x + (n * s->C + c0) * HW;
+  float *d = y + item * HW * EC_VL;
+  /* a square at a time: nc planes' pixels loaded, transposed in registers, one vector per pixel */
+  for (size_t p = 0; p < HW; p += EC_VL) {
+    const size_t m = EC_MIN((size_t)EC_VL, HW - p);
+    ec_v t[EC_VL];
+    for (size_t l = 0; l < EC_VL; l++)
+      t[l] = l >= nc ? ec_vzero() : m == EC_VL ? ec_vld(src + l * HW + p) : ec_vld_n(src + l * HW + p, m);
+    ec_vtranspose(t);
+    for (size_t i = 0; i < m; i++) ec_vst(d + (p + i) * EC_VL, t[i]);
+  }
+}
+
+void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item) {
+  const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = (item % nb) * EC_VL, HW = s->HW;
+  const size_t nc = EC_MIN((size_t)EC_VL, s->C - c0);
+  const float *src = x + item * HW * EC_VL;
+  float *d = y + (n * s->C + c0) * HW;
+  for (size_t p = 0; p < HW; p += EC_VL) {
+    const size_t m = EC_MIN((size_t)EC_VL, HW - p);
+    ec_v t[EC_VL];
+    for (size_t i = 0; i < EC_VL; i++) t[i] = i < m ? ec_vld(src + (p + i) * EC_VL) : ec_vzero();
+    ec_vtranspose(t);
+    for (size_t l = 0; l < nc; l++) {
+      if (m == EC_VL) ec_vst(d + l * HW + p, t[l]);
+      else ec_vst_n(d + l * HW + p, t[l], m);
+    }
+  }
+}
+
+/* pt pixels x kt (1 or 2) output blocks; constants after inlining, so the accumulators stay in registers */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
+                                              const float *x, const float *w, const float *bias, float *y,
+                                              const float *res, size_t HW, size_t kstride, const size_t pt,
+                                              const size_t kt) {
+  const size_t C = s->C, cbn = EC_DIV_UP(C, (size_t)EC_VL);
+  ec_v acc[NCHWC_PT][2];
+  const ec_v b0 = ec_vld(bias), b1 = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();
+  NCHWC_UNROLL
+  for (size_t p = 0; p < pt; p++) acc[p][0] = b0, acc[p][1] = b1;
+  for (size_t cb = 0; cb < cbn; cb++) {
+    const float *xb = x + cb * HW * EC_VL;
+    const size_t nl = EC_MIN((size_t)EC_VL, C - cb * EC_VL);
+    const float *wc = w + cb * EC_VL * EC_VL;
+    for (size_t l = 0; l < nl; l++) {
+      const ec_v w0 = ec_vld(wc + l * EC_VL), w1 = kt > 1 ? ec_vld(wc + kstride + l * EC_VL) : ec_vzero();
+      NCHWC_UNROLL
+      for (size_t p = 0; p < pt; p++) {
+        const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
+        acc[p][0] = ec_vfma(acc[p][0], xv, w0);
+        if (kt > 1) acc[p][1] = ec_vfma(acc[p][1], xv, w1);
+      }
+    }
+  }
+  const size_t ystride = HW * EC_VL;
+  NCHWC_UNROLL
+  for (size_t p = 0; p < pt; p++) {
+    ec_vst(y + p * EC_VL, ec_vepi(acc[p][0], res ? res + p * EC_VL : NULL, a->res_before_act, a->act));
+    if (kt > 1)
+      ec_vst(y + ystride + p * EC_VL,
+             ec_vepi(acc[p][1], res ? res + ystride + p * EC_VL : NULL, a->res_before_act, a->act));
+  }
+}
+
+/* item = (n, pair of output blocks, chunk of PC pixels) */
+void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
+  const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
+  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item / np % kpairs * 2;
+  const size_t p0 = item % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
+  const size_t kt = k + 1 < kb ? 2 : 1, cbn = EC_DIV_UP(s->C, (size_t)EC_VL), kstride = s->C * EC_VL;
+  const float *x = a->x + n * cbn * HW * EC_VL, *w = a->w + k * kstride, *bias = a->bias + k * EC_VL;
+  const size_t yoff = (n * kb + k) * HW * EC_VL;
+  float *y = a->y + yoff;
+  const float *res = a->res ? a->res + yoff : NULL;
+  size_t p = p0;
+  if (kt == 2) {
+    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
+      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
+                                   kstride, NCHWC_PT, 2);
+    for (; p < p1; p++)
+      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
+                                   kstride, 1, 2);
+  } else {
+    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
+      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
+                                   kstride, NCHWC_PT, 1);
+    for (; p < p1; p++)
+      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
+                                   kstride, 1, 1);
+  }
+}
+
+/* item = (n, channel block, PC output rows). Interior columns (every kw inside the row) run four
+ * outputs at once without bounds checks; border columns check each tap. */
+void NCHWC_FN(f32_nchwc_dwconv)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
+  const size_t nr = EC_DIV_UP(s->Ho, s->PC), cbn = EC_DIV_UP(s->C, (size_t)EC_VL), blk = item / nr;
+  const size_t h0 = item % nr * s->PC, h1 = EC_MIN(s->Ho, h0 + s->PC), cb = blk % cbn, taps = s->KH * s->KW;
+  const size_t H = s->H, W = s->W, Wo = s->Wo, SW = s->SW, DW = s->DW, KW = s->KW;
+  const float *x = a->x + blk * H * W * EC_VL, *w = a->w + cb * taps * EC_VL;
+  const ec_v bias = ec_vld(a->bias + cb * EC_VL);
+  /* ow in [lo, hi): iw = ow*SW - PL + kw*DW inside [0, W) for every kw */
+  size_t lo = EC_DIV_UP(s->PL, SW), hi = 0;
+  if (W + s->PL >= (KW - 1) * DW + 1) hi = EC_MIN(Wo, (W + s->PL - (KW - 1) * DW - 1) / SW + 1);
+  if (hi < lo) hi = lo;
+  if (lo > Wo) lo = hi = Wo;
+  const size_t step = SW * EC_VL;
+  for (size_t oh = h0; oh < h1; oh++) {
+    const long ih0 = (long)(oh * s->SH) - (long)s->PT;
+    size_t k0 = 0, k1 = s->KH; /* taps rows inside the input */
+    while (k0 < k1 && ih0 + (long)(k0 * s->DH) < 0) k0++;
+    while (k1 > k0 && ih0 + (long)((k1 - 1) * s->DH) >= (long)H) k1--;
+    const size_t yo = (blk * s->Ho + oh) * Wo * EC_VL;
+    float *y = a->y + yo;
+    const float *res = a->res ? a->res + yo : NULL;
+    for (size_t ow = 0; ow < Wo;) {
+      if (k0 < k1 && ow >= lo && ow + 4 <= hi) {
+        const float *p = x + (size_t)(ih0 + (long)(k0 * s->DH)) * W * EC_VL + (ow * SW - s->PL) * EC_VL;
+        ec_v a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+        for (size_t kh = k0; kh < k1; kh++, p += s->DH * W * EC_VL) {
+          const float *wk = w + kh * KW * EC_VL;
+          for (size_t kw = 0; kw < KW; kw++) {
+            const float *q = p + kw * DW * EC_VL;
+            const ec_v wv = ec_vld(wk + kw * EC_VL);
+            a0 = ec_vfma(a0, ec_vld(q), wv);
+            a1 = ec_vfma(a1, ec_vld(q + step), wv);
+            a2 = ec_vfma(a2, ec_vld(q + 2 * step), wv);
+            a3 = ec_vfma(a3, ec_vld(q + 3 * step), wv);
+          }
+        }
+        float *yy = y + ow * EC_VL;
+        const float *rr = res ? res + ow * EC_VL : NULL;
+        ec_vst(yy, ec_vepi(a0, rr, a->res_before_act, a->act));
+        ec_vst(yy + EC_VL, ec_vepi(a1, rr ? rr + EC_VL : NULL, a->res_before_act, a->act));
+        ec_vst(yy + 2 * EC_VL, ec_vepi(a2, rr ? rr + 2 * EC_VL : NULL, a->res_before_act, a->act));
+        ec_vst(yy + 3 * EC_VL, ec_vepi(a3, rr ? rr + 3 * EC_VL : NULL, a->res_before_act, a->act));
+        ow += 4;
+        continue;
+      }
+      ec_v a0 = bias;
+      const long iw0 = (long)(ow * SW) - (long)s->PL;
+      for (size_t kh = k0; kh < k1; kh++) {
+        const float *row = x + (size_t)(ih0 + (long)(kh * s->DH)) * W * EC_VL;
+        for (size_t kw = 0; kw < KW; kw++) {
+          const long iw = iw0 + (long)(kw * DW);
+          if (iw < 0 || iw >= (long)W) continue;
+          a0 = ec_vfma(a0, ec_vld(row + (size_t)iw * EC_VL), ec_vld(w + (kh * KW + kw) * EC_VL));
+        }
+      }
+      ec_vst(y + ow * EC_VL, ec_vepi(a0, res ? res + ow * EC_VL : NULL, a->res_before_act, a->act));
+      ow++;
+    }
+  }
+}
+
+void NCHWC_FN(f32_nchwc_pool)(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item) {
+  const size_t nr = EC_DIV_UP(s->Ho, s->RC), blk = item / nr;
+  const size_t h0 = item % nr * s->RC, h1 = EC_MIN(s->Ho, h0 + s->RC), H = s->H, W = s->W;
+  const float *xb = x + blk * H * W * EC_VL;
+  for (size_t oh = h0; oh < h1; oh++) {
+    const long ih0 = (long)(oh * s->SH) - (long)s->PT;
+    size_t k0 = 0, k1 = s->KH, kp = 0;
+    while (k0 < k1 && ih0 + (long)(k0 * s->DH) < 0) k0++;
+    while (k1 > k0 && ih0 + (long)((k1 - 1) * s->DH) >= (long)H) k1--;
+    for (size_t kh = 0; kh < s->KH; kh++) { /* rows counted with padding: inside the declared pads */
+      const long ih = ih0 + (long)(kh * s->DH);
+      kp += ih >= -(long)s->PT && ih < (long)(H + s->PB);
+    }
+    for (size_t ow = 0; ow < s->Wo; ow++) {
+      const long iw0 = (long)(ow * s->SW) - (long)s->PL;
+      ec_v acc = s->max ? ec_vset1(-INFINITY) : ec_vzero();
+      size_t cnt = 0, cp = 0;
+      for (size_t kw = 0; kw < s->KW; kw++) {
+        const long iw = iw0 + (long)(kw * s->DW);
+        cp += iw >= -(long)s->PL && iw < (long)(W + s->PR);
+        if (iw < 0 || iw >= (long)W) continue;
+        cnt += k1 - k0;
+        for (size_t kh = k0; kh < k1; kh++) {
+          const ec_v v = ec_vld(xb + ((size_t)(ih0 + (long)(kh * s->DH)) * W + (size_t)iw) * EC_VL);
+          acc = s->max ? ec_vmax(acc, v) : ec_vadd(acc, v);
+        }
+      }
+      if (!s->max) {
+        const size_t div = s->count_pad ? kp * cp : cnt;
+        acc = div ? ec_vmul(acc, ec_vset1(1.0f / (float)div)) : ec_vzero();
+      }
+      ec_vst(y + ((blk * s->Ho + oh) * s->Wo + ow) * EC_VL, acc);
+    }
+  }
+}
+
+void NCHWC_FN(f32_nchwc_gavgpool)(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item) {
+  const size_t HW = s->H * s->W;
+  const float *xb = x + item * HW * EC_VL;
+  ec_v acc = ec_vzero();
+  for (size_t p = 0; p < HW; p++) acc = ec_vadd(acc, ec_vld(xb + p * EC_VL));
+  ec_vst(y + item * EC_VL, ec_vmul(acc, ec_vset1(1.0f / (float)HW)));
+}
+
+void NCHWC_FN(f32_nchwc_scale)(const f32_nchwc_scale_shape *s, const float *x, const float *sc, float *y,
+                               size_t item) {
+  const ec_v k = ec_vld(sc + item * EC_VL);
+  const float *xb = x + item * s->HW * EC_VL;
+  float *yb = y + item * s->HW * EC_VL;
+  for (size_t p = 0; p < s->HW; p++) ec_vst(yb + p * EC_VL, ec_vmul(ec_vld(xb + p * EC_VL), k));
+}

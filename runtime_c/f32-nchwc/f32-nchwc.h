@@ -1,0 +1,140 @@
+/* Channel-blocked (NCHWc) fp32 kernels. A blocked tensor of logical shape [N][C][H][W] is stored
+ * [N][ceil(C/CB)][H][W][CB], CB = the ISA's vector lanes: every pixel's CB channels are one vector,
+ * so depthwise taps, pools and elementwise ops run at full width with no per-layer transposes.
+ * Channels past C in the last block are padding: every kernel writes them with finite values
+ * (zero weights and bias make them act(0)), and no kernel lets them reach a real channel.
+ * Work items are independent output blocks; the *__scalar functions are the references the SIMD
+ * variants are tested against (same shapes and packing, any CB). */
+#ifndef F32_NCHWC_H
+#define F32_NCHWC_H
+
+#include "../ec_common.h"
+#include "../ec_threadpool.h"
+
+/* ---- reorders: item = (n, channel block) ---------------------------------------------------- */
+typedef struct {
+  size_t N, C, HW, CB;
+} f32_nchwc_reorder_shape;
+typedef void (*f32_nchwc_reorder_fn)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);
+
+/* ---- conv: 1x1 stride-1 dense (weights [ceil(K/CB)][C][CB]) or depthwise (weights
+ * [ceil(C/CB)][KH*KW][CB]); bias [ceil(K/CB)*CB]; pad lanes of weights and bias are zero. ------- */
+typedef struct f32_nchwc_conv_shape f32_nchwc_conv_shape;
+typedef struct {
+  const float *x;
+  float *y;
+  const float *w;
+  const float *bias; /* never NULL: zeros when the model has none */
+  const float *res;  /* blocked like y, or NULL */
+  int res_before_act;
+  ec_act act;
+} f32_nchwc_conv_args;
+typedef void (*f32_nchwc_conv_fn)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item);
+
+struct f32_nchwc_conv_shape {
+  size_t N, C, H, W, K, Ho, Wo;
+  size_t KH, KW, SH, SW, DH, DW, PT, PL;
+  size_t CB;
+  size_t PC; /* 1x1: pixels per item; depthwise: output rows per item */
+  f32_nchwc_conv_fn fn;
+};
+
+/* ---- pools: MaxPool / AveragePool windows, and the global average; item = (n, block, rows) --- */
+typedef struct f32_nchwc_pool_shape f32_nchwc_pool_shape;
+typedef void (*f32_nchwc_pool_fn)(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item);
+struct f32_nchwc_pool_shape {
+  size_t N, C, H, W, Ho, Wo;
+  size_t KH, KW, SH, SW, DH, DW, PT, PL, PB, PR;
+  size_t CB, RC;  /* RC: output rows per item */
+  int max;        /* 1: MaxPool, 0: AveragePool */
+  int count_pad;  /* AveragePool count_include_pad */
+  f32_nchwc_pool_fn fn;
+};
+
+/* ---- SE-style scale: y[n][c][p] = x[n][c][p] * s[n][c] (s blocked [N][ceil(C/CB)][1][1][CB]) -- */
+typedef struct {
+  size_t N, C, HW, CB;
+} f32_nchwc_scale_shape;
+typedef void (*f32_nchwc_scale_fn)(const f32_nchwc_scale_shape *s, const float *x, const float *sc, float *y,
+                                   size_t item);
+
+#define F32_NCHWC_DECL(isa)                                                                                      \
+  void f32_nchwc_to_blocked__##isa(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);     \
+  void f32_nchwc_from_blocked__##isa(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);   \
+  void f32_nchwc_conv1x1__##isa(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item);      \
+  void f32_nchwc_dwconv__##isa(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item);       \
+  void f32_nchwc_pool__##isa(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item);             \
+  void f32_nchwc_gavgpool__##isa(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item);         \
+  void f32_nchwc_scale__##isa(const f32_nchwc_scale_shape *s, const float *x, const float *sc, float *y, size_t item);
+
+F32_NCHWC_DECL(scalar)
+F32_NCHWC_DECL(avx2)
+F32_NCHWC_DECL(avx512)
+F32_NCHWC_DECL(neon)
+
+EC_INLINE size_t f32_nchwc_reorder_items(const f32_nchwc_reorder_shape *s) { return s->N * EC_DIV_UP(s->C, s->CB); }
+EC_INLINE size_t f32_nchwc_conv1x1_items(const f32_nchwc_conv_shape *s) {
+  return s->N * EC_DIV_UP(EC_DIV_UP(s->K, s->CB), 2) * EC_DIV_UP(s->Ho * s->Wo, s->PC); /* pairs of blocks */
+}
+EC_INLINE size_t f32_nchwc_dwconv_items(const f32_nchwc_conv_shape *s) {
+  return s->N * EC_DIV_UP(s->C, s->CB) * EC_DIV_UP(s->Ho, s->PC);
+}
+EC_INLINE size_t f32_nchwc_pool_items(const f32_nchwc_pool_shape *s) {
+  return s->N * EC_DIV_UP(s->C, s->CB) * EC_DIV_UP(s->Ho, s->RC);
+}
+EC_INLINE size_t f32_nchwc_scale_items(const f32_nchwc_scale_shape *s) { return s->N * EC_DIV_UP(s->C, s->CB); }
+
+/* One job type for every kernel: the run functions below fill the members their kernel uses. */
+typedef struct {
+  const void *s, *a;
+  const float *x, *x2;
+  float *y;
+  int kind; /* 0 reorder, 1 conv, 2 pool, 3 scale */
+  void (*fn)(void);
+} f32_nchwc_job;
+
+static inline void f32_nchwc_task(void *ctx, size_t begin, size_t end) {
+  const f32_nchwc_job *j = (const f32_nchwc_job *)ctx;
+  for (size_t i = begin; i < end; i++) {
+    switch (j->kind) {
+    case 0: ((f32_nchwc_reorder_fn)j->fn)((const f32_nchwc_reorder_shape *)j->s, j->x, j->y, i); break;
+    case 1: ((f32_nchwc_conv_fn)j->fn)((const f32_nchwc_conv_shape *)j->s, (const f32_nchwc_conv_args *)j->a, i); break;
+    case 2: ((f32_nchwc_pool_fn)j->fn)((const f32_nchwc_pool_shape *)j->s, j->x, j->y, i); break;
+    default: ((f32_nchwc_scale_fn)j->fn)((const f32_nchwc_scale_shape *)j->s, j->x, j->x2, j->y, i); break;
+    }
+  }
+}
+
+/* items claimed ~8 chunks per thread (one claim per item would contend on the counter) */
+EC_INLINE void f32_nchwc_for(ec_pool *pool, size_t n, f32_nchwc_job *j) {
+  if (ec_pool_threads(pool) <= 1) {
+    f32_nchwc_task(j, 0, n);
+    return;
+  }
+  ec_parallel_for(pool, n, EC_MAX(1, n / (8 * (size_t)ec_pool_threads(pool))), f32_nchwc_task, j);
+}
+
+EC_INLINE void f32_nchwc_reorder_run(const f32_nchwc_reorder_shape *s, f32_nchwc_reorder_fn fn, const float *x,
+                                     float *y, ec_pool *pool) {
+  f32_nchwc_job j = {s, NULL, x, NULL, y, 0, (void (*)(void))fn};
+  f32_nchwc_for(pool, f32_nchwc_reorder_items(s), &j);
+}
+
+EC_INLINE void f32_nchwc_conv_run(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t items,
+                                  ec_pool *pool) {
+  f32_nchwc_job j = {s, a, NULL, NULL, NULL, 1, (void (*)(void))s->fn};
+  f32_nchwc_for(pool, items, &j);
+}
+
+EC_INLINE void f32_nchwc_pool_run(const f32_nchwc_pool_shape *s, const float *x, float *y, ec_pool *pool) {
+  f32_nchwc_job j = {s, NULL, x, NULL, y, 2, (void (*)(void))s->fn};
+  f32_nchwc_for(pool, f32_nchwc_pool_items(s), &j);
+}
+
+EC_INLINE void f32_nchwc_scale_run(const f32_nchwc_scale_shape *s, f32_nchwc_scale_fn fn, const float *x,
+                                   const float *sc, float *y, ec_pool *pool) {
+  f32_nchwc_job j = {s, NULL, x, sc, y, 3, (void (*)(void))fn};
+  f32_nchwc_for(pool, f32_nchwc_scale_items(s), &j);
+}
+
+#endif
