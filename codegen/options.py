@@ -24,14 +24,18 @@ DW_MODES = ("auto", "plane", "cb")
 CONV_MODES = ("auto", "direct", "winograd", "winograd-f23", "winograd-f43", "winograd-f63")
 Q8CONV_MODES = ("auto", "q8-gemm", "q8-gspc", "q8-dwconv")
 LAYOUT_MODES = ("auto", "nchw", "nchwc")  # codegen/layout.py
+# work partitioning: serial (one thread for the layer), or split only over column / tile blocks (cols) or
+# over output-channel chunks (rows) where the layer's driver offers both
+PAR_MODES = ("auto", "serial", "cols", "rows")
 
 # field -> environment variable that fills it
 ENV = {"sparse": "EDGEC_SPARSE", "gspc": "EDGEC_GSPC", "dw": "EDGEC_DW", "conv": "EDGEC_CONV",
-       "q8conv": "EDGEC_Q8CONV", "layout": "EDGEC_LAYOUT", "tuning_db": "EDGEC_TUNING_DB", "tuning": "EDGEC_TUNING"}
+       "q8conv": "EDGEC_Q8CONV", "par": "EDGEC_PAR", "layout": "EDGEC_LAYOUT", "tuning_db": "EDGEC_TUNING_DB",
+       "tuning": "EDGEC_TUNING"}
 _CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": CONV_MODES,
-            "q8conv": Q8CONV_MODES, "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
+            "q8conv": Q8CONV_MODES, "par": PAR_MODES, "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
 # the fields a tuning record may force for one layer (codegen/variants.py)
-PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv")
+PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par")
 
 
 @dataclass(frozen=True)
@@ -44,11 +48,12 @@ class CompileOptions:
     conv: str = "auto"            # 3x3 stride-1 convs: direct, or Winograd (F chosen by the cost model, or forced)
     q8conv: str = "auto"          # int8 convs: force the GEMM, GSPC or depthwise path where it runs
     layout: str = "auto"          # activations: NCHW, channel-blocked NCHWc regions, or the pass's choice
+    par: str = "auto"             # covered layers (codegen/variants.py): one thread, or one split axis
     tuning_db: str | None = None  # JSON of measured per-layer choices, consulted before the cost model
     tuning: str = "auto"          # auto: apply the device's tuning records (filled into `tuned`); off: ignore them
     # tuning records that apply: (layer signature, forced fields as "k=v;k=v", explain text), sorted
     tuned: tuple = ()
-    # the cost model's constants fitted to this device's tuning records: (name, factor) pairs, sorted
+    # the cost model's constants fitted to this device's tuning records: (name, value) pairs, sorted
     learned: tuple = ()
 
     def __post_init__(self) -> None:

@@ -26,7 +26,7 @@ from edgec.errors import EdgecError
 
 @dataclass(frozen=True)
 class Variant:
-    family: str                                  # conv3x3 | gspc | dw | sparse | gemv | q8conv
+    family: str                                  # conv3x3 | gspc | dw | sparse | q8conv | par
     name: str                                    # unique: what a tuning record stores
     forced: tuple[tuple[str, str], ...]          # CompileOptions fields set for the layer
     applies: Callable[[dict, object], bool]      # (layer facts, target) -> bool
@@ -34,6 +34,8 @@ class Variant:
 
     def forced_str(self, facts: dict) -> str:
         f = dict(self.forced)
+        if self.family == "par":  # the cost model's algorithm, partitioned otherwise
+            return ";".join(f"{k}={v}" for k, v in sorted(f.items()))
         if facts.get("G") == 1 and facts["kind"] == "conv" and "sparse" not in f:
             f["sparse"] = "dense"  # a dense-algorithm variant must not be pre-empted by the sparse emitter
         return ";".join(f"{k}={v}" for k, v in sorted(f.items()))
@@ -106,7 +108,21 @@ def _build_table() -> tuple[Variant, ...]:
     for path in ("q8-gemm", "q8-gspc", "q8-dwconv"):
         v.append(Variant("q8conv", path, (("q8conv", path),), lambda f, t, p=path: _q8(f, t, p),
                          f"int8 conv through the {path[3:]} kernels"))
+    # work partitioning; every covered layer uses all of the pool's threads by default. Where a variant
+    # changes nothing (a 1-thread build, a driver with one split) it emits the default's code, and tuning
+    # drops it as such.
+    v.append(Variant("par", "par-serial", (("par", "serial"),), lambda f, t: True,
+                     "one thread for this layer: the pool's fork-join costs more than it saves on small layers"))
+    v.append(Variant("par", "par-cols", (("par", "cols"),), _split_ok,
+                     "split over column blocks only (narrower blocks, no output-channel chunks)"))
+    v.append(Variant("par", "par-rows", (("par", "rows"),), _split_ok,
+                     "split over output-channel chunks (column blocks as wide as the caches allow)"))
     return tuple(v)
+
+
+def _split_ok(f: dict, _t) -> bool:
+    # the dense GEMM conv drivers: their work items are (column block, output-channel chunk)
+    return f["kind"] == "conv" and not f["dw"] and (f["G"] == 1 or f["KH"] * f["KW"] == 1)
 
 
 VARIANTS: tuple[Variant, ...] = _build_table()
@@ -235,9 +251,51 @@ def emit(spec, node, ctx) -> str:
         body = spec.emit(node, ctx)
     else:
         forced, note = rec
-        with options.using(opts.with_(**{k: v for k, v in forced.items() if k in options.PER_LAYER})):
-            body = spec.emit(node, ctx)
+        forced = {k: v for k, v in forced.items() if k in options.PER_LAYER}
+        par = forced.pop("par", "auto")
+        with options.using(opts.with_(**forced)):
+            body = _emit_partitioned(spec, node, ctx, par) if par != "auto" else spec.emit(node, ctx)
         ctx.note(tuned=note)
     if sig is not None:
         ctx.note(signature=sig)
+    return body
+
+
+SERIAL_POOL = "((ec_pool *)0)"  # drivers given no pool run on the calling thread
+
+
+def _emit_partitioned(spec, node, ctx, par: str) -> str:
+    """The layer with a forced work partitioning. Emitted into throwaway contexts first, default and forced:
+    where the forced one's code is the same (one thread to run on, or a driver with a single split) the layer
+    keeps the default's code and algorithm name, so tuning sees it as the same candidate; otherwise the
+    algorithm name says how it is partitioned (/serial, /cols, /rows)."""
+    from edgec.codegen.emit import EmitContext
+
+    opts = options.active()
+    if opts.threads <= 1:
+        return spec.emit(node, ctx)
+
+    def trial(mode: str) -> tuple:
+        c = EmitContext(ctx.target, ctx.weights_symbol, SERIAL_POOL if mode == "serial" else ctx.pool)
+        c.begin(node)
+        with options.using(opts.with_(par=mode if mode != "serial" else "auto")):
+            body = spec.emit(node, c)
+        par = c.layer.par
+        if mode == "serial" and par is not None:
+            par = (par[0], par[0])  # one chunk: the caller's thread runs it alone
+        return body, par, bytes(c.weights), c.scratch_sizes
+
+    if trial(par) == trial("auto"):
+        return spec.emit(node, ctx)
+    pool = ctx.pool
+    if par == "serial":
+        ctx.pool = SERIAL_POOL
+    try:
+        with options.using(opts.with_(par=par if par != "serial" else "auto")):
+            body = spec.emit(node, ctx)
+    finally:
+        ctx.pool = pool
+    if par == "serial" and ctx.layer.par is not None:
+        ctx.layer.par = (ctx.layer.par[0], ctx.layer.par[0])
+    ctx.note(algo=f"{ctx.layer.algo}/{par}", partition=par)
     return body

@@ -136,8 +136,9 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     if transposed(g, mr, nr, kernels.igemm_kernel(t).params["nr"]):
         return _emit_convt(node, ctx, g, w, macs, k, kc)
     nc = max(nr, min((t.l2_bytes // 4) // (kg * 4) // nr * nr, -(-howo // nr) * nr))
-    nc, _ = split_work(g["N"] * G, howo, nc, nr, kpg, mr)
-    msplit = 1  # here each M chunk would pack its B block again: split columns only
+    nc, msplit = split_work(g["N"] * G, howo, nc, nr, kpg, mr)
+    # each M chunk would pack its B block again: split columns only, unless a record forces rows
+    msplit = msplit if options.active().par == "rows" else 1
     mp = -(-kpg // mr) * mr
     packed = np.zeros((G, mp, kg), np.float32)
     packed[:, :kpg] = w.reshape(G, kpg, kg)
@@ -208,13 +209,15 @@ PAR_ITEMS = 8  # work items a layer offers, so run-time --threads up to ~4 keep 
 
 
 def split_work(groups: int, cols: int, nc: int, nr: int, kpg: int, mr: int) -> tuple[int, int]:
-    """(columns per item, M chunks): narrower column blocks first, then row chunks."""
+    """(columns per item, M chunks): narrower column blocks first, then row chunks. A tuning record may
+    force one axis for the layer (CompileOptions.par cols | rows, codegen/variants.py)."""
+    axis = options.active().par
     items = groups * -(-cols // nc)
-    if items < PAR_ITEMS:
+    if items < PAR_ITEMS and axis != "rows":
         per = -(-PAR_ITEMS // groups)
         nc = max(nr, -(-(-(-cols // per)) // nr) * nr)
         items = groups * -(-cols // nc)
-    msplit = max(1, min(-(-kpg // mr), -(-PAR_ITEMS // items))) if items < PAR_ITEMS else 1
+    msplit = max(1, min(-(-kpg // mr), -(-PAR_ITEMS // items))) if items < PAR_ITEMS and axis != "cols" else 1
     return nc, msplit
 
 

@@ -129,3 +129,92 @@ def test_small_op_stays_serial(tmp_path):
     onnx.save(m, tmp_path / "small.onnx")
     b = compile_model(tmp_path / "small.onnx", tmp_path / "p", threads=2)
     assert "_range(" not in (b.dir / "model.c").read_text()
+
+
+# -- work partitioning as a tuning knob (codegen/variants.py, family par) ------------------------------
+
+def conv_model(path):
+    """Convs on odd shapes through every partitioned driver: packed GEMM (stride 2, 1x1, 3x3 on a small map),
+    the in-place 1x1 (8x8: output-channel chunks by default), depthwise, GSPC."""
+    rng = np.random.default_rng(5)
+    nodes, inits = [], []
+
+    def conv(x, cin, cout, k, s=1, g=1, pad=None, act=True):
+        i = len(nodes)
+        inits.append(numpy_helper.from_array((rng.standard_normal((cout, cin // g, k, k)) * 0.2).astype(np.float32),
+                                             f"w{i}"))
+        inits.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"b{i}"))
+        p = k // 2 if pad is None else pad
+        nodes.append(helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", pads=[p] * 4,
+                                      strides=[s, s], group=g))
+        if not act:
+            return f"c{i}"
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        return f"r{i}"
+
+    h = conv("x", X[1], 24, 3, s=2)   # 31x34
+    h = conv(h, 24, 40, 1)
+    h = conv(h, 40, 40, 3, g=40)
+    h = conv(h, 40, 40, 3, g=5)
+    h = conv(h, 40, 26, 3, s=4, pad=0)  # 8x8
+    h = conv(h, 26, 30, 3)
+    h = conv(h, 30, 20, 1, act=False)
+    g = helper.make_graph(nodes, "convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, X)],
+                          [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(m), path)
+    return path
+
+
+def _records(layers, variant):
+    from edgec.codegen import variants
+
+    v = variants.BY_NAME[variant]
+    sigs = {l["details"]["signature"] for l in layers if "signature" in l.get("details", {})}
+    return tuple((s, v.forced_str({}), f"tuned: {variant}") for s in sorted(sigs))
+
+
+def test_partitioning_variants_give_the_default_bits(tmp_path):
+    """Each par variant forced on every layer: built with -Werror, run at 1, 2 and 3 threads, the same bits
+    as the cost model's partitioning; each variant changes the code of the layers it applies to."""
+    from edgec.codegen import variants
+    from edgec.codegen.options import CompileOptions
+
+    path = conv_model(tmp_path / "convs.onnx")
+    x = np.random.default_rng(6).standard_normal(X).astype(np.float32)
+    opts = CompileOptions(target="native", threads=3)
+    base = compile_model(path, tmp_path / "base", options=opts)
+    want = run_binary(build_project(base.dir, "native", cflags=STRICT, jobs=2)["runner"], base.target, [x],
+                      tmp_path / "run-base", threads=1)[0]
+    np.testing.assert_allclose(want, onnxruntime_outputs(path, {"x": x})[1][0], rtol=1e-4, atol=1e-4)
+    for name in variants.families()["par"]:
+        b = compile_model(path, tmp_path / name, options=opts.with_(tuned=_records(base.layers, name)))
+        mode = dict(variants.BY_NAME[name].forced)["par"]
+        changed = [l["name"] for l in b.layers if l["algo"].endswith(f"/{mode}")]
+        assert changed, f"{name} changed no layer"
+        if mode == "serial":  # the drivers of the serial layers are handed no pool
+            assert variants.SERIAL_POOL in (b.dir / "model.c").read_text()
+        runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
+        for t in (1, 2, 3):
+            got = run_binary(runner, b.target, [x], tmp_path / f"run-{name}-{t}", threads=t)[0]
+            assert np.array_equal(got, want), f"{name} at {t} threads differs from the default partitioning"
+
+
+def test_partitioning_record_forces_its_layer_only(tmp_path):
+    from edgec.codegen.options import CompileOptions
+
+    path = conv_model(tmp_path / "convs.onnx")
+    opts = CompileOptions(target="native", threads=3)
+    base = compile_model(path, tmp_path / "base", options=opts).layers
+    last = base[-1]["details"]["signature"]
+    rec = next(r for r in _records(base, "par-rows") if r[0] == last)
+    got = compile_model(path, tmp_path / "one", options=opts.with_(tuned=(rec,))).layers
+    assert got[-1]["algo"] == base[-1]["algo"] + "/rows" and got[-1]["details"]["tuned"] == "tuned: par-rows"
+    assert [l["algo"] for l in got[:-1]] == [l["algo"] for l in base[:-1]]
+    # a 1-thread build has nothing to partition: the variants emit the default's code
+    one = CompileOptions(target="native", threads=1)
+    b1 = compile_model(path, tmp_path / "b1", options=one).layers
+    for name in ("par-serial", "par-cols", "par-rows"):
+        t1 = compile_model(path, tmp_path / f"t1-{name}", options=one.with_(tuned=_records(b1, name))).layers
+        assert [l["algo"] for l in t1] == [l["algo"] for l in b1]

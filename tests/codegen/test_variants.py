@@ -48,8 +48,10 @@ def _conv(name, cin, cout, k=3, g=1, s=1, x="x", out_bias=True, pruned=False):
     return ("Conv", ins, {"pads": [k // 2] * 4, "group": g, "strides": [s, s]}, ws)
 
 
-def _names(node, target=AVX2):
-    return [v.name for v in variants.candidates(node, target)]
+def _names(node, target=AVX2, family=None):
+    """Applicable variants of one family, or of the algorithm families (partitioning apart) when None."""
+    return [v.name for v in variants.candidates(node, target)
+            if (v.family == family if family else v.family != "par")]
 
 
 def test_registry_is_one_table_with_unique_names():
@@ -80,6 +82,9 @@ def test_which_variants_apply(tmp_path):
     assert set(_names(n[2])) == {"direct", "winograd-f23", "winograd-f43", "winograd-f63", "gspc-tile", "gspc-ow",
                                  "gspc-mg"}
     assert _names(n[3]) == []
+    # partitioning applies to every covered layer; the split axis to the dense GEMM drivers only
+    assert _names(n[3], family="par") == _names(n[0], family="par") == ["par-serial", "par-cols", "par-rows"]
+    assert _names(n[1], family="par") == _names(n[2], family="par") == ["par-serial"]
     assert "dense" in _names(n[4]) and "sparse-4x4" in _names(n[4]) and "winograd-f23" not in _names(n[4])
     # the classes transfer-tuning matches on: op, window, stride and the fused epilogue, no sizes
     assert [variants.layer_class(x) for x in n] == ["conv3x3s1+relu", "dwconv3x3s1", "gconv3x3s1", "conv3x3s2",
