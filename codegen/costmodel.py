@@ -13,6 +13,7 @@ below it the dense kernel is faster, above it the sparse one.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 from dataclasses import dataclass, field
@@ -219,6 +220,108 @@ def active_learned() -> tuple:
     return active().learned
 
 
+# learned constants the layer being emitted read: name -> (value, hand-set default); variants.emit notes them
+consulted: contextvars.ContextVar[dict | None] = contextvars.ContextVar("edgec_learned_consulted", default=None)
+
+
+def learned_value(name: str, default: float) -> float:
+    """A cost-model constant fitted to this device's tuning records (CompileOptions.learned) when there is
+    one, else the hand-set default."""
+    for k, v in active_learned():
+        if k == name:
+            used = consulted.get()
+            if used is not None:
+                used[name] = (v, default)
+            return v
+    return default
+
+
+def fit_threshold(points, default: float, picks, step: float) -> float | None:
+    """The threshold t of a one-sided rule (picks(x, t): the rule picks the first choice at x) that the
+    measured points (x, the first choice won) contradict least; among equally good ones the closest to the
+    hand-set default. None when the default is among the best (the records agree with it)."""
+    if not points:
+        return None
+    xs = sorted({float(x) for x, _ in points})
+    cands = {default, *xs, *(x - step for x in xs), *(x + step for x in xs),
+             *((a + b) / 2 for a, b in zip(xs, xs[1:]))}
+
+    def errors(t: float) -> int:
+        return sum(picks(x, t) != won for x, won in points)
+
+    best = min(errors(t) for t in cands)
+    if errors(default) == best:
+        return None
+    return min((t for t in cands if errors(t) == best), key=lambda t: (abs(t - default), t))
+
+
+def fit_sparse(target, samples) -> dict[str, float]:
+    """Break-even sparsity per block format, fitted to measured layers: samples (sparsity, block, sparse
+    won against dense). The rule picks sparse above the break-even (choose_sparse)."""
+    fam = _isa_family(target)
+    out = {}
+    for blk in SPARSE_BLOCKS:
+        be = SPARSE_BREAK_EVEN.get((fam, blk))
+        pts = [(s, won) for s, b, won in samples if b == blk]
+        if be is None or not pts:
+            continue
+        t = fit_threshold(pts, be, lambda x, t: x > t, 0.025)
+        if t is not None:
+            out[f"sparse-be-{blk}"] = round(min(0.99, max(0.0, t)), 3)
+    return out
+
+
+DW_CB_PIXELS = 256   # stride 1: channel-blocked depthwise up to this many output pixels (codegen/ops/conv.py)
+DW_CB_FILL = 0.75    # stride 2: channel-blocked once rows fill less than this share of their vectors
+
+
+def fit_dw(target, samples) -> dict[str, float]:
+    """The depthwise plane/channel-blocked switch fitted to measured layers: samples (stride, Ho*Wo, Wo,
+    cb won against plane). Stride 1 picks cb up to a pixel count, stride 2 below a row fill."""
+    lanes = target.f32_lanes
+    out = {}
+    s1 = [(px, won) for sw, px, _, won in samples if sw == 1]
+    t = fit_threshold(s1, DW_CB_PIXELS, lambda x, t: x <= t, 1.0)
+    if t is not None:
+        out["dw-cb-px"] = float(max(0, round(t)))
+    s2 = [(wo / (-(-wo // lanes) * lanes), won) for sw, _, wo, won in samples if sw == 2]
+    t = fit_threshold(s2, DW_CB_FILL, lambda x, t: x < t, 0.01)
+    if t is not None:
+        out["dw-cb-fill"] = round(min(1.01, max(0.0, t)), 3)
+    return out
+
+
+def fit_gspc(target, samples) -> dict[str, float]:
+    """Which GSPC row-kernel family wins per channels-per-group count, fitted to measured grouped layers:
+    samples (Kpg, stride, {"tile" | "ow" | "mg": ms}). The along-ow kernel against the T_O tiles (stride 1,
+    where it runs), the multi-group kernel against the best of the others; the geometric mean of the time
+    ratios over a Kpg's layers decides. Only verdicts that differ from the hand-set rules
+    (kernels.gspc_ow_wins / gspc_mg_wins) are kept: 1.0 the family wins, 0.0 it loses."""
+    import math
+
+    from edgec.codegen import kernels
+
+    logs: dict[tuple[str, int], list[float]] = {}
+    for kpg, sw, ms in samples:
+        if ms.get("ow") and ms.get("tile") and sw == 1:
+            logs.setdefault(("ow", kpg), []).append(math.log(ms["ow"] / ms["tile"]))
+        others = [ms[k] for k in ("tile", "ow") if ms.get(k)]
+        if ms.get("mg") and others:
+            logs.setdefault(("mg", kpg), []).append(math.log(ms["mg"] / min(others)))
+    out = {}
+    for (fam, kpg), v in sorted(logs.items()):
+        wins = sum(v) / len(v) < 0
+        if fam == "ow":
+            rule = kernels.gspc_ow_kernel(target, kpg, 1, 1 << 20) is not None and \
+                kernels.gspc_ow_rule(target, kpg)
+        else:
+            mg = kernels.gspc_mg_kernel(target, kpg)
+            rule = mg is not None and kernels.gspc_mg_rule(target, mg, kpg)
+        if wins != rule:
+            out[f"gspc-{fam}-k{kpg}"] = 1.0 if wins else 0.0
+    return out
+
+
 def fit_conv3x3(target, samples) -> dict[str, float]:
     """The cost model learns from a device's tuning records: for each F(m,3), the factor by which this device
     made Winograd slower (> 1) or faster (< 1) relative to direct than the estimates said, as the geometric mean
@@ -295,6 +398,7 @@ def choose_sparse(target, w2d, pixels: int, override: str | None = None) -> Choi
         be = SPARSE_BREAK_EVEN.get((fam, blk))
         if be is None:
             continue
+        be = learned_value(f"sparse-be-{blk}", be)
         br, bc = (int(v) for v in blk.split("x"))
         s = block_sparsity(w2d, br, bc)
         margin = s - be
@@ -304,7 +408,8 @@ def choose_sparse(target, w2d, pixels: int, override: str | None = None) -> Choi
         s = block_sparsity(w2d, 1, 1)
         return Choice("dense", f"sparsity {s:.2f} below the {fam} break-even", {"sparsity": s})
     _, blk, s, be = best
-    return Choice(f"sparse-{blk}", f"{blk} block sparsity {s:.2f} > break-even {be:.2f} on {fam}",
+    fitted = " (fitted to this device's tuned layers)" if be != SPARSE_BREAK_EVEN[(fam, blk)] else ""
+    return Choice(f"sparse-{blk}", f"{blk} block sparsity {s:.2f} > break-even {be:.2f} on {fam}{fitted}",
                   {"sparsity": s, "break_even": be})
 
 
@@ -321,6 +426,8 @@ def explain_table(layers: list[dict]):
         why = d.get("why") or d.get("sparse_choice") or d.get("kernel") or ""
         if d.get("tuned"):  # a tuning record forced this layer's variant: say where it was measured
             why = d["tuned"]
+        if d.get("learned"):  # the pick read constants fitted to this device's records
+            why = f"{why}; learned: {d['learned']}".strip("; ")
         if d.get("f16_weights"):
             why = f"{why}; fp16 weights: {d['f16_weights']}".strip("; ")
         layout = d.get("layout", "nchw")  # codegen/layout.py: channel-blocked layers note theirs

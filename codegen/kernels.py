@@ -175,18 +175,36 @@ def gspc_mg_kernel(target: Target, kpg: int) -> Kernel | None:
 
 
 def gspc_mg_wins(target: Target, mg: Kernel, kpg: int) -> bool:
-    """Whether the multi-group kernel beats one group per tile: when the best single-group tile
-    would leave lanes idle (its width > Kpg) or run on a narrower vector than mg's."""
+    """Whether the multi-group kernel beats one group per tile: this device's verdict for Kpg when its
+    tuning records gave one (costmodel.fit_gspc), else gspc_mg_rule."""
+    return _learned_verdict(f"gspc-mg-k{kpg}", gspc_mg_rule(target, mg, kpg))
+
+
+def gspc_mg_rule(target: Target, mg: Kernel, kpg: int) -> bool:
+    """The hand-set rule: mg wins when the best single-group tile would leave lanes idle (its width > Kpg)
+    or run on a narrower vector than mg's."""
     k, t_o = gspc_kernel(target, kpg)
     return t_o > kpg or k.params["lpc"] < mg.params["gb"] * mg.params["kp"]
 
 
 def gspc_ow_wins(target: Target, kpg: int) -> bool:
-    """Whether the along-ow kernel beats one group per T_O tile: when the best tile would leave lanes idle
-    (T_O > Kpg) or run narrower than the target's widest tile (ymm on an AVX-512 core). A full-width tile
-    with no idle lanes measured 2.1x the along-ow kernel (AVX2, Kpg 8, 28x28; docs/benchmarks.md)."""
+    """Whether the along-ow kernel beats one group per T_O tile: this device's verdict for Kpg when its
+    tuning records gave one (costmodel.fit_gspc), else gspc_ow_rule."""
+    return _learned_verdict(f"gspc-ow-k{kpg}", gspc_ow_rule(target, kpg))
+
+
+def gspc_ow_rule(target: Target, kpg: int) -> bool:
+    """The hand-set rule: ow wins when the best tile would leave lanes idle (T_O > Kpg) or run narrower than
+    the target's widest tile (ymm on an AVX-512 core). A full-width tile with no idle lanes measured 2.1x
+    the along-ow kernel (AVX2, Kpg 8, 28x28; docs/benchmarks.md)."""
     k, t_o = gspc_kernel(target, kpg)
     return t_o > kpg or k.params["lpc"] < max(g.params["lpc"] for g in usable(target, "gspc"))
+
+
+def _learned_verdict(name: str, rule: bool) -> bool:
+    from edgec.codegen.costmodel import learned_value
+
+    return learned_value(name, float(rule)) >= 0.5
 
 
 def dwconv_kernel(target: Target, kh: int, kw: int) -> Kernel:

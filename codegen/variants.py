@@ -247,6 +247,9 @@ def emit(spec, node, ctx) -> str:
     f = facts(node) if node.op in ("Conv", "Gemm", "MatMul", "QLinearConv") else None
     sig = signature(node, opts.threads, f) if f is not None else None
     rec = opts.tuned_for(sig) if sig is not None and opts.tuned else None
+    from edgec.codegen import costmodel
+
+    costmodel.consulted.set({})
     if rec is None:
         body = spec.emit(node, ctx)
     else:
@@ -256,6 +259,9 @@ def emit(spec, node, ctx) -> str:
         with options.using(opts.with_(**forced)):
             body = _emit_partitioned(spec, node, ctx, par) if par != "auto" else spec.emit(node, ctx)
         ctx.note(tuned=note)
+    used = costmodel.consulted.get()
+    if used:  # the pick read constants fitted to this device's records: --explain says which
+        ctx.note(learned=", ".join(f"{k} {v:g} (default {d:g})" for k, (v, d) in sorted(used.items())))
     if sig is not None:
         ctx.note(signature=sig)
     return body

@@ -84,25 +84,58 @@ _GEOMETRY = re.compile(r"N(\d+)C(\d+)H(\d+)W(\d+)K(\d+)G(\d+)k(\d+)x(\d+)s(\d+)x
 
 
 def learned_constants(recs, target) -> dict[str, float]:
-    """The cost model's constants fitted to a device's records (costmodel.fit_conv3x3): every fp32 3x3
-    stride-1 layer whose trials timed the direct path and a Winograd F(m,3) teaches the Winograd/direct
-    trade-off, so the device's untuned layers get better picks too."""
-    from edgec.codegen.costmodel import fit_conv3x3
+    """The cost model's constants fitted to a device's records (all of one fingerprint), so the device's
+    untuned layers get better picks too:
+      - the Winograd/direct trade-off: fp32 3x3 stride-1 layers whose trials timed direct and an F(m,3)
+        (costmodel.fit_conv3x3);
+      - the sparse break-even per block format: fp32 layers whose trials timed dense and a sparse format,
+        at the record's zero fraction (costmodel.fit_sparse);
+      - the depthwise plane/channel-blocked switch: fp32 depthwise layers that timed both (fit_dw);
+      - the GSPC family per channels-per-group count: grouped layers that timed two of tile/ow/mg (fit_gspc).
+    Partitioning variants (algorithm names with a '/') time the same kernels split otherwise: not used."""
+    from edgec.codegen import costmodel
 
-    samples = []
+    conv3, sparse, dw, gspc = [], [], [], []
     for r in recs:
         m = _GEOMETRY.search(r.signature)
-        if not m or not re.match(r"g?conv3x3s1(\+|$)", r.cls) or ":f32:" not in r.signature:
+        if ":f32:" not in r.signature:
             continue
-        g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups())))
-        ms: dict[str, float] = {}
-        for t in r.trials:
-            if "ms" not in t:
-                continue
-            key = t["algo"][:12] if t["algo"].startswith("winograd-f") else "direct"
-            ms[key] = min(ms.get(key, float("inf")), float(t["ms"]))
-        samples.append((g, ms))
-    return fit_conv3x3(target, samples)
+        times = [(t["variant"], t["algo"], float(t["ms"])) for t in r.trials
+                 if "ms" in t and "/" not in t.get("algo", "/")]
+        if not times:
+            continue
+        g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups()))) if m else None
+
+        def fastest(pred) -> float | None:
+            ms = [t for v, a, t in times if pred(v, a)]
+            return min(ms) if ms else None
+
+        if g and re.match(r"g?conv3x3s1(\+|$)", r.cls):
+            ms: dict[str, float] = {}
+            for _, a, t in times:
+                key = a[:12] if a.startswith("winograd-f") else "direct"
+                ms[key] = min(ms.get(key, float("inf")), t)
+            conv3.append((g, ms))
+        z = re.search(r":z(\d\.\d+)$", r.signature)
+        if z and (r.cls.startswith("conv") or r.cls.startswith("gemv")):
+            dense = fastest(lambda v, a: not a.startswith(("spmm-", "spmv-")))
+            for blk in costmodel.SPARSE_BLOCKS:
+                sp = fastest(lambda v, a: a.startswith((f"spmm-{blk}", f"spmv-{blk}")))
+                if dense and sp:
+                    sparse.append((float(z.group(1)), blk, sp < dense))
+        if g and r.cls.startswith("dwconv"):
+            cb = fastest(lambda v, a: a.startswith("dwconv-c"))
+            plane = fastest(lambda v, a: a.startswith("dwconv-") and not a.startswith("dwconv-c"))
+            if cb and plane:
+                dw.append((g["SW"], g["Ho"] * g["Wo"], g["Wo"], cb < plane))
+        if g and r.cls.startswith("gconv"):
+            fam = {"ow": fastest(lambda v, a: a.startswith("gspc-ow-")),
+                   "mg": fastest(lambda v, a: a.startswith("gspc-g")),
+                   "tile": fastest(lambda v, a: a.startswith("gspc-") and not a.startswith(("gspc-ow-", "gspc-g")))}
+            if sum(1 for v in fam.values() if v) >= 2:
+                gspc.append((g["K"] // g["G"], g["SW"], {k: v for k, v in fam.items() if v}))
+    return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse),
+            **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc)}
 
 
 def local_tuned_options(options: CompileOptions) -> CompileOptions:

@@ -4,6 +4,7 @@ layers; without records, or with tuning off, nothing changes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from edgec.codegen import costmodel, kernels
@@ -80,3 +81,142 @@ def test_records_to_constants_and_options():
     opts = CompileOptions(learned=tuple(got.items()))
     assert opts.cache_key()["learned"] != CompileOptions().cache_key()["learned"]
     assert CompileOptions(learned=tuple(got.items()), tuning="off").learned == ()
+
+
+# -- the other hand-set thresholds: sparse break-even, depthwise plane/cb, GSPC family per Kpg ---------------
+
+def trial(variant, algo, ms):
+    return {"variant": variant, "algo": algo, "ms": ms}
+
+
+def rec(sig, cls, trials, fp="fp"):
+    best = min((t for t in trials if "ms" in t), key=lambda t: t["ms"])
+    return Record(fp, sig, cls, best["variant"], "", best["algo"], best["ms"], trials[0]["algo"], trials[0]["ms"],
+                  "measured", "m.onnx", "local", "2026-11-24", False, {}, trials)
+
+
+SPARSE_SIG = "conv1x1s1:N1C128H28W28K128G1k1x1s1x1d1x1p0x0o28x28:f32:t1:z0.60"
+DW_SIG = "dwconv3x3s1+relu:N1C64H8W8K64G64k3x3s1x1d1x1p1x1o8x8:f32:t1"
+GSPC_SIG = "gconv3x3s1+relu:N1C64H20W20K64G16k3x3s1x1d1x1p1x1o20x20:f32:t1"  # 4 channels per group
+
+
+def records(fp="fp"):
+    """A device where sparse 1x1 blocks won at 60% zeros, the plane depthwise kernel won on an 8x8 map and the
+    T_O tiles beat the along-ow and multi-group kernels at 4 channels per group; cb / ow were the rules' picks."""
+    return [rec(SPARSE_SIG, "conv1x1s1", [trial("default", "gemm-1x1-6x16-avx2", 1.0),
+                                         trial("sparse-1x1", "spmm-1x1", 0.8),
+                                         trial("par-serial", "spmm-1x1/serial", 0.1)], fp),  # partitioning: ignored
+            rec(DW_SIG, "dwconv3x3s1+relu", [trial("default", "dwconv-c8-avx2", 0.7),
+                                             trial("dw-plane", "dwconv-3x3-avx2", 0.5)], fp),
+            rec(GSPC_SIG, "gconv3x3s1+relu", [trial("default", "gspc-ow-avx2", 1.5),
+                                              trial("gspc-tile", "gspc-o4-avx2", 1.0),
+                                              trial("gspc-mg", "gspc-g2x4-avx2", 1.4),
+                                              trial("winograd-f43", "winograd-f43-6x16-avx2", 0.9)], fp)]
+
+
+def test_threshold_fit():
+    above = lambda x, t: x > t  # noqa: E731  the rule picks the first choice above t
+    assert costmodel.fit_threshold([], 0.7, above, 0.025) is None
+    assert costmodel.fit_threshold([(0.8, True), (0.5, False)], 0.7, above, 0.025) is None  # records agree
+    assert costmodel.fit_threshold([(0.6, True)], 0.7, above, 0.025) == pytest.approx(0.575)
+    assert costmodel.fit_threshold([(0.75, False), (0.9, True)], 0.7, above, 0.025) == pytest.approx(0.75)
+    # contradicting records: the threshold with the fewest contradictions, the default when it is among them
+    assert costmodel.fit_threshold([(0.6, True), (0.65, False)], 0.7, above, 0.025) is None
+
+
+def test_records_to_sparse_dw_and_gspc_constants():
+    got = learned_constants(records(), T)
+    assert "winograd-f43" in got  # the grouped 3x3 layer timed F(4,3) against its direct (GSPC) path too
+    del got["winograd-f43"]
+    assert got == {"sparse-be-1x1": pytest.approx(0.575), "dw-cb-px": 63.0, "gspc-ow-k4": 0.0}
+    assert learned_constants([r for r in records() if r.cls.startswith("dw")], T) == {"dw-cb-px": 63.0}
+    # int8 layers and other dtypes do not teach the fp32 thresholds
+    q = [Record(**{**r.__dict__, "signature": r.signature.replace(":f32:", ":uint8:")}) for r in records()]
+    assert learned_constants(q, T) == {}
+    # stride 2: the plane kernel losing on a row that fills 7/8 of its vectors raises the fill threshold
+    s2 = rec("dwconv3x3s2:N1C64H28W28K64G64k3x3s2x2d1x1p1x1o14x14:f32:t1", "dwconv3x3s2",
+             [trial("default", "dwconv-3x3-avx2", 1.0), trial("dw-cb", "dwconv-c8-avx2", 0.6)])
+    assert learned_constants([s2], T) == {"dw-cb-fill": pytest.approx(14 / 16 + 0.01)}
+
+
+def test_learned_thresholds_change_the_picks():
+    from edgec.codegen.ops.conv import gspc_tiles
+
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    w[rng.random(w.shape) < 0.62] = 0  # unstructured: 1x1 blocks 62% zero, 4-blocks ~15%
+    learned = tuple(learned_constants(records(), T).items())
+    assert costmodel.choose_sparse(T, w, 100).algo == "dense"  # AVX2's hand-set 1x1 break-even is 0.70
+    with using(CompileOptions(learned=learned)):
+        c = costmodel.choose_sparse(T, w, 100)
+        assert c.algo == "sparse-1x1" and "fitted to this device" in c.why
+    g = dict(N=1, C=32, H=12, W=12, K=32, G=8, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, Ho=12, Wo=12)
+    with using(CompileOptions()):
+        assert gspc_tiles(T, g)[0].op == "gspc_ow"
+    with using(CompileOptions(learned=learned)):
+        assert gspc_tiles(T, g)[0].op == "gspc"  # T_O tiles: this device's verdict at 4 channels per group
+    with using(CompileOptions(learned=learned, tuning="off")):
+        assert gspc_tiles(T, g)[0].op == "gspc_ow"
+
+
+def _three_layers(path):
+    """A pruned 1x1 conv (62% zeros, unstructured), a depthwise 3x3 on 12x12 and a grouped 3x3 conv with 4
+    channels per group: shapes no record names, so only learned constants can change their picks."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(9)
+    w0 = rng.standard_normal((64, 64, 1, 1)).astype(np.float32)
+    w0[rng.random(w0.shape) < 0.62] = 0
+    ws = {"w0": w0, "w1": rng.standard_normal((64, 1, 3, 3)).astype(np.float32),
+          "w2": rng.standard_normal((64, 4, 3, 3)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="pruned"),
+             helper.make_node("Conv", ["a", "w1"], ["b"], name="dw", group=64, pads=[1] * 4),
+             helper.make_node("Conv", ["b", "w2"], ["y"], name="grouped", group=16, pads=[1] * 4)]
+    g = helper.make_graph(nodes, "three", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 12, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 12, 12])],
+                          [numpy_helper.from_array(v, k) for k, v in ws.items()])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path):
+    """Records in a real tuning database, for this machine (the `local` device) and for another fingerprint:
+    `edgec compile` fits the thresholds to this machine's records only, picks with them, --explain says so,
+    --no-tuning does not."""
+    import dataclasses
+    import json
+
+    from devkit import run_cli
+    from edgec.devices import tuningdb
+    from edgec.devices.deploy import choose_mode
+    from edgec.devices.inventory import device_from_profile
+    from edgec.devices.transport import open_transport
+
+    model = _three_layers(tmp_path / "three.onnx")
+    dev = dataclasses.replace(device_from_profile("local", "local"), target="x86_64-avx2")
+    with open_transport(dev) as t:
+        fp = tuningdb.fingerprint(tuningdb.device_facts(dev, t, choose_mode(dev, "auto"), 1))
+    # another device where dense won at 65% zeros: with this machine's record no break-even fits both
+    other = rec(SPARSE_SIG.replace("C128", "C96").replace(":z0.60", ":z0.65"), "conv1x1s1",
+                [trial("default", "gemm-1x1-6x16-avx2", 1.0), trial("sparse-1x1", "spmm-1x1", 1.3)], fp="other")
+    with tuningdb.TuningDB() as db:
+        for r in records(fp) + [other]:
+            db.put(r)
+
+    def algos(*flags):
+        rc, out, err = run_cli("compile", str(model), "-o", str(tmp_path / "p"), "--target", "x86_64-avx2",
+                               "--json", *flags)
+        assert rc == 0, err
+        return {l["name"]: (l["algo"], l.get("details", {}).get("learned", "")) for l in json.loads(out)["layers"]}
+
+    untuned = algos("--no-tuning")
+    assert [a for a, _ in untuned.values()] == ["gemm-1x1-6x16-avx2", "dwconv-c8-avx2", "gspc-ow-avx2"]
+    assert not any(n for _, n in untuned.values())
+    tuned = algos()
+    assert [a for a, _ in tuned.values()] == ["spmm-1x1", "dwconv-3x3-avx2", "gspc-o4-avx2"]
+    assert [n for _, n in tuned.values()] == ["sparse-be-1x1 0.575 (default 0.7)", "dw-cb-px 63 (default 256)",
+                                              "gspc-ow-k4 0 (default 1)"]
+    rc, out, err = run_cli("compile", str(model), "-o", str(tmp_path / "e"), "--target", "x86_64-avx2", "--explain")
+    assert rc == 0, err
+    assert all(w in out for w in ("learned:", "sparse-be-1x1", "dw-cb-px", "gspc-ow-k4")), out  # the table wraps
