@@ -3,11 +3,13 @@
 For every distinct layer signature of a model (codegen/variants.py), biggest MACs first:
   1. the layer with its fused epilogue is extracted as a one-node ONNX model (its real weights);
   2. for the cost model's pick and every variant that applies, the layer model is compiled with that
-     variant forced (a tuning record scoped to the layer), variants giving the same code are dropped
-     before anything is built, and each remaining program is built for the device exactly like
-     `deploy` (cross, native or on the board) - one program per candidate;
-  3. each candidate's output is checked against onnxruntime on the extracted layer (a wrong candidate
-     is rejected), then timed with the bench program (warm-up, median; two rounds, the lower median);
+     variant forced (a tuning record scoped to the layer), variants giving the same code are dropped,
+     and the others go into one measurement program (each build under its own symbol prefix, the
+     harness codegen/templates/tune.c), built for the device exactly like `deploy` (cross, native or
+     on the board) - one program per layer;
+  3. it runs once on the device: each candidate writes its output, which is checked against onnxruntime
+     on the extracted layer (a wrong candidate is rejected, its time dropped), and all are timed in
+     interleaved rounds (warm-up, then timed runs; the median of every run);
   4. the fastest is recorded in the tuning database (devices/tuningdb.py) at once, so an interrupted
      tune keeps what it measured and the next one resumes with the signatures not yet recorded.
 A candidate other than the cost model's pick is only recorded when at least MIN_GAIN faster.
@@ -40,8 +42,10 @@ from edgec.devices.tuningdb import Record, TuningDB
 from edgec.errors import EdgecError
 
 MIN_GAIN = 1.03       # a variant replaces the cost model's pick only when this much faster (noise)
-ROUNDS = 2            # timing rounds over all candidates of a layer; each candidate keeps its lower median
-TARGET_RUN_S = 0.15   # timed runs per candidate and round: about this long, 10..200 runs
+ROUNDS = 3            # interleaved timing rounds over all candidates of a layer, in one program
+WARMUP = 2            # untimed runs of a candidate before its timed runs, every round
+TARGET_RUN_S = 0.15   # timed runs per candidate in all its rounds: about this long, 10..200 runs
+EMULATED_RUNS = 6     # under an emulator: time is the emulator's, a few runs say as much
 DEFAULT_BUDGET = 300.0
 
 Progress = Callable[..., None]
@@ -267,7 +271,8 @@ class Candidate:
     algo: str = ""
     ms: float | None = None
     rejected: str | None = None
-    dep: object = None
+    build: object = None  # codegen.project.Emitted until the program is written
+    index: int = -1       # in the layer's measurement program
 
 
 class Tuner:
@@ -281,8 +286,10 @@ class Tuner:
         self.mode_req, self.mode = mode, choose_mode(device, mode)
         self.progress = progress or (lambda *a, **k: None)
         self.db = db or TuningDB()
-        self.after_run = after_run  # (candidate name, transport, remote output dir): called between run and read
+        # (candidate name, transport, its remote output files): called between the run and the check
+        self.after_run = after_run
         self.runs = runs
+        self.programs = 0  # measurement programs built (one per measured layer)
         self.t0 = time.monotonic()
         self.facts = tuningdb.device_facts(device, t, self.mode, threads)
         self.fp = tuningdb.fingerprint(self.facts)
@@ -304,6 +311,7 @@ class Tuner:
     # one layer: candidates -> measured record (or None when nothing could be measured)
     def measure(self, job: Job, names: list[str] | None = None, source: str = "measured") -> tuple[Record | None, str]:
         from edgec.codegen import variants
+        from edgec.codegen.project import emit_model
         from edgec.codegen.targets import get_target
 
         target = get_target(self.device.target)
@@ -314,36 +322,34 @@ class Tuner:
             vs = [v for v in vs if v.name in names]
         cands = [Candidate("default", "")] + [Candidate(v.name, v.forced_str(job.facts)) for v in vs]
         by_algo: dict[str, Candidate] = {}
-        for c in cands:  # codegen only: variants that emit the same kernel as another are built once
+        for c in cands:  # codegen only: variants that emit the same kernel as another are left out of the program
             if self.over_budget():
                 return None, "budget"
-            layers = self._project(path, job, c)
-            if layers is None:
+            self.progress("candidate", name=c.name)
+            build = emit_model(path, self._options(job, c), f"cand{len(by_algo)}")
+            mine = [l for l in build.table if l.get("details", {}).get("signature") == job.signature]
+            if not mine:
                 return None, "the extracted layer compiles to another signature"
-            c.algo = layers
+            c.algo = mine[0]["algo"]
             if c.algo in by_algo:
                 c.rejected = f"same code as {by_algo[c.algo].name}"
                 continue
+            c.build, c.index = build, len(by_algo)
             by_algo[c.algo] = c
         live = [c for c in cands if c.rejected is None]
         if len(live) < 2:
             return None, "one variant only"
+        if self.over_budget():
+            return None, "budget"
         inputs, want = self._reference(path)
-        for c in live:
-            if self.over_budget():
-                return None, "budget"
-            self.progress("candidate", name=c.name, algo=c.algo)
-            c.dep = self._deploy(path, job, c)
-            err = self._check(c, inputs, want)
-            if err:
-                c.rejected = err
+        self.progress("program", candidates=len(live))
+        dep = self._deploy(self._program(path, live), path)
+        err = self._run(dep, live, inputs, want)
+        if err:
+            return None, err
         ok = [c for c in live if c.rejected is None]
         if not ok or ok[0].name != "default":  # a bug to report, not a reason to stop tuning the other layers
             return None, f"the cost model's pick {live[0].algo} fails its check ({live[0].rejected})"
-        for _ in range(ROUNDS):
-            for c in ok:
-                ms = self._time(c.dep)
-                c.ms = ms if c.ms is None else min(c.ms, ms)
         default = ok[0]
         best = min(ok, key=lambda c: c.ms)
         if best is not default and default.ms / best.ms < MIN_GAIN:
@@ -360,20 +366,49 @@ class Tuner:
         tuned = ((job.signature, c.forced, f"candidate {c.name}"),) if c.forced else ()
         return CompileOptions(target=self.device.target, threads=self.threads, tuned=tuned)
 
-    def _project(self, path: Path, job: Job, c: Candidate):
-        from edgec.devices.deploy import prepare_project
+    def _program(self, path: Path, live: list[Candidate]) -> Path:
+        """The layer's measurement program: one C project holding every live candidate, cached by content like
+        deploy's builds (the layer model, each candidate's options, edgec's code generator)."""
+        import hashlib
 
-        project, _ = prepare_project(path, self.device, threads=self.threads, profile=False,
-                                     options=self._options(job, c))
-        layers = json.loads((project / ".edgec-source.json").read_text())["layers"]
-        mine = [l for l in layers if l.get("details", {}).get("signature") == job.signature]
-        return mine[0]["algo"] if mine else None
+        from edgec import __version__
+        from edgec.codegen.project import write_candidates
+        from edgec.devices.deploy import _codegen_fingerprint, _key, cache_dir
+        from edgec.files import cache_lock, write_text_atomic
 
-    def _deploy(self, path: Path, job: Job, c: Candidate):
-        from edgec.devices.deploy import deploy
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        opts = [json.dumps(c.build.options.cache_key(), sort_keys=True) for c in live]
+        key = _key(sha, self.input_shapes, [c.name for c in live], opts, __version__, _codegen_fingerprint())
+        out = cache_dir() / "builds" / f"tune-{path.stem[:40]}-{live[0].build.options.target}-{key}"
+        stamp = out / ".edgec-source.json"
+        with cache_lock(out):
+            if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
+                write_candidates(out, [c.build for c in live], [c.name for c in live], [c.algo for c in live])
+                write_text_atomic(stamp, json.dumps({"model": str(path), "sha256": sha, "candidates":
+                                                     [{"name": c.name, "algo": c.algo} for c in live]}))
+        for c in live:
+            c.build = None  # the weights are written; do not hold them for the rest of the tune
+        self.programs += 1
+        return out
 
-        return deploy(path, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
-                      options=self._options(job, c))
+    def _deploy(self, project: Path, path: Path):
+        """Build the program for the device and put it there, the way deploy does (devices/deploy.py): make
+        here (cross or native) and upload the binary, or upload the project and make on the board."""
+        from edgec.devices.deploy import Deployment, _project_files, build_local, build_remote
+        from edgec.devices.upload import Manifest, upload
+
+        manifest = Manifest()
+        if self.mode in ("cross", "native"):
+            built = build_local(project, self.device, False)  # the project's make builds `tune` only
+            manifest.add("tune", next(iter(built.values())).parent / "tune", 0o755)
+        else:
+            for p in _project_files(project):
+                manifest.add(str(p.relative_to(project)), p)
+        res = upload(self.t, manifest)
+        dep = Deployment(self.device, self.t, res.dir, self.mode, path, project, sent_bytes=res.sent_bytes)
+        if self.mode == "on-device":
+            build_remote(dep, False)
+        return dep
 
     def _reference(self, path: Path):
         import onnxruntime as ort
@@ -384,47 +419,91 @@ class Tuner:
         sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         return inputs, sess.run(None, {i.name: a for i, a in zip(sess.get_inputs(), inputs)})
 
-    def _check(self, c: Candidate, inputs, want) -> str | None:
-        """Run the candidate's runner on the device; its output must match onnxruntime's."""
-        import io
+    def _run(self, dep, live: list[Candidate], inputs, want) -> str | None:
+        """Run the program once on the device: every candidate writes its outputs, which must match
+        onnxruntime's (a wrong candidate is rejected and its time dropped), then all are timed in interleaved
+        rounds. A candidate that crashes the program is rejected and the program runs again without it.
+        Returns why nothing could be measured, or None."""
         import uuid
 
-        t, dep = self.t, c.dep
+        from edgec.devices.transport import last_line, signal_name
+
+        t = self.t
         remote = f"{t.workdir()}/runs/{uuid.uuid4().hex[:12]}"
         t.mkdir(remote)
-        files = []
-        with tempfile.TemporaryDirectory() as tmp:
-            for i, a in enumerate(inputs):
-                local = Path(tmp) / f"input_{i}.npy"
-                np.save(local, np.ascontiguousarray(a))
-                t.put(local, f"{remote}/input_{i}.npy")
-                files.append(f"{remote}/input_{i}.npy")
-        res = t.run(dep.command("runner", *files, "--out", remote), timeout=600)
         try:
-            if not res.ok:
-                return f"runner failed (exit {res.code})"
-            if self.after_run is not None:
-                self.after_run(c.name, t, remote)
-            worst = 0.0
-            for i, w in enumerate(want):
-                try:
-                    g = np.load(io.BytesIO(t.read(f"{remote}/output_{i}.npy")), allow_pickle=False)
-                except Exception as e:  # a damaged output file is a wrong result like any other
-                    return f"output {i} unreadable ({type(e).__name__})"
-                if g.shape != w.shape:
-                    return f"output shape {g.shape} != {w.shape}"
-                if not g.size:
-                    continue
-                diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-                if w.dtype.kind in "iu":  # quantized: requantization may round one step apart from float
-                    if float(diff.max()) > 1:
-                        return f"wrong output: {float(diff.max()):.0f} quantization steps off"
-                    continue
-                err = float(np.max(diff / (1.0 + np.abs(w))))
-                worst = max(worst, err if np.isfinite(err) else np.inf)
-            return None if worst <= 1e-3 else f"wrong output: max rel err {worst:.2e}"
+            files = []
+            with tempfile.TemporaryDirectory() as tmp:
+                for i, a in enumerate(inputs):
+                    local = Path(tmp) / f"input_{i}.npy"
+                    np.save(local, np.ascontiguousarray(a))
+                    t.put(local, f"{remote}/input_{i}.npy")
+                    files.append(f"{remote}/input_{i}.npy")
+            runs = self.runs if self.runs is not None else EMULATED_RUNS if self.device.emulated else None
+            args = ["--out", remote, "--threads", self.threads, "--rounds", ROUNDS, "--warmup", WARMUP,
+                    *(["--runs", runs] if runs is not None else ["--target-ms", round(TARGET_RUN_S * 1e3)])]
+            todo, timed = [c for c in live], {}
+            while todo:
+                only = ",".join(str(c.index) for c in todo)
+                res = t.run(dep.command("tune", *files, *args, "--only", only), timeout=1800)
+                lines = []
+                for ln in res.out.splitlines():
+                    try:
+                        lines.append(json.loads(ln))
+                    except json.JSONDecodeError:
+                        continue
+                done = {d["cand"] for d in lines if "written" in d or "error" in d}
+                timed.update({d["cand"]: d["median_ms"] for d in lines if "median_ms" in d})
+                for c in todo:
+                    if any(d["cand"] == c.index and "error" in d for d in lines):
+                        c.rejected = f"runner failed ({next(d['error'] for d in lines if d['cand'] == c.index)})"
+                if res.ok:
+                    break
+                pending = [c for c in todo if c.index not in done]
+                if res.signal is None or not pending:  # its own exit (inputs, memory, files), or while timing
+                    return (f"the measurement program failed on {self.device.name} ("
+                            f"{f'signal {signal_name(res.signal)}' if res.signal is not None else f'exit {res.rc}'}"
+                            f"): {last_line(res.err) or 'no message'}")
+                pending[0].rejected = f"crashed with {signal_name(res.signal)}"  # it was running then
+                todo = [c for c in todo if c.rejected is None]
+            for c in live:
+                if c.rejected is None:
+                    c.rejected = self._check(c, remote, want)
+                if c.rejected is None:
+                    if c.index not in timed:
+                        c.rejected = "not timed"
+                    else:
+                        c.ms = float(timed[c.index])
+            return None
         finally:
             t.run(["rm", "-rf", remote], timeout=60)
+
+    def _check(self, c: Candidate, remote: str, want) -> str | None:
+        """The candidate's outputs, as the program wrote them on the device, against onnxruntime's."""
+        import io
+
+        t = self.t
+        outs = [f"{remote}/cand{c.index}_output_{i}.npy" for i in range(len(want))]
+        if self.after_run is not None:
+            self.after_run(c.name, t, outs)
+        worst = 0.0
+        for i, w in enumerate(want):
+            try:
+                g = np.load(io.BytesIO(t.read(outs[i])), allow_pickle=False)
+            except Exception as e:  # a damaged output file is a wrong result like any other
+                return f"output {i} unreadable ({type(e).__name__})"
+            if g.shape != w.shape:
+                return f"output shape {g.shape} != {w.shape}"
+            if not g.size:
+                continue
+            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+            if w.dtype.kind in "iu":  # quantized: requantization may round one step apart from float
+                if float(diff.max()) > 1:
+                    return f"wrong output: {float(diff.max()):.0f} quantization steps off"
+                continue
+            err = float(np.max(diff / (1.0 + np.abs(w))))
+            worst = max(worst, err if np.isfinite(err) else np.inf)
+        return None if worst <= 1e-3 else f"wrong output: max rel err {worst:.2e}"
 
     def _time(self, dep, runs: int | None = None) -> float:
         from edgec.devices.bench import _run_bench
