@@ -1,0 +1,250 @@
+"""The channel-blocked layout pass (codegen/layout.py): whole models and graphs built to hit every region edge
+case, compiled in both layouts (EDGEC_LAYOUT nchw / nchwc, and the pass's own choice), built with -Werror, run
+and compared with onnxruntime; natively and under qemu for the NEON kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.codegen import compile_model, layout, verify
+from edgec.codegen.ir import Tensor
+from edgec.codegen.lower import lower_file
+from edgec.codegen.options import CompileOptions
+from edgec.codegen.targets import get_target
+from edgec.errors import EdgecError
+
+STRICT = "-O2 -Wall -Wextra -Werror"
+LANES = layout.block_width(get_target("native"))
+needs_vectors = pytest.mark.skipif(not LANES, reason="this host has no vector ISA with blocked kernels")
+
+
+class G:
+    """A small ONNX graph under construction: random weights, shapes inferred."""
+
+    def __init__(self, seed=0):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.k = [], [], 0
+
+    def w(self, shape):
+        self.k += 1
+        fan = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        arr = self.rng.uniform(-1, 1, shape) * np.sqrt(3.0 / fan)
+        self.inits.append(numpy_helper.from_array(arr.astype(np.float32), f"w{self.k}"))
+        return f"w{self.k}"
+
+    def op(self, op, ins, **attrs):
+        self.k += 1
+        out = f"t{self.k}"
+        self.nodes.append(helper.make_node(op, ins, [out], **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k=1, group=1, stride=1, pad=0, dil=1, bias=True):
+        ins = [x, self.w([cout, cin // group, k, k])] + ([self.w([cout])] if bias else [])
+        return self.op("Conv", ins, group=group, strides=[stride] * 2, pads=[pad] * 4, dilations=[dil] * 2)
+
+    def save(self, path, x_shape, outputs):
+        g = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        m = onnx.shape_inference.infer_shapes(m)
+        onnx.save(m, path)
+        return path
+
+
+def mixed(path, c=13, h=11, w=9, n=1):
+    """Every blocked op: depthwise (3x3 s1, 5x5 s2, dilated), 1x1 with bias/activation/residual, standalone
+    activations, same-shape Add, squeeze-excite (GAP, 1x1 on a 1x1 map, HardSigmoid, Mul), MaxPool and
+    AveragePool; three graph outputs, one of them read inside the region too."""
+    g = G()
+    t0 = g.conv("x", 3, c, k=3, pad=1)                        # dense: NCHW, the region's input edge
+    t1 = g.op("HardSwish", [g.conv(t0, c, c, k=3, group=c, pad=1)])
+    t2 = g.op("Relu", [g.conv(t1, c, 20)])
+    t3 = g.conv(t2, 20, 20, k=5, group=20, stride=2, pad=2, bias=False)
+    t4 = g.op("Add", [g.conv(t3, 20, 20), t3])                 # residual inside the region
+    t5 = g.conv(t4, 20, 20, k=3, group=20, pad=2, dil=2)
+    se = g.op("HardSigmoid", [g.conv(g.op("Relu", [g.conv(g.op("GlobalAveragePool", [t5]), 20, 5)]), 5, 20)])
+    t6 = g.op("Mul", [t5, se])
+    y1 = g.op("MaxPool", [t6], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y2 = g.conv(g.op("AveragePool", [t6], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0), 20, 7)
+    y3 = g.op("Sigmoid", [t2])                                 # a region tensor read by a region node and output
+    return g.save(path, [n, 3, h, w], [y1, y2, y3])
+
+
+def shared_edge(path):
+    """A region output read both by a blocked consumer (1x1) and an NCHW one (dense 3x3)."""
+    g = G(1)
+    t1 = g.conv(g.conv("x", 3, 10, k=3, pad=1), 10, 10, k=3, group=10, pad=1)
+    a = g.conv(g.conv(t1, 10, 12), 12, 12, k=3, group=12, pad=1)
+    b = g.conv(t1, 10, 6, k=3, pad=1)
+    return g.save(path, [1, 3, 9, 7], [a, b])
+
+
+def output_in_region(path):
+    """A graph output in the middle of a region (reordered out, the region goes on blocked)."""
+    g = G(2)
+    t1 = g.conv(g.conv("x", 3, 9, k=3, pad=1), 9, 9, k=3, group=9, pad=1)
+    t2 = g.conv(t1, 9, 17)
+    y = g.conv(t2, 17, 17, k=3, group=17, stride=2, pad=1)
+    return g.save(path, [1, 3, 10, 10], [t1, y])
+
+
+def residual_edge(path):
+    """Residual Add whose skip operand comes from outside the region (reordered in once, read by two nodes)."""
+    g = G(3)
+    a = g.conv("x", 3, 11, k=3, pad=1)
+    b = g.conv(g.conv(a, 11, 11, k=3, group=11, pad=1), 11, 11)
+    y = g.op("Relu", [g.op("Add", [b, a])])
+    return g.save(path, [1, 3, 8, 12], [y])
+
+
+def graph_input_in_region(path):
+    """The graph input read directly by a depthwise conv, batch 2."""
+    g = G(4)
+    y = g.conv(g.conv("x", 5, 5, k=3, group=5, pad=1), 5, 21)
+    return g.save(path, [2, 5, 6, 7], [y])
+
+
+CASES = {"mixed": mixed, "shared_edge": shared_edge, "output_in_region": output_in_region,
+         "residual_edge": residual_edge, "graph_input_in_region": graph_input_in_region}
+
+
+def _layers(model, tmp_path, **opts):
+    return compile_model(model, tmp_path / "c", options=CompileOptions(**opts)).layers
+
+
+def _blocked(layers):
+    return [l for l in layers if l.get("details", {}).get("layout", "nchw") != "nchw"]
+
+
+@needs_vectors
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("mode", ["nchw", "nchwc", "auto"])
+def test_graphs_match_onnxruntime_in_both_layouts(case, mode, tmp_path):
+    model = CASES[case](tmp_path / "m.onnx")
+    r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-5,
+               options=CompileOptions(layout=mode))
+    assert r.ok, r.outputs
+    blocked = _blocked(_layers(model, tmp_path, layout=mode))
+    if mode == "nchw":
+        assert not blocked
+    if mode == "nchwc":
+        assert any(l["op"] == "Conv" and l["algo"].startswith("dwconv-nchwc") for l in blocked)
+        assert any(l["op"] == "LayoutReorder" for l in blocked)
+
+
+@needs_vectors
+def test_region_edges(tmp_path):
+    """One reorder per edge tensor: into the region once however many nodes read it, out of it once for
+    all NCHW readers and graph outputs."""
+    def reorders(case):
+        g = lower_file(CASES[case](tmp_path / f"{case}.onnx"))
+        layout.assign(g, get_target("native"), "nchwc")
+        return [(n.inputs[0].name, n.attrs["to"]) for n in g.nodes if n.op == "LayoutReorder"]
+
+    assert len(reorders("residual_edge")) == 2  # a in (dw and the residual read it), y out
+    out = reorders("shared_edge")
+    assert sum(1 for _, to in out if to == "nchw") == 2  # t1 for the dense conv, the last dw's output
+    assert sum(1 for _, to in out if to == "nchwc") == 1
+    out = reorders("output_in_region")
+    assert [to for _, to in out] == ["nchwc", "nchw", "nchw"]  # in, the mid-region output, the final one
+    assert reorders("graph_input_in_region")[0] == ("x", "nchwc")
+
+
+@needs_vectors
+def test_auto_blocks_only_regions_that_pay(tmp_path):
+    g = lower_file(mixed(tmp_path / "m.onnx"))
+    regions = layout.regions(g)
+    big = max(regions, key=len)
+    assert layout.pays(g, big)
+    single = lower_file(residual_edge(tmp_path / "r.onnx"))  # dw + 1x1, two edges: not worth the reorders
+    assert not any(layout.pays(single, r) for r in layout.regions(single))
+    layout.assign(single, get_target("native"), "auto")
+    assert all(n.op != "LayoutReorder" for n in single.nodes)
+
+
+def test_generic_target_stays_nchw(tmp_path):
+    g = lower_file(mixed(tmp_path / "m.onnx"))
+    layout.assign(g, get_target("generic"), "nchwc")
+    assert all(not t.block for n in g.nodes for t in n.outputs if t is not None)
+
+
+def test_blocked_tensor_bytes_are_padded():
+    t = Tensor("t", (2, 13, 5, 3), np.float32, block=8)
+    assert t.size == 2 * 13 * 15 and t.nbytes == 2 * 16 * 15 * 4 and t.layout == "nchw8c"
+    assert Tensor("u", (1, 16, 2, 2), np.float32).nbytes == 16 * 4 * 4
+
+
+def test_layout_option_checked():
+    with pytest.raises(EdgecError, match="EDGEC_LAYOUT='blocked' is not one of auto, nchw, nchwc"):
+        CompileOptions.from_env({"EDGEC_LAYOUT": "blocked"})
+    assert CompileOptions.from_env({"EDGEC_LAYOUT": "nchwc"}).layout == "nchwc"
+    assert CompileOptions(layout="nchw").cache_key() != CompileOptions(layout="nchwc").cache_key()
+
+
+@needs_vectors
+def test_explain_shows_layout_per_layer(tmp_path):
+    from rich.console import Console
+    from edgec.codegen.costmodel import explain_table
+    layers = _layers(mixed(tmp_path / "m.onnx"), tmp_path, layout="nchwc")
+    console = Console(width=250, record=True)
+    console.print(explain_table(layers))
+    text = console.export_text()
+    assert "layout" in text and f"nchw{LANES}c" in text and "nchw -> " in text
+
+
+@needs_vectors
+def test_threads_split_blocked_layers(tmp_path):
+    r = verify(mixed(tmp_path / "m.onnx", c=37, h=23, w=19), out_dir=tmp_path / "p", cflags=STRICT, threads=2,
+               rtol=1e-4, atol=1e-5, options=CompileOptions(layout="nchwc", threads=2))
+    assert r.ok, r.outputs
+
+
+@pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
+@pytest.mark.parametrize("case", ["mixed", "residual_edge"])
+def test_neon_under_qemu(target, case, tmp_path):
+    import shutil
+    t = get_target(target)
+    if shutil.which(t.cc) is None or shutil.which(t.qemu[0]) is None:
+        pytest.skip(f"{t.cc} or {t.qemu[0]} is not installed")
+    r = verify(CASES[case](tmp_path / "m.onnx"), out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-5,
+               options=CompileOptions(target=target, layout="nchwc"))
+    assert r.ok, r.outputs
+    assert "f32_nchwc_dwconv__neon" in (tmp_path / "p" / "model.c").read_text()
+
+
+def _randomized(onnx_light, name, tmp_path):
+    from tests.codegen.test_e2e import randomized
+    return randomized(onnx_light(name), tmp_path / f"{name}.onnx")
+
+
+@needs_vectors
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["nchw", "nchwc", "auto"])
+def test_ppocr_cls_both_layouts(ppocr_cls, mode, tmp_path):
+    """PP-LCNet: depthwise + 1x1 + HardSwish + squeeze-excite."""
+    r = verify(ppocr_cls, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-3, atol=1e-5,
+               options=CompileOptions(layout=mode))
+    assert r.ok, r.outputs
+    assert r.outputs[0]["cosine"] > 0.99999 and r.outputs[0]["argmax_agreement"] == 1.0
+    blocked = _blocked(_layers(ppocr_cls, tmp_path, layout=mode))
+    assert bool(blocked) == (mode != "nchw")
+    if mode == "nchwc":
+        algos = {l["algo"].split("-")[0] for l in blocked}
+        assert {"dwconv", "conv1x1", "gavgpool", "scale", "reorder"} <= algos
+
+
+@needs_vectors
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["shufflenet", "squeezenet"])
+@pytest.mark.parametrize("mode", ["nchw", "nchwc"])
+def test_light_models_both_layouts(onnx_light, name, mode, tmp_path):
+    model = _randomized(onnx_light, name, tmp_path)
+    r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-3, atol=1e-5, options=CompileOptions(layout=mode))
+    assert r.ok, r.outputs
+    assert r.outputs[0]["cosine"] > 0.99999 and r.outputs[0]["argmax_agreement"] == 1.0
+    assert bool(_blocked(_layers(model, tmp_path, layout=mode))) == (mode == "nchwc")

@@ -1,0 +1,174 @@
+/* Channel-blocked kernels of one ISA (-DISA=avx2|avx512|neon, -DLANES=<its lanes>) vs the scalar references
+ * in f32-nchwc-scalar.c, on odd shapes: channels not a multiple of LANES, odd maps, strides 1-3, pads,
+ * dilations, every epilogue; SIMD runs through the run helpers on a 2-thread pool. Exit != 0 on mismatch. */
+#include "f32-nchwc/f32-nchwc.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAT_(a, b) a##__##b
+#define CAT(a, b) CAT_(a, b)
+#define SIMD(name) CAT(name, ISA)
+
+static unsigned rng = 12345u;
+static float frand(void) {
+  rng = rng * 1103515245u + 12345u;
+  return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+static float *falloc(size_t n) {
+  float *p = malloc((n ? n : 1) * sizeof(float));
+  for (size_t i = 0; i < n; i++) p[i] = frand();
+  return p;
+}
+static double err(const float *a, const float *b, size_t n) {
+  double e = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = a[i] == b[i] ? 0.0 : fabs((double)a[i] - (double)b[i]) / (1.0 + fabs((double)b[i]));
+    if (!(d <= e)) e = d; /* NaN counts */
+  }
+  return e;
+}
+static size_t nblk(size_t c) { return EC_DIV_UP(c, (size_t)LANES); }
+static ec_pool pool;
+static int fails, cases;
+
+static void check(const char *what, double e, double tol, const char *fmt, size_t a, size_t b, size_t c, size_t d) {
+  cases++;
+  if (!(e <= tol)) {
+    fails++;
+    printf("FAIL %s (", what);
+    printf(fmt, a, b, c, d);
+    printf("): %g\n", e);
+  }
+}
+
+/* blocked copy of an NCHW tensor with the pad lanes set to finite noise (kernels must not read them) */
+static float *blocked(const float *x, size_t N, size_t C, size_t HW) {
+  f32_nchwc_reorder_shape s = {N, C, HW, LANES};
+  float *y = falloc(N * nblk(C) * HW * LANES);
+  for (size_t i = 0; i < f32_nchwc_reorder_items(&s); i++) f32_nchwc_to_blocked__scalar(&s, x, y, i);
+  for (size_t n = 0; n < N; n++)
+    for (size_t p = 0; p < HW; p++)
+      for (size_t l = C; l < nblk(C) * LANES; l++) y[((n * nblk(C) + l / LANES) * HW + p) * LANES + l % LANES] = 0.25f;
+  return y;
+}
+
+static void test_reorder(size_t N, size_t C, size_t HW) {
+  f32_nchwc_reorder_shape s = {N, C, HW, LANES};
+  const size_t nx = N * C * HW, nb = N * nblk(C) * HW * LANES;
+  float *x = falloc(nx), *b0 = falloc(nb), *b1 = falloc(nb), *x0 = falloc(nx), *x1 = falloc(nx);
+  for (size_t i = 0; i < f32_nchwc_reorder_items(&s); i++) f32_nchwc_to_blocked__scalar(&s, x, b0, i);
+  f32_nchwc_reorder_run(&s, SIMD(f32_nchwc_to_blocked), x, b1, &pool);
+  check("to_blocked", err(b1, b0, nb), 0.0, "N%zu C%zu HW%zu%.0zu", N, C, HW, 0);
+  for (size_t i = 0; i < f32_nchwc_reorder_items(&s); i++) f32_nchwc_from_blocked__scalar(&s, b0, x0, i);
+  f32_nchwc_reorder_run(&s, SIMD(f32_nchwc_from_blocked), b0, x1, &pool);
+  check("from_blocked", err(x1, x0, nx) + err(x0, x, nx), 0.0, "N%zu C%zu HW%zu%.0zu", N, C, HW, 0);
+  free(x), free(b0), free(b1), free(x0), free(x1);
+}
+
+static const ec_act ACTS[] = {{EC_ACT_NONE, 0, 0}, {EC_ACT_RELU, 0, 0}, {EC_ACT_HARD_SWISH, 0, 0},
+                              {EC_ACT_CLIP, -0.5f, 0.5f}, {EC_ACT_SIGMOID, 0, 0}, {EC_ACT_HARD_SIGMOID, 0.2f, 0.5f}};
+
+/* dense 1x1 (KH = 0) or depthwise conv; weights/bias packed as the emitter does */
+static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
+                      size_t D, size_t P, size_t pc, int ai, int res, int before) {
+  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, NULL};
+  s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
+  const size_t taps = KH * KW, kb = nblk(K), HWo = s.Ho * s.Wo, ny = N * kb * HWo * LANES;
+  float *xr = falloc(N * C * H * W), *x = blocked(xr, N, C, H * W);
+  float *wp = falloc(dw ? kb * taps * LANES : kb * C * LANES), *bias = falloc(kb * LANES);
+  for (size_t k = K; k < kb * LANES; k++) { /* zero pad lanes, as packed for the kernels */
+    bias[k] = 0.0f;
+    if (dw)
+      for (size_t t = 0; t < taps; t++) wp[(k / LANES * taps + t) * LANES + k % LANES] = 0.0f;
+    else
+      for (size_t c = 0; c < C; c++) wp[(k / LANES * C + c) * LANES + k % LANES] = 0.0f;
+  }
+  float *rr = falloc(N * K * HWo), *r = res ? blocked(rr, N, K, HWo) : NULL;
+  float *y0 = falloc(ny), *y1 = falloc(ny);
+  f32_nchwc_conv_args a0 = {x, y0, wp, bias, r, before, ACTS[ai]}, a1 = a0;
+  a1.y = y1;
+  size_t items;
+  if (dw) {
+    items = f32_nchwc_dwconv_items(&s);
+    for (size_t i = 0; i < items; i++) f32_nchwc_dwconv__scalar(&s, &a0, i);
+    s.fn = SIMD(f32_nchwc_dwconv);
+  } else {
+    items = f32_nchwc_conv1x1_items(&s);
+    for (size_t i = 0; i < items; i++) f32_nchwc_conv1x1__scalar(&s, &a0, i);
+    s.fn = SIMD(f32_nchwc_conv1x1);
+  }
+  f32_nchwc_conv_run(&s, &a1, items, &pool);
+  char what[64];
+  snprintf(what, sizeof what, "%s k%zux%zu s%zu d%zu p%zu act%d res%d%d", dw ? "dwconv" : "conv1x1", KH, KW, S, D,
+           P, ai, res, before);
+  check(what, err(y1, y0, ny), 1e-5, "C%zu K%zu H%zu W%zu", C, K, H, W);
+  free(xr), free(x), free(wp), free(bias), free(rr), free(r), free(y0), free(y1);
+}
+
+static void test_pool(int max, size_t N, size_t C, size_t H, size_t W, size_t KH, size_t KW, size_t S, size_t D,
+                      size_t P, size_t extra, int cip) {
+  f32_nchwc_pool_shape s = {N, C, H, W, 0, 0, KH, KW, S, S, D, D, P, P, P + extra, P + extra, LANES, 2, max, cip, NULL};
+  /* extra end padding: the ceil_mode cells */
+  s.Ho = (H + 2 * P + extra - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P + extra - ((KW - 1) * D + 1)) / S + 1;
+  const size_t ny = N * nblk(C) * s.Ho * s.Wo * LANES;
+  float *xr = falloc(N * C * H * W), *x = blocked(xr, N, C, H * W), *y0 = falloc(ny), *y1 = falloc(ny);
+  for (size_t i = 0; i < f32_nchwc_pool_items(&s); i++) f32_nchwc_pool__scalar(&s, x, y0, i);
+  s.fn = SIMD(f32_nchwc_pool);
+  f32_nchwc_pool_run(&s, x, y1, &pool);
+  char what[64];
+  snprintf(what, sizeof what, "%s k%zux%zu s%zu d%zu p%zu+%zu cip%d", max ? "maxpool" : "avgpool", KH, KW, S, D, P,
+           extra, cip);
+  check(what, err(y1, y0, ny), max ? 0.0 : 1e-6, "N%zu C%zu H%zu W%zu", N, C, H, W);
+  free(xr), free(x), free(y0), free(y1);
+}
+
+static void test_gap_scale(size_t N, size_t C, size_t H, size_t W) {
+  f32_nchwc_pool_shape s = {N, C, H, W, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, LANES, 1, 0, 0, NULL};
+  const size_t nb = N * nblk(C) * LANES, nx = nb * H * W;
+  float *xr = falloc(N * C * H * W), *x = blocked(xr, N, C, H * W), *g0 = falloc(nb), *g1 = falloc(nb);
+  for (size_t i = 0; i < f32_nchwc_pool_items(&s); i++) f32_nchwc_gavgpool__scalar(&s, x, g0, i);
+  s.fn = SIMD(f32_nchwc_gavgpool);
+  f32_nchwc_pool_run(&s, x, g1, &pool);
+  check("gavgpool", err(g1, g0, nb), 1e-6, "N%zu C%zu H%zu W%zu", N, C, H, W);
+  f32_nchwc_scale_shape ss = {N, C, H * W, LANES};
+  float *y0 = falloc(nx), *y1 = falloc(nx);
+  for (size_t i = 0; i < f32_nchwc_scale_items(&ss); i++) f32_nchwc_scale__scalar(&ss, x, g0, y0, i);
+  f32_nchwc_scale_run(&ss, SIMD(f32_nchwc_scale), x, g0, y1, &pool);
+  check("scale", err(y1, y0, nx), 0.0, "N%zu C%zu H%zu W%zu", N, C, H, W);
+  free(xr), free(x), free(g0), free(g1), free(y0), free(y1);
+}
+
+int main(int argc, char **argv) {
+  const int quick = argc > 1 && !strcmp(argv[1], "quick");
+  if (ec_pool_init(&pool, 2) != 0) return 2;
+  const size_t chans[] = {1, LANES - 1, LANES, LANES + 3, 2 * LANES + 5, 3 * LANES};
+  for (size_t ci = 0; ci < sizeof chans / sizeof *chans; ci++) {
+    const size_t C = chans[ci];
+    test_reorder(1, C, 1);
+    test_reorder(2, C, 7 * 5);
+    test_reorder(1, C, 2 * LANES + 3);
+    test_gap_scale(2, C, 5, 3);
+    for (size_t kc = 0; kc < sizeof chans / sizeof *chans; kc += quick ? 2 : 1)
+      for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
+        const size_t H = hw == 0 ? 1 : hw == 1 ? 7 : 13, W = hw == 0 ? 1 : hw == 1 ? 5 : 11;
+        test_conv(0, 1 + (hw == 1), C, chans[kc], H, W, 1, 1, 1, 1, 0, hw == 2 ? 18 : 6, (int)((ci + kc + hw) % 6),
+                  (int)(kc % 2), (int)(hw % 2));
+      }
+    static const size_t KS[][2] = {{3, 3}, {5, 5}, {1, 1}, {3, 1}, {7, 7}};
+    for (size_t k = 0; k < sizeof KS / sizeof *KS; k++)
+      for (size_t S = 1; S <= 3; S++)
+        for (size_t D = 1; D <= 2; D++)
+          for (size_t P = 0; P <= KS[k][0] / 2 * D; P += quick ? 2 : 1) {
+            const size_t H = 9 + S, W = 10 + 2 * D + (k % 2);
+            if ((KS[k][0] - 1) * D + 1 > H + 2 * P || (KS[k][1] - 1) * D + 1 > W + 2 * P) continue;
+            test_conv(1, 1 + (S == 2), C, C, H, W, KS[k][0], KS[k][1], S, D, P, 1 + S, (int)((k + S + P) % 6),
+                      (int)((S + D) % 2), (int)(P % 2));
+            test_pool(1, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, 0);
+            test_pool(0, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, (int)(P % 2));
+          }
+  }
+  ec_pool_destroy(&pool);
+  printf("%d of %d cases ok\n", cases - fails, cases);
+  return fails != 0;
+}
