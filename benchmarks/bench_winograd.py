@@ -5,6 +5,7 @@ random variance-preserving weights as in tests/codegen/test_e2e.py), plus the tr
 
     python benchmarks/bench_winograd.py --runs 60 --rounds 5 --md
     python benchmarks/bench_winograd.py --errors-only
+    python benchmarks/bench_winograd.py --split --md   # one layer's phases in thread CPU time vs ideals
 
 Times are medians over rounds of medians (the host may be shared); ratios are what to read.
 """
@@ -12,6 +13,7 @@ Times are medians over rounds of medians (the host may be shared); ratios are wh
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -44,6 +46,55 @@ def models(tmp: Path) -> dict:
     return out
 
 
+# --split: (name, C = K, H = W) of 3x3 pad-1 layers
+SPLIT = [("dense3x3 layer 128ch 28x28", 128, 28), ("ResNet-50 64ch 56x56", 64, 56), ("ResNet-50 256ch 14x14", 256, 14)]
+
+
+def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winograd-f23")) -> None:
+    """Each F(m,3) on one layer with the emitter's blocking (one thread), its phases timed apart in thread CPU
+    time (best of 15): against their ideals, the GEMMs' useful FLOPs (the unpadded alpha^2 x K x C x tiles
+    multiply-adds) at the FMA peak measured in the same run, the transforms at the speed of a memcpy of the
+    bytes they write (V: alpha^2 x C x tiles floats; the output map), also measured in the run."""
+    from bench_gemm import build_peak, fma_peak, host
+
+    from edgec.codegen import kernels
+    from edgec.codegen.ops import winograd
+    from edgec.codegen.targets import get_target
+    from edgec.runtime_c import root as runtime_root
+
+    target = get_target("native")
+    peak = fma_peak(build_peak(tmp, target), 1, target)
+    print(f"# host: {host()}, {target.name}, L1d {target.l1d_bytes >> 10} KB, L2 {target.l2_bytes >> 10} KB, 1 thread; "
+          f"load {open('/proc/loadavg').read().split()[0]}; measured FMA peak {peak:.1f} GFLOP/s")
+    rt = runtime_root()
+    gk = kernels.gemm_kernel(target)
+    mr, nr = gk.params["mr"], gk.params["nr"]
+    head = ["layer", "F", "TB x KB", "pack ms", "in ms", "GEMM ms", "out ms", "total ms", "GEMM % peak (useful)",
+            "in / memcpy", "out / memcpy", "GEMM share"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    for name, c, hw in SPLIT:
+        g = dict(N=1, C=c, H=hw, W=hw, K=c, Ho=hw, Wo=hw, G=1)
+        for mode in modes:
+            m = int(mode[len("winograd-f")])
+            wk = kernels.winograd_kernel(target, m)
+            b = winograd.blocking(target, g, m, mr, nr, 1)
+            defs = dict(XC=c, XK=c, XH=hw, XW=hw, XM=m, XTB=b["TB"], XKB=b["KB"], XKC=b["KC"], XMR=mr, XNR=nr,
+                        XTA=winograd.tile_unit(mr, nr), XUK=gk.name, XIN=wk.params["in"], XOUT=wk.params["out"])
+            exe = tmp / f"wsplit-{c}-{hw}-{m}"
+            subprocess.run([target.cc, "-O3", "-std=c11", *target.cflags, f"-I{rt}", *(f"-D{k}={v}" for k, v in defs.items()),
+                            str(Path(__file__).resolve().parent / "c" / "f32_winograd_split.c"), str(rt / gk.file),
+                            str(rt / wk.file), str(rt / "ec_threadpool.c"), "-o", str(exe), "-lm", "-lpthread"], check=True)
+            pack, tin, gemm, tout, cin, cout = map(float, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                                        check=True).stdout.split())
+            tiles = (-(-hw // m)) ** 2
+            flops = 2 * (m + 2) ** 2 * c * c * tiles
+            total = pack + tin + gemm + tout
+            row = [name, f"F({m},3)", f"{b['TB']} x {b['KB']}", f"{pack:.3f}", f"{tin:.3f}", f"{gemm:.3f}", f"{tout:.3f}",
+                   f"{total:.3f}", f"{100 * flops / gemm / 1e6 / peak:.0f}%", f"{tin / cin:.1f}x", f"{tout / cout:.1f}x",
+                   f"{100 * gemm / total:.0f}%"]
+            print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=40)
@@ -51,9 +102,13 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median of their medians")
     ap.add_argument("--errors-only", action="store_true")
     ap.add_argument("--md", action="store_true")
+    ap.add_argument("--split", action="store_true", help="one layer per shape: phases in thread CPU time vs ideals")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if a.split:
+            split_run(tmp, a.md)
+            return 0
         for name, (path, shapes) in models(tmp).items():
             feeds = random_inputs(path, shapes, seed=1)
             _, want = onnxruntime_outputs(path, feeds)

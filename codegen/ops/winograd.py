@@ -2,10 +2,10 @@
 
 Called by the Conv emitter (conv.py) when the cost model (costmodel.choose_conv3x3) or the EDGEC_CONV
 override picks it. Offline here: U = G g G^T per (output, input) channel pair in float64, packed as the
-GEMM's A operand, one matrix per transformed position xi: [G][alpha^2][ceil(Kpg/MR)][Cpg][MR]. At run
-time the driver packs the input into column phases, transforms blocks of TB tiles into packed B panels
-and runs alpha^2 GEMMs on the target's f32-gemm microkernel; the output transform applies the
-epilogue and writes NCHW. The matrices are the ones of runtime_c/f32-winograd/f32-winograd-scalar-tmpl.h.
+GEMM's B operand, one matrix per transformed position xi: [G][alpha^2][ceil(Kpg/NR)][Cpg][NR]. At run
+time the driver packs the input into column phases, transforms blocks of TB tiles into packed A strips
+(tiles are the GEMM's rows) and runs alpha^2 GEMMs on the target's f32-gemm microkernel; the output
+transform, vectorised over output channels, applies the epilogue and writes NCHW. The matrices are the ones of runtime_c/f32-winograd/f32-winograd-scalar-tmpl.h.
 """
 
 from __future__ import annotations
@@ -58,38 +58,44 @@ def transform_weights(w: np.ndarray, m: int) -> np.ndarray:
     return np.einsum("ri,kcij,qj->kcrq", G, w.astype(np.float64), G)
 
 
-def pack_u(u: np.ndarray, groups: int, mr: int) -> np.ndarray:
-    """[K][Cpg][A][A] -> [G][A*A][ceil(Kpg/MR)][Cpg][MR] float32, rows past Kpg zero."""
+def pack_u(u: np.ndarray, groups: int, nr: int) -> np.ndarray:
+    """[K][Cpg][A][A] -> [G][A*A][ceil(Kpg/NR)][Cpg][NR] float32 (the GEMMs' B), columns past Kpg zero."""
     K, cpg, a, _ = u.shape
     kpg = K // groups
-    mp = -(-kpg // mr) * mr
-    out = np.zeros((groups, a * a, mp, cpg), np.float64)
+    np_ = -(-kpg // nr) * nr
+    out = np.zeros((groups, a * a, np_, cpg), np.float64)
     out[:, :, :kpg] = u.reshape(groups, kpg, cpg, a * a).transpose(0, 3, 1, 2)
-    out = out.reshape(groups, a * a, mp // mr, mr, cpg).transpose(0, 1, 2, 4, 3)
+    out = out.reshape(groups, a * a, np_ // nr, nr, cpg).transpose(0, 1, 2, 4, 3)
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
+def tile_unit(mr: int, nr: int) -> int:
+    """Tiles per packed strip of V (f32_winograd_tmp_floats' last argument): tiles are the GEMMs' rows."""
+    return mr
+
+
 def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
-    """TB (tiles per work item), KB (output channels per GEMM pass), KSPLIT, KC: V of a block in about
-    half of L2, its M pass beside it; more items than threads when the layer has the tiles or channels."""
+    """TB (tiles per work item, in MR strips), KB (output channels per GEMM pass, in NR panels), KSPLIT, KC:
+    V of a block in about half of L2, its M pass beside it; more items than threads when the layer has the
+    tiles or channels; KC x NR of U (the GEMMs' B panel) in half of L1."""
     a2 = (m + 2) ** 2
     cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
-    mp = -(-kpg // mr) * mr
+    np_k = -(-kpg // nr) * nr
     tiles = -(-g["Ho"] // m) * -(-g["Wo"] // m)
-    panels = -(-tiles // nr)
-    per_panel = a2 * cpg * nr * 4
+    panels = -(-tiles // mr)  # tile strips
+    per_panel = a2 * cpg * mr * 4
     np_ = max(1, min(panels, (target.l2_bytes // 2) // per_panel))
     nblocks = -(-panels // np_)
     items = g["N"] * g["G"] * nblocks
     if threads > 1 and items < 2 * threads:  # more blocks while that adds no padded panel
         nblocks = min(panels, max(nblocks, -(-2 * threads // (g["N"] * g["G"]))))
         items = g["N"] * g["G"] * nblocks
-    tb = -(-(-(-tiles // nblocks)) // nr) * nr
+    tb = -(-(-(-tiles // nblocks)) // mr) * mr
     ksplit = 1
     if threads > 1 and items < 2 * threads:
-        ksplit = max(1, min(mp // mr, -(-2 * threads // items)))
-    kchunk = -(-(-(-kpg // ksplit)) // mr) * mr
-    kb = max(mr, min(kchunk, (target.l2_bytes // 4) // (a2 * tb * 4) // mr * mr))
+        ksplit = max(1, min(np_k // nr, -(-2 * threads // items)))
+    kchunk = -(-(-(-kpg // ksplit)) // nr) * nr
+    kb = max(nr, min(kchunk, (target.l2_bytes // 4) // (a2 * tb * 4) // nr * nr))
     kc_max = max(16, (target.l1d_bytes // 2) // (nr * 4) // 16 * 16)
     kc = cpg if cpg <= kc_max * 5 // 4 else kc_max
     return dict(TB=tb, KB=kb, KSPLIT=ksplit, KC=kc, tiles=tiles, nblocks=-(-tiles // tb))
@@ -114,10 +120,10 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     hp, q = th * m + 2, tw + 1
     cpg = g["C"] // g["G"]
-    u = ctx.weight(f"conv-wino{m}-{mr}:{node.name}", pack_u(transform_weights(w, m), g["G"], mr))
+    u = ctx.weight(f"conv-wino{m}-n{nr}:{node.name}", pack_u(transform_weights(w, m), g["G"], nr))
     xp = ctx.scratch(g["N"] * g["C"] * m * hp * q * 4)
     a2, pad = (m + 2) ** 2, 16  # F32_WINOGRAD_PAD
-    per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // nr + 2) * pad)  # f32_winograd_tmp_floats
+    per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // tile_unit(mr, nr) + 2) * pad)  # f32_winograd_tmp_floats
     tmp = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(gk.file, wk.file, "f32-winograd/f32-winograd.h")
     ctx.note(algo=f"winograd-f{m}3-{gk.tile}-{gk.isa}", macs=macs, kernel=f"{wk.name} + {gk.name}",

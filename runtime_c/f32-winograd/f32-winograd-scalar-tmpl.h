@@ -48,19 +48,19 @@ F32_WINOGRAD_IN_DECL(FN_IN) {
 }
 
 F32_WINOGRAD_OUT_DECL(FN_OUT) {
-  for (size_t tw = 0; tw < n; tw++) {
+  for (size_t k = 0; k < nk; k++) {
     float t[WG_M][WG_A];
     for (int a = 0; a < WG_M; a++) /* t = A^T M */
       for (int c = 0; c < WG_A; c++) {
         float s = 0.0f;
-        for (int r = 0; r < WG_A; r++) s += AT[a][r] * mm[(size_t)(r * WG_A + c) * ms + tw];
+        for (int r = 0; r < WG_A; r++) s += AT[a][r] * mm[(size_t)(r * WG_A + c) * ms + k];
         t[a][c] = s;
       }
     for (size_t a = 0; a < rows; a++)
-      for (size_t b = 0; b < WG_M && tw * WG_M + b < cols; b++) {
-        float s = bias;
+      for (size_t b = 0; b < cols; b++) {
+        float s = bias ? bias[k] : 0.0f;
         for (int c = 0; c < WG_A; c++) s += t[a][c] * AT[b][c];
-        const size_t o = a * ldy + tw * WG_M + b;
+        const size_t o = k * ys + a * ldy + b;
         y[o] = ec_epi_value(s, res ? res + o : NULL, before, act);
       }
   }

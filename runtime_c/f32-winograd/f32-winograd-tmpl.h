@@ -1,7 +1,8 @@
 /* Winograd F(WG_M,3) input/output transforms over the ec_v vocabulary of the including file, which
- * defines WG_M (2, 4 or 6), FN_IN and FN_OUT. Lanes are consecutive tiles of one tile row, so
- * every load and store of V and M is a whole vector; the matrices are the ones of
- * f32-winograd-scalar-tmpl.h (and codegen/ops/winograd.py), written out as FMA chains. */
+ * defines WG_M (2, 4 or 6), FN_IN and FN_OUT. Input lanes are consecutive tiles of one tile row,
+ * output lanes consecutive output channels of one tile, so every load and store of V and M is a
+ * whole vector; the matrices are the ones of f32-winograd-scalar-tmpl.h (and
+ * codegen/ops/winograd.py), written out as FMA chains. */
 #define WG_A (WG_M + 2)
 
 EC_INLINE ec_v wg_sub(ec_v a, ec_v b) { return ec_vfma(a, b, ec_vset1(-1.0f)); }
@@ -98,24 +99,21 @@ F32_WINOGRAD_IN_DECL(FN_IN) {
   if (tw < n) wg_in_chunk(p + tw, ps, q, v + tw, vs, n - tw);
 }
 
-/* nl tiles' outputs into y (cols valid columns from the chunk's first tile, rows valid rows) */
-EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, size_t rows, size_t cols,
-                            float bias, const float *res, int before, ec_act act, size_t nl) {
+/* nl output channels (lanes) of one tile into y (channel l's plane at y + l*ys) */
+EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, size_t ys, size_t rows, size_t cols,
+                            const float *bias, const float *res, int before, ec_act act, size_t nl) {
   ec_v t[WG_M][WG_A];
 #pragma GCC unroll 8
   for (int c = 0; c < WG_A; c++) {
     ec_v d[WG_A], o[WG_M];
 #pragma GCC unroll 8
-    for (int r = 0; r < WG_A; r++) {
-      const float *s = mm + (size_t)(r * WG_A + c) * ms;
-      d[r] = nl == EC_VL ? ec_vld(s) : ec_vld_n(s, nl);
-    }
+    for (int r = 0; r < WG_A; r++) d[r] = ec_vld(mm + (size_t)(r * WG_A + c) * ms); /* see F32_WINOGRAD_OUT_DECL */
     wg_at(d, o);
 #pragma GCC unroll 8
     for (int a = 0; a < WG_M; a++) t[a][c] = o[a];
   }
   float buf[WG_M][WG_M][EC_VL];
-  const ec_v vb = ec_vset1(bias);
+  const ec_v vb = bias ? (nl == EC_VL ? ec_vld(bias) : ec_vld_n(bias, nl)) : ec_vzero();
 #pragma GCC unroll 8
   for (int a = 0; a < WG_M; a++) {
     ec_v o[WG_M];
@@ -127,30 +125,27 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
       ec_vst(buf[a][b], x);
     }
   }
-  /* lanes are tiles: interleave the m columns of each tile into the NCHW row */
-  if (rows == WG_M && cols >= nl * WG_M) {
-    for (int a = 0; a < WG_M; a++)
-      for (size_t l = 0; l < nl; l++)
+  /* lanes are channels: each channel's m x m block into its plane */
+  if (rows == WG_M && cols == WG_M) {
+    for (size_t l = 0; l < nl; l++)
 #pragma GCC unroll 8
-        for (int b = 0; b < WG_M; b++) y[(size_t)a * ldy + l * WG_M + (size_t)b] = buf[a][b][l];
+      for (int a = 0; a < WG_M; a++)
+#pragma GCC unroll 8
+        for (int b = 0; b < WG_M; b++) y[l * ys + (size_t)a * ldy + (size_t)b] = buf[a][b][l];
   } else {
-    for (size_t a = 0; a < rows; a++)
-      for (size_t l = 0; l < nl; l++)
-        for (size_t b = 0; b < WG_M && l * WG_M + b < cols; b++) y[a * ldy + l * WG_M + b] = buf[a][b][l];
+    for (size_t l = 0; l < nl; l++)
+      for (size_t a = 0; a < rows; a++)
+        for (size_t b = 0; b < cols; b++) y[l * ys + a * ldy + b] = buf[a][b][l];
   }
   if (res)
-    for (size_t a = 0; a < rows; a++)
-      ec_vepi_row(y + a * ldy, res + a * ldy, EC_MIN(cols, nl * WG_M), before, act);
+    for (size_t l = 0; l < nl; l++)
+      for (size_t a = 0; a < rows; a++) ec_vepi_row(y + l * ys + a * ldy, res + l * ys + a * ldy, cols, before, act);
 }
 
 F32_WINOGRAD_OUT_DECL(FN_OUT) {
-  size_t tw = 0;
-  for (; tw + EC_VL <= n; tw += EC_VL)
-    wg_out_chunk(mm + tw, ms, y + tw * WG_M, ldy, rows, cols - tw * WG_M, bias, res ? res + tw * WG_M : NULL,
-                 before, act, EC_VL);
-  if (tw < n)
-    wg_out_chunk(mm + tw, ms, y + tw * WG_M, ldy, rows, cols - tw * WG_M, bias, res ? res + tw * WG_M : NULL,
-                 before, act, n - tw);
+  for (size_t k = 0; k < nk; k += EC_VL)
+    wg_out_chunk(mm + k, ms, y + k * ys, ldy, ys, rows, cols, bias ? bias + k : NULL, res ? res + k * ys : NULL,
+                 before, act, EC_MIN((size_t)EC_VL, nk - k));
 }
 
 #undef WG_A

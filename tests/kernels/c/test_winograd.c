@@ -24,9 +24,9 @@ static const double Gm[8][3] = {{1, 0, 0},
                                 {0, 0, 1}};
 #endif
 
-/* ONNX [K][Cpg][3][3] -> U = G g G^T packed [G][A*A][ceil(Kpg/MR)][Cpg][MR] */
+/* ONNX [K][Cpg][3][3] -> U = G g G^T packed [G][A*A][ceil(Kpg/NR)][Cpg][NR] (the GEMMs' B) */
 static void pack_u(const conv_p *p, const float *w, float *dst) {
-  const size_t Kpg = p->K / p->G, Cpg = p->C / p->G, Mp = EC_ROUND_UP(Kpg, T_MR);
+  const size_t Kpg = p->K / p->G, Cpg = p->C / p->G, Mp = EC_ROUND_UP(Kpg, T_NR);
   memset(dst, 0, p->G * T_A * T_A * Mp * Cpg * sizeof(float));
   for (size_t g = 0; g < p->G; g++)
     for (size_t k = 0; k < Kpg; k++)
@@ -37,7 +37,7 @@ static void pack_u(const conv_p *p, const float *w, float *dst) {
             double s = 0.0;
             for (size_t i = 0; i < 3; i++)
               for (size_t j = 0; j < 3; j++) s += Gm[r][i] * gk[i * 3 + j] * Gm[q][j];
-            dst[(((g * T_A * T_A + r * T_A + q) * Mp + k / T_MR * T_MR) * Cpg + c * T_MR) + k % T_MR] = (float)s;
+            dst[(((g * T_A * T_A + r * T_A + q) * Mp + k / T_NR * T_NR) * Cpg + c * T_NR) + k % T_NR] = (float)s;
           }
       }
 }
@@ -53,7 +53,7 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
   f32_winograd_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->PT, p->PL, T_M, TH, TW, HP, Q,
                           TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout};
   float *xp = falloc(f32_winograd_xp_floats(p->N, p->C, T_M, HP, Q));
-  float *tmp = falloc(threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_NR));
+  float *tmp = falloc(threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_MR));
   f32_winograd_args a = {x, y, u, b, r, before, act, xp, tmp};
   if (g_pool) {
     f32_winograd_run(&s, &a, g_pool);
@@ -64,15 +64,15 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
   free(xp), free(tmp);
 }
 
-/* TB in NR panels; KB in MR rows */
-static int run(const conv_p *p, size_t tb_panels, size_t kb_strips, size_t KSPLIT, size_t KC, ec_act act,
+/* TB in MR tile strips; KB in NR channel panels */
+static int run(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLIT, size_t KC, ec_act act,
                int use_res, int before) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kpg = p->K / p->G, Cpg = p->C / p->G;
   const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
-  const size_t TB = tb_panels * T_NR, KB = EC_MIN(kb_strips * T_MR, EC_ROUND_UP(Kpg, T_MR));
+  const size_t TB = tb_strips * T_MR, KB = EC_MIN(kb_panels * T_NR, EC_ROUND_UP(Kpg, T_NR));
   float *x = falloc(nx), *w = falloc(p->K * Cpg * 9), *b = falloc(p->K), *r = falloc(ny);
   float *y = falloc(ny), *y0 = falloc(ny), *yr = falloc(ny);
-  float *u = falloc(p->G * T_A * T_A * EC_ROUND_UP(Kpg, T_MR) * Cpg);
+  float *u = falloc(p->G * T_A * T_A * EC_ROUND_UP(Kpg, T_NR) * Cpg);
   pack_u(p, w, u);
   const float *res = use_res ? r : NULL;
   winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUT, x, u, b, res, before, act, y);
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
   fails += run(&pb, 2, 1, 3, 2, k_acts[2], 0, 0), cases++;
   fails += run(&pc, 1, 1, 1, 64, k_acts[3], 1, 1), cases++;
   for (size_t ai = 0; ai < N_ACTS; ai++) { /* every activation, residual before and after it */
-    conv_p p = cp(1, 16, 14, 14, T_MR + 1, 1, 1, 1, 1, 1);
+    conv_p p = cp(1, 16, 14, 14, T_NR + 1, 1, 1, 1, 1, 1); /* channels past a panel, a partial vector */
     fails += run(&p, 1, 1, 1, 64, k_acts[ai], 1, (int)ai % 2), cases++;
     fails += run(&p, 2, 1, 1, 64, k_acts[ai], 0, 0), cases++;
   }
