@@ -3,12 +3,15 @@ onnxruntime in the same run (1 thread by default).
 
     python benchmarks/bench_tune.py --budget 300 --md
     python benchmarks/bench_tune.py --pairs stack8:stack16 --full stack4,stack8,stack16 --budget 120
+    python benchmarks/bench_tune.py --full digits,ppocr-cls --pairs ppocr-cls:digits --budget 120 --search-only
 
 Every model in --full is tuned with its own fresh database; every pair SRC:DST transfer-tunes DST
 (--transfer-only) from a database holding only SRC's records, so transfer never sees DST's own records.
-Each search starts from an empty build cache. Afterwards untuned, tuned, transfer and onnxruntime are
-timed in interleaved rounds (median of the rounds' medians). Runs in one process so that edgec's code-generator fingerprint stays put; the databases live
-in a temporary cache dir (--cache-dir to keep them).
+Each search starts from an empty build cache. A pair whose DST is in --full too gives the search-time
+ratio transfer / full for DST. Afterwards untuned, tuned, transfer and onnxruntime are timed in
+interleaved rounds (median of the rounds' medians; --search-only skips this). Runs in one process so that
+edgec's code-generator fingerprint stays put; the databases live in a temporary cache dir (--cache-dir to
+keep them).
 """
 
 from __future__ import annotations
@@ -48,8 +51,11 @@ def model_path(name: str, tmp: Path) -> tuple[Path, dict | None]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--full", default="stack8,stack16,squeezenet", help="models to tune fully (comma list)")
-    ap.add_argument("--pairs", default="stack8:stack16", help="SRC:DST transfer pairs (comma list)")
+    ap.add_argument("--full", default="stack8,stack16,squeezenet,digits,ppocr-cls",
+                    help="models to tune fully (comma list): stackG, squeezenet, shufflenet, resnet50, digits, "
+                         "ppocr-cls")
+    ap.add_argument("--pairs", default="stack8:stack16,ppocr-cls:digits", help="SRC:DST transfer pairs (comma list)")
+    ap.add_argument("--search-only", action="store_true", help="search times only, no whole-model timing")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds per full tune")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=30)
@@ -84,6 +90,7 @@ def main() -> int:
                        final_bench=False)
             changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
             results[n].update(full_search_s=rep["search_s"], full_measured=rep["measured"], full_changed=changed,
+                              full_programs=rep.get("programs"),
                               full_stopped=rep["stopped_at_budget"], full_db=db.path,
                               full_layers=[(r["class"], r.get("record", {}).get("algo"),
                                             r.get("record", {}).get("speedup")) for r in rep["layers"]])
@@ -101,13 +108,17 @@ def main() -> int:
                        input_shapes=paths[dst][1], db=db, final_bench=False)
             changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
             results[dst].update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_db=path,
-                                transfer_changed=changed,
+                                transfer_changed=changed, transfer_measured=rep["measured"],
+                                transfer_stopped=rep["stopped_at_budget"],
                                 transfer_sources=[r["source"] for r in rep["layers"]])
             db.close()
-            print(f"# transfer {src} -> {dst}: {rep['search_s']:.0f} s", file=sys.stderr)
+            if "full_search_s" in results[dst]:
+                results[dst]["search_ratio"] = rep["search_s"] / results[dst]["full_search_s"]
+            print(f"# transfer {src} -> {dst}: {rep['measured']} signatures in {rep['search_s']:.0f} s",
+                  file=sys.stderr)
         # whole-model times, interleaved rounds
         os.environ["EDGEC_CACHE_DIR"] = str(cache / "whole")
-        for n in names:
+        for n in [] if a.search_only else names:
             path, shapes = paths[n]
             kinds = {"untuned": None}
             if "full_db" in results[n]:
@@ -128,11 +139,13 @@ def main() -> int:
     load1 = open("/proc/loadavg").read().split()[:3]
     host = f"{platform.machine()} {_cpu()}, {os.cpu_count()} cores; loadavg before {' '.join(load0)}, after {' '.join(load1)}"
     print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s")
-    if a.md:
+    if a.search_only:
+        _search_table(names, results, a.md)
+    elif a.md:
         print("| model | untuned ms | tuned ms (search s, signatures changed/measured) | transfer ms (from, search s, "
-              "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain |")
-        print("|---|---|---|---|---|---|---|")
-    for n in names:
+              "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain | transfer / full search |")
+        print("|---|---|---|---|---|---|---|---|")
+    for n in [] if a.search_only else names:
         r, ms = results[n], results[n]["ms"]
         tuned = f"{ms['tuned']:.3f} ({r['full_search_s']:.0f} s, {r['full_changed']}/{r['full_measured']}" \
             f"{', budget hit' if r['full_stopped'] else ''})" if "tuned" in ms else "-"
@@ -143,8 +156,10 @@ def main() -> int:
         if "tuned" in ms and "transfer" in ms:
             full_gain, tr_gain = ms["untuned"] - ms["tuned"], ms["untuned"] - ms["transfer"]
             share = f"{tr_gain / full_gain:.0%}" if full_gain > 0 else "full tuning gained nothing"
+        search = f"{r['search_ratio']:.0%}" if "search_ratio" in r else "-"
         if a.md:
-            print(f"| {n} | {ms['untuned']:.3f} | {tuned} | {tr} | {ms['onnxruntime']:.3f} | {ratio} | {share} |")
+            print(f"| {n} | {ms['untuned']:.3f} | {tuned} | {tr} | {ms['onnxruntime']:.3f} | {ratio} | {share} | "
+                  f"{search} |")
         else:
             print(json.dumps({"model": n, **{k: v for k, v in r.items() if not k.endswith("_db")}}, default=str))
     for n in names:
@@ -154,6 +169,25 @@ def main() -> int:
     if not a.cache_dir:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _search_table(names: list[str], results: dict, md: bool) -> None:
+    """Search times only: full tune and transfer per model, and transfer / full for a DST tuned both ways."""
+    if md:
+        print("| model | full tune: search s (signatures measured, programs built) | transfer: search s (from, "
+              "signatures measured) | transfer / full search |")
+        print("|---|---|---|---|")
+    for n in names:
+        r = results[n]
+        if not md:
+            print(json.dumps({"model": n, **{k: v for k, v in r.items() if not k.endswith("_db")}}, default=str))
+            continue
+        full = f"{r['full_search_s']:.1f} ({r['full_measured']}, {r.get('full_programs') or '?'}" \
+            f"{', budget hit' if r['full_stopped'] else ''})" if "full_search_s" in r else "-"
+        tr = f"{r['transfer_search_s']:.1f} ({r['transfer_from']}, {r['transfer_measured']}" \
+            f"{', budget hit' if r['transfer_stopped'] else ''})" if "transfer_search_s" in r else "-"
+        ratio = f"{r['search_ratio']:.0%}" if "search_ratio" in r else "-"
+        print(f"| {n} | {full} | {tr} | {ratio} |")
 
 
 def _cpu() -> str:

@@ -640,6 +640,7 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
               "source_model": source_model, "layers": rows, "measured": measured, "resumed": resumed,
               "stopped_at_budget": stopped, "budget_s": budget}
     report["search_s"] = round(tu.elapsed(), 2)
+    report["programs"] = tu.programs  # measurement programs built: one per measured layer
     if final_bench:
         prog("final")
         u_dep, t_dep = tu.deploy_whole(False), tu.deploy_whole(True)
