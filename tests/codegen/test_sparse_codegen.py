@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgec.codegen import costmodel
+from edgec.codegen import costmodel, variants
 from edgec.codegen.ops.sparse import to_bsr
 from edgec.codegen.project import compile_model
 from edgec.codegen.targets import get_target
@@ -65,7 +65,7 @@ def test_auto_choice_sparse_only_where_pruned(model, target, tmp_path, monkeypat
     assert [a.startswith("spmm") for a in convs] == [True, True, False, True], algos
 
 
-@pytest.mark.parametrize("mode", ["sparse-1x1", "sparse-1x4", "sparse-4x1", "sparse-4x4", "dense"])
+@pytest.mark.parametrize("mode", [dict(variants.BY_NAME[n].forced)["sparse"] for n in variants.families()["sparse"]])
 def test_forced_formats(model, mode, tmp_path, monkeypatch):
     monkeypatch.setenv("EDGEC_SPARSE", mode)
     algos = _check(model, "native", tmp_path)

@@ -200,3 +200,185 @@ def test_int8_conv_paths_are_variants_too(tmp_path):
         assert layer["details"]["tuned"] == f"tuned: {v}"
     assert algos["q8-gemm"] != algos["q8-gspc"]
     assert variants.signature(lower_file(extract_layer(node, tmp_path / "x.onnx")).nodes[0], 1) == sig
+
+
+# -- every registry variant, forced through a tuning record, on odd shapes, against onnxruntime ---------------
+
+def _expect(v: variants.Variant, layer: dict) -> bool:
+    """Whether a layer's emitted kernel is the one variant v forces (per family, from its forced value)."""
+    from edgec.codegen import kernels
+
+    forced, algo = dict(v.forced), layer["algo"]
+    op = {k.name: k.op for k in kernels.KERNELS}.get(layer.get("details", {}).get("kernel"))
+    checks = {
+        "conv3x3": lambda m: algo.startswith(m) if m.startswith("winograd") else not algo.startswith("winograd"),
+        "gspc": lambda m: op == {"tile": "gspc"}.get(m, f"gspc_{m}"),
+        "dw": lambda m: op == {"plane": "dwconv", "cb": "dwconv_cb"}[m],
+        "sparse": lambda m: algo in (m.replace("sparse", "spmm"), m.replace("sparse", "spmv")) if m != "dense"
+        else not algo.startswith(("spmm", "spmv")),
+        "q8conv": lambda m: algo == m,
+        "par": lambda m: algo.endswith(f"/{m}"),
+    }
+    assert v.family in checks, f"registry family {v.family} has no check here"
+    return checks[v.family](forced[v.family] if v.family != "conv3x3" else forced["conv"])
+
+
+def _odd_f32_model(path):
+    """One layer per input, odd sizes: 3x3 stride-1 convs, grouped and depthwise convs, 1x1 convs and one-row
+    Gemm/MatMul pruned in 4x4 blocks (60%), strided convs and an in-place 1x1 on 8x8 for the split axes."""
+    rng = np.random.default_rng(11)
+    nodes, inits, ins, outs = [], [], [], []
+
+    def weight(shape, pruned=False):
+        a = (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
+        if pruned:
+            m, k = shape[0], int(np.prod(shape[1:]))
+            mask = np.kron(rng.random((-(-m // 4), k // 4)) >= 0.6, np.ones((4, 4)))[:m]
+            a = (a.reshape(m, k) * mask).reshape(shape).astype(np.float32)
+        name = f"w{len(inits)}"
+        inits.append(numpy_helper.from_array(a, name))
+        return name
+
+    def conv(c, k, hw, ks=3, g=1, s=1, pruned=False, relu=True):
+        i = len(ins)
+        ins.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, c, *hw]))
+        b = f"b{i}"
+        inits.append(numpy_helper.from_array((rng.standard_normal(k) * 0.1).astype(np.float32), b))
+        nodes.append(helper.make_node("Conv", [f"x{i}", weight((k, c // g, ks, ks), pruned), b],
+                                      [f"c{i}"], name=f"conv{i}", pads=[ks // 2] * 4, group=g, strides=[s, s]))
+        out = f"c{i}"
+        if relu:
+            nodes.append(helper.make_node("Relu", [out], [f"y{i}"], name=f"relu{i}"))
+            out = f"y{i}"
+        outs.append(out)
+
+    def gemv(k, m, op):
+        i = len(ins)
+        ins.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, k]))
+        if op == "MatMul":
+            w = weight((m, k), pruned=True)
+            wt = numpy_helper.to_array(inits[-1]).T.copy()
+            inits[-1] = numpy_helper.from_array(wt, w)
+            nodes.append(helper.make_node("MatMul", [f"x{i}", w], [f"y{i}"], name=f"mm{i}"))
+        else:
+            nodes.append(helper.make_node("Gemm", [f"x{i}", weight((m, k), pruned=True)], [f"y{i}"], name=f"gemm{i}",
+                                          transB=1))
+        outs.append(f"y{i}")
+
+    for c, k, hw in ((13, 20, (11, 13)), (32, 36, (23, 19)), (24, 40, (15, 17)), (40, 24, (13, 9))):
+        conv(c, k, hw)
+    for hw in ((13, 11), (17, 9), (11, 21)):
+        conv(24, 24, hw, g=6)                      # 4 channels per group
+    conv(20, 20, (11, 13), g=20)
+    conv(12, 12, (23, 21), ks=5, g=12, s=2)
+    for c, k, hw in ((24, 20, (7, 9)), (28, 12, (9, 7)), (32, 28, (5, 11))):
+        conv(c, k, hw, ks=1, pruned=True, relu=False)
+    gemv(36, 20, "MatMul")
+    gemv(40, 24, "Gemm")
+    conv(7, 24, (31, 33), s=2)
+    conv(9, 16, (19, 23), s=2)
+    conv(27, 21, (8, 8), ks=1, relu=False)
+    g = helper.make_graph(nodes, "odd", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(onnx.shape_inference.infer_shapes(m), path)
+    return path
+
+
+def _odd_q8_model(path):
+    """int8 QLinearConv layers, one per input: plain, grouped (4 per group) and depthwise, odd sizes."""
+    rng = np.random.default_rng(12)
+    nodes, inits, ins, outs = [], [], [], []
+    for i, (c, k, g, hw) in enumerate(((13, 19, 1, (9, 11)), (16, 16, 4, (11, 7)), (12, 12, 12, (9, 13)))):
+        p = f"l{i}"
+        inits += [numpy_helper.from_array(np.float32(0.05), f"{p}xs"), numpy_helper.from_array(np.uint8(128), f"{p}xz"),
+                  numpy_helper.from_array(rng.integers(-60, 60, (k, c // g, 3, 3)).astype(np.int8), f"{p}w"),
+                  numpy_helper.from_array(np.full(k, 0.01, np.float32), f"{p}ws"),
+                  numpy_helper.from_array(np.zeros(k, np.int8), f"{p}wz"),
+                  numpy_helper.from_array(np.float32(0.1), f"{p}ys"), numpy_helper.from_array(np.uint8(120), f"{p}yz")]
+        args = [f"x{i}"] + [p + s for s in ("xs", "xz", "w", "ws", "wz", "ys", "yz")]
+        nodes.append(helper.make_node("QLinearConv", args, [f"y{i}"], name=f"q{i}", pads=[1] * 4, group=g))
+        ins.append(helper.make_tensor_value_info(f"x{i}", TensorProto.UINT8, [1, c, *hw]))
+        outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.UINT8, [1, k, *hw]))
+    g = helper.make_graph(nodes, "q", ins, outs, inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def _match(edges: dict, order: list) -> dict:
+    """Variant -> layer, each layer at most once (augmenting paths); edges[v] lists v's layers, preferred first."""
+    owner: dict = {}
+
+    def take(v, seen) -> bool:
+        for l in edges.get(v, []):
+            if l not in seen:
+                seen.add(l)
+                if l not in owner or take(owner[l], seen):
+                    owner[l] = v
+                    return True
+        return False
+
+    for v in order:
+        take(v, set())
+    return {v: l for l, v in owner.items()}
+
+
+def test_every_registry_variant_runs_on_odd_shapes(tmp_path):
+    """Every variant of the registry is forced (a tuning record) on a layer of odd shape where it applies on this
+    host's target, preferably one where it changes the cost model's code; built with -Werror, run at 2 threads
+    and compared with onnxruntime. A variant no layer here can take fails the test: extend the models."""
+    from edgec.codegen import build_project
+    from edgec.codegen.verifier import onnxruntime_outputs, run_binary
+
+    target = get_target("native")
+    opts = CompileOptions(target="native", threads=2)
+    models = {"f32": _odd_f32_model(tmp_path / "f32.onnx"), "q8": _odd_q8_model(tmp_path / "q8.onnx")}
+    sig_model, applies, base = {}, {}, {}
+    for key, path in models.items():
+        for node in lower_file(path).nodes:
+            sig = variants.signature(node, opts.threads)
+            if sig is not None:
+                sig_model[sig] = key
+                applies[sig] = {v.name for v in variants.candidates(node, target)}
+        base.update({l["details"]["signature"]: l for l in compile_model(path, tmp_path / f"{key}-base",
+                                                                         options=opts).layers
+                     if "signature" in l.get("details", {})})
+    edges = {}
+    for v in variants.VARIANTS:
+        sigs = sorted(s for s in applies if v.name in applies[s])
+        got = {}
+        for key in models:
+            recs = tuple((s, v.forced_str({}) if v.family == "par" else
+                          v.forced_str(variants.facts(next(n for n in lower_file(models[key]).nodes
+                                                          if variants.signature(n, opts.threads) == s))),
+                          f"forced {v.name}") for s in sigs if sig_model[s] == key)
+            if recs:
+                got.update({l["details"]["signature"]: l for l in compile_model(models[key], tmp_path / "probe",
+                                                                                options=opts.with_(tuned=recs)).layers
+                            if "signature" in l.get("details", {})})
+        ok = [s for s in sigs if _expect(v, got[s])]
+        edges[v.name] = sorted(ok, key=lambda s: got[s]["algo"] == base[s]["algo"])  # changed code first
+    chosen = _match(edges, [v.name for v in variants.VARIANTS])
+    missing = [v.name for v in variants.VARIANTS if v.name not in chosen]
+    assert not missing, f"no layer of the test models takes {missing} on {target.name}"
+    for key, path in models.items():
+        recs = tuple((s, variants.BY_NAME[v].forced_str(variants.facts(next(
+            n for n in lower_file(path).nodes if variants.signature(n, opts.threads) == s))), f"forced {v}")
+            for v, s in chosen.items() if sig_model[s] == key)
+        b = compile_model(path, tmp_path / key, options=opts.with_(tuned=recs))
+        layers = {l["details"]["signature"]: l for l in b.layers if "signature" in l.get("details", {})}
+        for v, s in chosen.items():
+            if sig_model[s] == key:
+                assert _expect(variants.BY_NAME[v], layers[s]), (v, layers[s])
+        runner = build_project(b.dir, "native", cflags="-O2 -Wall -Wextra -Werror", jobs=2)["runner"]
+        sess = ort.InferenceSession(str(path))
+        rng = np.random.default_rng(2)
+        feeds = {i.name: (rng.integers(0, 256, i.shape).astype(np.uint8) if key == "q8" else
+                          rng.standard_normal(i.shape).astype(np.float32)) for i in sess.get_inputs()}
+        want = onnxruntime_outputs(path, feeds)[1]
+        got = run_binary(runner, b.target, list(feeds.values()), tmp_path / f"run-{key}", threads=2)
+        for name, g, w in zip([o.name for o in sess.get_outputs()], got, want):
+            if key == "q8":  # requantization may round one step apart
+                assert np.abs(g.astype(np.int32) - w.astype(np.int32)).max() <= 1, name
+            else:
+                assert float(np.max(np.abs(g - w) / (1 + np.abs(w)))) <= 1e-3, name

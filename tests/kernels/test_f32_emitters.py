@@ -156,24 +156,44 @@ def test_conv_emitter_matches_onnxruntime(tmp_path, target):
         assert {l["algo"].split("-")[1][0] for l in b.layers if l["algo"].startswith("dwconv")} >= {"c", "3"}
 
 
-@pytest.mark.parametrize("mode,family", [("tile", "o"), ("ow", "ow"), ("mg", "g")])
-def test_conv_emitter_gspc_families(tmp_path, monkeypatch, mode, family):
-    """Each GSPC row-kernel family, forced with EDGEC_GSPC, on every grouped layer it can run."""
+# the kernel-table op (codegen/kernels.py) each forced value of a registry family runs on
+KERNEL_OP = {("gspc", "tile"): "gspc", ("gspc", "ow"): "gspc_ow", ("gspc", "mg"): "gspc_mg",
+             ("dw", "plane"): "dwconv", ("dw", "cb"): "dwconv_cb"}
+
+
+def _family_modes(family: str) -> list[str]:
+    """The forced values of a variant registry family (codegen/variants.py): every one must have a kernel op."""
+    from edgec.codegen import variants
+
+    modes = [dict(variants.BY_NAME[n].forced)[family] for n in variants.families()[family]]
+    assert all((family, m) in KERNEL_OP for m in modes), f"registry {family} variants without a test: {modes}"
+    return modes
+
+
+def _layer_ops(b, field_prefix: str) -> list[str]:
+    from edgec.codegen import kernels
+
+    ops = {k.name: k.op for k in kernels.KERNELS}
+    return [ops[l["details"]["kernel"]] for l in b.layers if l["algo"].startswith(field_prefix)]
+
+
+@pytest.mark.parametrize("mode", _family_modes("gspc"))
+def test_conv_emitter_gspc_families(tmp_path, monkeypatch, mode):
+    """Each GSPC row-kernel family of the registry, forced with EDGEC_GSPC, on every grouped layer it can run."""
     monkeypatch.setenv("EDGEC_GSPC", mode)
     b = run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path)
-    gspc = [l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("gspc")]
-    assert sum(t == family or (family == "o" and t[0] == "o") or (family == "g" and t[0] == "g")
-               for t in gspc) >= 2, gspc
+    ops = _layer_ops(b, "gspc")
+    assert ops.count(KERNEL_OP[("gspc", mode)]) >= 2, ops
 
 
-@pytest.mark.parametrize("mode", ["plane", "cb"])
+@pytest.mark.parametrize("mode", _family_modes("dw"))
 def test_conv_emitter_dwconv_families(tmp_path, monkeypatch, mode):
-    """Each depthwise kernel family (plane: 3x3/5x5/kxk, cb: c<lanes>), forced with EDGEC_DW, on every
-    depthwise layer, strided ones too."""
+    """Each depthwise kernel family of the registry (plane: 3x3/5x5/kxk, cb: c<lanes>), forced with EDGEC_DW,
+    on every depthwise layer, strided ones too."""
     monkeypatch.setenv("EDGEC_DW", mode)
     b = run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path)
-    dw = [l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("dwconv")]
-    assert len(dw) >= 5 and all((t[0] == "c") == (mode == "cb") for t in dw), dw
+    ops = _layer_ops(b, "dwconv")
+    assert len(ops) >= 5 and set(ops) == {KERNEL_OP[("dw", mode)]}, ops
 
 
 def test_conv_emitter_threads(tmp_path):

@@ -23,7 +23,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgec.codegen import compile_model, costmodel, kernels, verify
+from edgec.codegen import compile_model, costmodel, kernels, variants, verify
 from edgec.codegen.ops import winograd
 from edgec.codegen.options import CompileOptions
 from edgec.codegen.targets import get_target
@@ -133,7 +133,8 @@ def _model(path: Path, seed: int = 0) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["winograd-f23", "winograd-f43", "winograd-f63"])
+@pytest.mark.parametrize("mode", [m for m in (dict(variants.BY_NAME[n].forced)["conv"]  # the registry's F(m,3)
+                                            for n in variants.families()["conv3x3"]) if m.startswith("winograd-")])
 def test_model_matches_onnxruntime(mode, tmp_path):
     model = _model(tmp_path / "m.onnx")
     r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, options=CompileOptions(conv=mode, threads=2))

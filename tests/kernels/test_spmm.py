@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from edgec.codegen import variants
 from qkit import ISAS, SANITIZE, build, require, run
 
-CASES = [(t, isa) for isa in ("avx2", "neon", "armv7-neon") for t in ("1x1", "1x4", "4x1", "4x4")] + \
+# the block formats of the variant registry (sparse-<block>); AVX-512 has its own kernels for two of them
+BLOCKS = [m.split("-", 1)[1] for m in (dict(variants.BY_NAME[n].forced)["sparse"]
+                                       for n in variants.families()["sparse"]) if m.startswith("sparse-")]
+CASES = [(t, isa) for isa in ("avx2", "neon", "armv7-neon") for t in BLOCKS] + \
         [("1x1", "avx512"), ("4x4", "avx512")]
 AVX512 = ISAS["avx512"]
 
