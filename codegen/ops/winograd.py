@@ -121,7 +121,7 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     hp, q = th * m + 2, tw + 1
     cpg = g["C"] // g["G"]
     u = ctx.weight(f"conv-wino{m}-n{nr}:{node.name}", pack_u(transform_weights(w, m), g["G"], nr))
-    xp = ctx.scratch(g["N"] * g["C"] * m * hp * q * 4)
+    xp = ctx.scratch((g["N"] * g["C"] * m * hp * q + 32) * 4)  # f32_winograd_xp_floats (F32_WINOGRAD_XP_PAD)
     a2, pad = (m + 2) ** 2, 16  # F32_WINOGRAD_PAD
     per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // tile_unit(mr, nr) + 2) * pad)  # f32_winograd_tmp_floats
     tmp = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)

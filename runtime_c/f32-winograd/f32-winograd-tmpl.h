@@ -67,8 +67,8 @@ EC_INLINE void wg_at(const ec_v *d, ec_v *o) {
 #endif
 }
 
-/* nl tiles (nl == EC_VL: whole vectors, else the row's tail) */
-EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t vs, size_t nl) {
+/* EC_VL tiles (the lanes past a row's tail are discarded: see F32_WINOGRAD_IN_DECL) */
+EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t vs) {
   ec_v t[WG_A][WG_A];
 #pragma GCC unroll 8
   for (int i = 0; i < WG_A; i++) {
@@ -76,7 +76,7 @@ EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t
 #pragma GCC unroll 8
     for (int j = 0; j < WG_A; j++) {
       const float *s = p + (size_t)(j % WG_M) * ps + (size_t)i * q + (size_t)(j / WG_M);
-      d[j] = nl == EC_VL ? ec_vld(s) : ec_vld_n(s, nl);
+      d[j] = ec_vld(s);
     }
     wg_bt(d, t[i]);
   }
@@ -94,9 +94,7 @@ EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t
 }
 
 F32_WINOGRAD_IN_DECL(FN_IN) {
-  size_t tw = 0;
-  for (; tw + EC_VL <= n; tw += EC_VL) wg_in_chunk(p + tw, ps, q, v + tw, vs, EC_VL);
-  if (tw < n) wg_in_chunk(p + tw, ps, q, v + tw, vs, n - tw);
+  for (size_t tw = 0; tw < n; tw += EC_VL) wg_in_chunk(p + tw, ps, q, v + tw, vs);
 }
 
 /* nl output channels (lanes) of one tile into y (channel l's plane at y + l*ys) */
