@@ -187,10 +187,14 @@ def plan(model: Path, device, threads: int, input_shapes: dict | None = None) ->
 
 def extract_layer(node, path: Path) -> Path:
     """One IR node with its fused epilogue as a small ONNX model (constants as initializers, every other
-    operand - the residual included - a graph input). Recompiled, it yields the same layer signature."""
+    operand - the residual included - a graph input). Recompiled, it yields the same layer signature.
+    An int8 QLinearConv with a fused activation has no ONNX form of its own: it becomes the QDQ pattern the
+    int8 lowering fuses back into it (DequantizeLinear -> Conv -> Relu -> QuantizeLinear)."""
     import onnx
     from onnx import helper, numpy_helper
 
+    if node.op == "QLinearConv" and node.attr("ec_act") == "relu" and _qdq_conv_ok(node):
+        return _qdq_conv(node, path)
     inits, ins, names = [], [], {}
 
     def operand(tensor, what: str) -> str:
@@ -259,6 +263,59 @@ def extract_layer(node, path: Path) -> Path:
     out = helper.make_tensor_value_info(cur, helper.np_dtype_to_tensor_dtype(np.dtype(y.dtype)), list(y.shape))
     g = helper.make_graph(nodes, "layer", ins, [out], inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def _qdq_conv_ok(node) -> bool:
+    """The int8 lowering fuses DequantizeLinear -> Conv back into QLinearConv for int8 weights with zero
+    points 0 and per-tensor activation parameters (codegen/ops/qdq.py)."""
+    w, wz = node.inputs[3], node.inputs[5]
+    consts = [node.inputs[i] for i in (1, 2, 3, 4, 5, 6, 7)]
+    return all(t is not None and t.is_const for t in consts) and np.dtype(w.dtype) == np.int8 \
+        and not np.any(np.asarray(wz.const)) and all(np.asarray(node.inputs[i].const).size == 1 for i in (1, 2, 6, 7))
+
+
+def _qdq_conv(node, path: Path) -> Path:
+    """QLinearConv + Relu as DequantizeLinear(x), DequantizeLinear(w) (per channel when its scale is),
+    DequantizeLinear(int32 bias, x scale * w scale) -> Conv -> Relu -> QuantizeLinear(y)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    x, xs, xz, w, ws, wz, ys, yz = node.inputs[:8]
+    b = node.inputs[8] if len(node.inputs) > 8 else None
+    y = node.outputs[0]
+
+    def arr(t, dtype=None):
+        a = np.asarray(t.const)
+        return a.astype(dtype) if dtype is not None else a.astype(t.dtype)
+
+    wsa = arr(ws, np.float32).reshape(-1)
+    axis = {"axis": 0} if wsa.size > 1 else {}
+    inits = [numpy_helper.from_array(arr(xs, np.float32).reshape(()), "xs"),
+             numpy_helper.from_array(arr(xz).reshape(()), "xz"),
+             numpy_helper.from_array(arr(w), "w"),
+             numpy_helper.from_array(wsa if wsa.size > 1 else wsa.reshape(()), "ws"),
+             numpy_helper.from_array(np.zeros(wsa.shape if wsa.size > 1 else (), np.int8), "wz"),
+             numpy_helper.from_array(arr(ys, np.float32).reshape(()), "ys"),
+             numpy_helper.from_array(arr(yz).reshape(()), "yz")]
+    nodes = [helper.make_node("DequantizeLinear", ["in0", "xs", "xz"], ["xf"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="dqw", **axis)]
+    conv_in = ["xf", "wf"]
+    if b is not None and b.is_const:
+        bs = (np.float32(arr(xs, np.float32).reshape(-1)[0]) * wsa).astype(np.float32)
+        bs = bs if bs.size > 1 else bs.reshape(())
+        inits += [numpy_helper.from_array(arr(b, np.int32), "b"), numpy_helper.from_array(bs, "bs"),
+                  numpy_helper.from_array(np.zeros(bs.shape, np.int32), "bz")]
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "bs", "bz"], ["bf"], name="dqb", **axis))
+        conv_in.append("bf")
+    attrs = {k: v for k, v in node.attrs.items() if not k.startswith("ec_")}
+    nodes += [helper.make_node("Conv", conv_in, ["c"], name="layer", **attrs),
+              helper.make_node("Relu", ["c"], ["r"], name="act"),
+              helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"], name="qy")]
+    dt = helper.np_dtype_to_tensor_dtype
+    g = helper.make_graph(nodes, "layer", [helper.make_tensor_value_info("in0", dt(np.dtype(x.dtype)), list(x.shape))],
+                          [helper.make_tensor_value_info("y", dt(np.dtype(y.dtype)), list(y.shape))], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
     return path
 
 

@@ -382,3 +382,48 @@ def test_every_registry_variant_runs_on_odd_shapes(tmp_path):
                 assert np.abs(g.astype(np.int32) - w.astype(np.int32)).max() <= 1, name
             else:
                 assert float(np.max(np.abs(g - w) / (1 + np.abs(w)))) <= 1e-3, name
+
+
+def test_int8_conv_with_fused_relu_extracts_as_qdq(tmp_path):
+    """A QDQ Conv -> Relu lowers to one QLinearConv with the Relu fused; extracted for tuning it becomes the
+    QDQ pattern again (a standalone QLinearConv cannot hold the Relu), which compiles to the same signature and
+    computes the same function as the layer in its model."""
+    from edgec.devices.tune import extract_layer
+
+    rng = np.random.default_rng(5)
+    c, k, g, hw = 16, 24, 4, 9
+    ws = (rng.random(k) * 0.01 + 0.005).astype(np.float32)  # per output channel
+    inits = [numpy_helper.from_array(np.float32(0.05), "xs"), numpy_helper.from_array(np.uint8(128), "xz"),
+             numpy_helper.from_array(rng.integers(-100, 100, (k, c // g, 3, 3)).astype(np.int8), "wq"),
+             numpy_helper.from_array(ws, "ws"), numpy_helper.from_array(np.zeros(k, np.int8), "wz"),
+             numpy_helper.from_array((rng.standard_normal(k) * 0.2).astype(np.float32), "bias"),
+             numpy_helper.from_array(np.float32(0.04), "ys"), numpy_helper.from_array(np.uint8(3), "yz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf", "bias"], ["c"], pads=[1] * 4, group=g),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    gr = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, k, hw, hw])], inits)
+    p = tmp_path / "qdq.onnx"
+    onnx.save(helper.make_model(gr, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), p)
+    node = next(n for n in lower_file(p).nodes if n.op == "QLinearConv")
+    sig = variants.signature(node, 1)
+    assert node.attr("ec_act") == "relu" and sig.startswith("q8gconv3x3s1+relu:")
+    x = extract_layer(node, tmp_path / "layer.onnx")
+    layer = lower_file(x).nodes
+    assert [n.op for n in layer] == ["QLinearConv"] and variants.signature(layer[0], 1) == sig
+    assert _names(layer[0]) == _names(node) and "q8-gemm" in _names(layer[0])
+    xf = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    xq = np.clip(np.round(xf / np.float32(0.05)) + 128, 0, 255).astype(np.uint8)
+    want = np.round(ort.InferenceSession(str(p)).run(None, {"x": xf})[0] / np.float32(0.04)) + 3
+    got = ort.InferenceSession(str(x)).run(None, {"in0": xq})[0]
+    assert got.dtype == np.uint8 and np.abs(got.astype(np.int32) - want.astype(np.int32)).max() <= 1
+    # and the tuner's candidates compile from it: the forced int8 paths differ
+    opts = CompileOptions(target="x86_64-avx2")
+    algos = {compile_model(x, tmp_path / v, options=opts.with_(tuned=(
+        (sig, variants.BY_NAME[v].forced_str(variants.facts(layer[0])), v),))).layers[0]["algo"]
+        for v in _names(layer[0])}
+    assert len(algos) == len(_names(layer[0])) >= 2
