@@ -36,8 +36,9 @@ def _f32_4d(*ts: Tensor | None) -> bool:
     return all(t is not None and not t.is_const and t.dtype == np.float32 and len(t.shape) == 4 for t in ts)
 
 
-def kind(n: Node) -> str | None:
-    """What blocked kernel would run node n: dw | 1x1 | pool | gap | eltwise | scale | act, or None."""
+def kind(n: Node, target=None) -> str | None:
+    """What blocked kernel would run node n: dw | 1x1 | pool | gap | eltwise | scale | act, or None.
+    With a target, a 1x1 conv the sparse kernels would run stays out (they read NCHW)."""
     outs = [t for t in n.outputs if t is not None]
     if len(outs) != 1:
         return None
@@ -49,6 +50,8 @@ def kind(n: Node) -> str | None:
             return None
         if n.epilogue.residual is not None and not _f32_4d(n.epilogue.residual):
             return None
+        if n.attr("ec_f16_weights"):  # fp16-stored weights: their own kernels and conversions
+            return None
         from edgec.codegen.ops.conv import geometry
         try:
             g = geometry(n)
@@ -58,7 +61,7 @@ def kind(n: Node) -> str | None:
             return "dw"
         if g["G"] == 1 and g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
                 and (g["Ho"], g["Wo"]) == (g["H"], g["W"]):
-            return "1x1"
+            return None if _sparse(n, g, target) else "1x1"
         return None
     if n.op in ("MaxPool", "AveragePool"):
         x = n.input(0)
@@ -84,6 +87,18 @@ def kind(n: Node) -> str | None:
     return None
 
 
+def _sparse(n: Node, g: dict, target) -> bool:
+    """Whether the sparse path (codegen/ops/sparse.py) would take this dense conv."""
+    from edgec.codegen import costmodel, options
+    mode = options.active().sparse
+    if mode == "dense":
+        return False
+    if mode != "auto" or target is None:
+        return mode != "auto"
+    w2d = n.inputs[1].const.reshape(g["K"], -1).astype(np.float32)
+    return costmodel.choose_sparse(target, w2d, g["Ho"] * g["Wo"]).algo != "dense"
+
+
 def scale_operands(n: Node) -> tuple[Tensor, Tensor] | None:
     """(x, s) of a Mul x * s with s of shape [N,C,1,1] and x of the output's shape, either order."""
     y = n.outputs[0]
@@ -98,9 +113,9 @@ def _operands(n: Node) -> list[Tensor]:
     return [t for t in n.operands() if not t.is_const]
 
 
-def regions(g: Graph) -> list[list[Node]]:
+def regions(g: Graph, target=None) -> list[list[Node]]:
     """Connected sets of nodes with a blocked kernel, in graph order."""
-    kinds = {id(n): kind(n) for n in g.nodes}
+    kinds = {id(n): kind(n, target) for n in g.nodes}
     parent: dict[int, int] = {id(n): id(n) for n in g.nodes if kinds[id(n)]}
 
     def root(i: int) -> int:
@@ -155,7 +170,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     if mode == "nchw" or not c or any(t.block for n in g.nodes for t in n.outputs if t is not None):
         return g
     chosen: set[int] = set()
-    for r in regions(g):
+    for r in regions(g, target):
         if mode == "nchwc" or pays(g, r):
             chosen.update(id(n) for n in r)
     if not chosen:

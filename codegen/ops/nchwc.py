@@ -100,11 +100,12 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         per = max(1, -(-_par.CHUNKS // (N * pairs)))
         pc = max(PT, -(-(-(-hw // per)) // PT) * PT)
         items = N * pairs * -(-hw // pc)
-        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x2-{isa}"
+        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}"
     else:
         raise EdgecError(f"internal: node {node.name} (Conv) has no channel-blocked kernel")
     wptr = ctx.weight(f"nchwc-w-{b}:{node.name}", wp)
-    ctx.note(algo=algo, macs=macs, layout=y.layout, kernel=fn)
+    ctx.note(algo=algo, macs=macs, layout=y.layout, kernel=fn,
+             why=f"channel-blocked region: {b} channels per vector, taps and epilogue at full width")
     keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
     shape = ", ".join(f"{g[k]}u" for k in keys.split())
     return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {fn}}};\n"

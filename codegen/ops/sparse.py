@@ -59,7 +59,7 @@ def kernel_for(target, block: str) -> tuple[str, str]:
 def emit_conv(node: Node, ctx: EmitContext) -> str:
     w = node.input(1)
     if w is None or not w.is_const or int(node.attr("group", 1)) != 1 or w.dtype != np.float32 \
-            or _mode() == "dense":
+            or _mode() == "dense" or node.outputs[0].block:  # blocked (codegen/layout.py): no sparse kernel
         return _dense(node, ctx)
     mode = _mode()
     g = dense.geometry(node)

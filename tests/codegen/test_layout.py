@@ -252,3 +252,26 @@ def test_light_models_both_layouts(onnx_light, name, mode, tmp_path):
     assert r.ok, r.outputs
     assert r.outputs[0]["cosine"] > 0.99999 and r.outputs[0]["argmax_agreement"] == 1.0
     assert bool(_blocked(_layers(model, tmp_path, layout=mode))) == (mode == "nchwc")
+
+
+@needs_vectors
+def test_sparse_1x1_stays_outside_regions(tmp_path):
+    """A 1x1 conv the sparse kernels run (they read NCHW) is not blocked; the rest of the region still is."""
+    g = G(5)
+    t = g.conv(g.conv(g.conv("x", 3, 16, k=3, pad=1), 16, 16, k=3, group=16, pad=1), 16, 16, k=3, group=16, pad=1)
+    y = g.conv(t, 16, 32)
+    model = tmp_path / "m.onnx"
+    g.save(model, [1, 3, 9, 9], [y])
+    m = onnx.load(model)
+    for init in m.graph.initializer:  # the 1x1's weights 90% zeros
+        arr = numpy_helper.to_array(init)
+        if arr.shape == (32, 16, 1, 1):
+            arr = np.where(np.random.default_rng(0).random(arr.shape) < 0.9, 0, arr).astype(np.float32)
+            init.CopyFrom(numpy_helper.from_array(arr, init.name))
+    onnx.save(m, model)
+    opts = CompileOptions(layout="nchwc", sparse="sparse-1x1")
+    r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-5, options=opts)
+    assert r.ok, r.outputs
+    layers = compile_model(model, tmp_path / "c", options=opts).layers
+    assert [l["algo"].split("-")[0] for l in layers if l["op"] == "Conv"][-1] == "spmm"
+    assert sum(l["algo"].startswith("dwconv-nchwc") for l in layers) == 2
