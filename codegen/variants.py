@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from edgec.codegen import kernels, options
+from edgec.codegen import costmodel, kernels, options
 from edgec.errors import EdgecError
 
 
@@ -247,17 +247,13 @@ def emit(spec, node, ctx) -> str:
     f = facts(node) if node.op in ("Conv", "Gemm", "MatMul", "QLinearConv") else None
     sig = signature(node, opts.threads, f) if f is not None else None
     rec = opts.tuned_for(sig) if sig is not None and opts.tuned else None
-    from edgec.codegen import costmodel
-
     costmodel.consulted.set({})
-    if rec is None:
-        body = spec.emit(node, ctx)
-    else:
-        forced, note = rec
-        forced = {k: v for k, v in forced.items() if k in options.PER_LAYER}
-        par = forced.pop("par", "auto")
-        with options.using(opts.with_(**forced)):
-            body = _emit_partitioned(spec, node, ctx, par) if par != "auto" else spec.emit(node, ctx)
+    forced, note = rec if rec is not None else ({}, None)
+    forced = {k: v for k, v in forced.items() if k in options.PER_LAYER}
+    par = forced.pop("par", opts.par if f is not None else "auto")  # EDGEC_PAR: every covered layer
+    with options.using(opts.with_(**forced)):
+        body = _emit_partitioned(spec, node, ctx, par) if par != "auto" else spec.emit(node, ctx)
+    if note is not None:
         ctx.note(tuned=note)
     used = costmodel.consulted.get()
     if used:  # the pick read constants fitted to this device's records: --explain says which

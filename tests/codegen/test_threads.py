@@ -212,6 +212,9 @@ def test_partitioning_record_forces_its_layer_only(tmp_path):
     got = compile_model(path, tmp_path / "one", options=opts.with_(tuned=(rec,))).layers
     assert got[-1]["algo"] == base[-1]["algo"] + "/rows" and got[-1]["details"]["tuned"] == "tuned: par-rows"
     assert [l["algo"] for l in got[:-1]] == [l["algo"] for l in base[:-1]]
+    # EDGEC_PAR forces one partitioning on every covered layer, as the other switches do
+    every = compile_model(path, tmp_path / "all", options=opts.with_(par="serial")).layers
+    assert [l["algo"] for l in every] == [l["algo"] + "/serial" for l in base]
     # a 1-thread build has nothing to partition: the variants emit the default's code
     one = CompileOptions(target="native", threads=1)
     b1 = compile_model(path, tmp_path / "b1", options=one).layers
