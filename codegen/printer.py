@@ -10,7 +10,6 @@ Makefile, runner.c, bench.c, ec_npy.{c,h}, runtime/<kernels>
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -245,12 +244,21 @@ def runtime_files(required: list[str], extra: list[str]) -> list[str]:
     return seen
 
 
+def _put(path: Path, data: bytes) -> None:
+    """Write unless the file already holds exactly this: an unchanged file keeps its time, so make does not
+    rebuild it in a project folder that is written again (edgec tune's workspace)."""
+    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+        return
+    write_bytes_atomic(path, data)
+
+
 def copy_runtime(out_dir: Path, files: list[str]) -> None:
     root = runtime_root()
     for rel in files:
         dest = out_dir / "runtime" / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(root / rel, dest)
+        _put(dest, (root / rel).read_bytes())
+        dest.chmod(0o644)
 
 
 def _make_flags(target) -> str:
@@ -316,9 +324,9 @@ def write_model(out_dir: Path, p: str, g: Graph, plan: Plan, ctx: EmitContext, l
     extra = ["ec_threadpool.h", "ec_threadpool.c"] if has_pool else []
     files = runtime_files(ctx.required, extra)
     copy_runtime(out_dir, files)
-    write_text_atomic(out_dir / f"{p}.h", model_h(p, g, plan, ctx, layers, threads))
-    write_text_atomic(out_dir / f"{p}.c", model_c(p, g, plan, ctx, layers, stamp, has_pool))
-    write_bytes_atomic(out_dir / weights_name(p), bytes(ctx.weights))
+    _put(out_dir / f"{p}.h", model_h(p, g, plan, ctx, layers, threads).encode())
+    _put(out_dir / f"{p}.c", model_c(p, g, plan, ctx, layers, stamp, has_pool).encode())
+    _put(out_dir / weights_name(p), bytes(ctx.weights))
     for name in (f"{p}.h", f"{p}.c", weights_name(p)):
         (out_dir / name).chmod(0o644)  # atomic writes start private; a source tree is meant to be shared
     return files
@@ -407,7 +415,17 @@ all: tune
 tune: $(OBJDIR)/tune.o $(OBJS)
 \t$(CC) $(EC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(OBJDIR)/%.o: %.c {heads}
+# the runtime kernels do not see the candidates: their objects outlive a change of candidates
+$(OBJDIR)/runtime/%.o: runtime/%.c
+\t@mkdir -p $(dir $@)
+\t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# a candidate's object depends on its own files only, the table and the harness on all of them
+$(OBJDIR)/%.o: %.c %.h
+\t@mkdir -p $(dir $@)
+\t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(OBJDIR)/tune_cands.o $(OBJDIR)/tune.o: $(OBJDIR)/%.o: %.c {heads} ec_npy.h
 \t@mkdir -p $(dir $@)
 \t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -432,5 +450,5 @@ def write_tune_project(out_dir: Path, prefixes: list[str], names: list[str], alg
              "weights.S": weights_s(*prefixes), "Makefile": tune_makefile(prefixes, target, sources)}
     files.update({name: (TEMPLATES / name).read_text() for name in TUNE_FILES})
     for name, text in files.items():
-        write_text_atomic(out_dir / name, text)
+        _put(out_dir / name, text.encode())
         (out_dir / name).chmod(0o644)

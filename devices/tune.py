@@ -400,7 +400,11 @@ class Tuner:
             return None, "budget"
         inputs, want = self._reference(path)
         self.progress("program", candidates=len(live))
-        dep = self._deploy(self._program(path, live), path)
+        from edgec.files import cache_lock
+
+        ws = self._workspace()
+        with cache_lock(ws):  # another tune of the same target writes and builds there too
+            dep = self._deploy(self._program(ws, live), path)
         err = self._run(dep, live, inputs, want)
         if err:
             return None, err
@@ -423,30 +427,32 @@ class Tuner:
         tuned = ((job.signature, c.forced, f"candidate {c.name}"),) if c.forced else ()
         return CompileOptions(target=self.device.target, threads=self.threads, tuned=tuned)
 
-    def _program(self, path: Path, live: list[Candidate]) -> Path:
-        """The layer's measurement program: one C project holding every live candidate, cached by content like
-        deploy's builds (the layer model, each candidate's options, edgec's code generator)."""
-        import hashlib
-
+    def _workspace(self) -> Path:
+        """The folder every layer's measurement program is written to, for this target and code generator:
+        its runtime kernels are copied once and, built in the same place each time (deploy's build folders
+        follow the project's path), compiled once; each layer rewrites and recompiles only its candidates."""
         from edgec import __version__
-        from edgec.codegen.project import write_candidates
+        from edgec.codegen.targets import get_target
         from edgec.devices.deploy import _codegen_fingerprint, _key, cache_dir
-        from edgec.files import cache_lock, write_text_atomic
 
-        sha = hashlib.sha256(path.read_bytes()).hexdigest()
-        opts = [json.dumps(c.build.options.cache_key(), sort_keys=True) for c in live]
-        key = _key(sha, self.input_shapes, [c.name for c in live], opts, __version__, _codegen_fingerprint())
-        out = cache_dir() / "builds" / f"tune-{path.stem[:40]}-{live[0].build.options.target}-{key}"
-        stamp = out / ".edgec-source.json"
-        with cache_lock(out):
-            if not (stamp.is_file() and json.loads(stamp.read_text()).get("sha256") == sha):
-                write_candidates(out, [c.build for c in live], [c.name for c in live], [c.algo for c in live])
-                write_text_atomic(stamp, json.dumps({"model": str(path), "sha256": sha, "candidates":
-                                                     [{"name": c.name, "algo": c.algo} for c in live]}))
+        tgt = get_target(self.device.target)
+        key = _key(tgt.name, tgt.l1d_bytes, tgt.l2_bytes, __version__, _codegen_fingerprint())
+        return cache_dir() / "builds" / f"tune-{tgt.name}-{key}"
+
+    def _program(self, ws: Path, live: list[Candidate]) -> Path:
+        """The layer's measurement program: one C project holding every live candidate (in the workspace)."""
+        from edgec.codegen.project import write_candidates
+
+        keep = {f"cand{c.index}" for c in live}
+        for f in ws.glob("cand*"):  # an earlier layer's candidates beyond this one's count
+            m = re.fullmatch(r"(cand\d+)(\.c|\.h|_weights\.bin)", f.name)
+            if m and m.group(1) not in keep:
+                f.unlink()
+        write_candidates(ws, [c.build for c in live], [c.name for c in live], [c.algo for c in live])
         for c in live:
             c.build = None  # the weights are written; do not hold them for the rest of the tune
         self.programs += 1
-        return out
+        return ws
 
     def _deploy(self, project: Path, path: Path):
         """Build the program for the device and put it there, the way deploy does (devices/deploy.py): make

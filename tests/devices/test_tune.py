@@ -141,32 +141,44 @@ def test_every_candidate_is_checked_and_a_wrong_one_is_rejected(tuned_a):
 
 
 def test_each_layer_is_one_program_holding_every_candidate(env, models, tmp_path, monkeypatch):
-    """One build per layer: its project holds every candidate that emits its own code (the others are dropped
-    before the build), the one program writes each candidate's outputs, and each is checked and timed."""
+    """One build per layer: its program holds every candidate that emits its own code (the others are dropped
+    before the build), writes each candidate's outputs, and each is checked and timed. The runtime kernels
+    are compiled once for all layers and tunes; a layer recompiles only its candidates."""
     monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))  # count this tune's builds only
     checked = []
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
         rep = tune(models["a"], dev, t, db=db, final_bench=False,
                    after_run=lambda name, t, outs: checked.append((name, outs)))
-    assert rep["measured"] == 2
-    projects = sorted((tmp_path / "cache" / "builds").glob("tune-*"))
-    assert len(projects) == 2 and not list((tmp_path / "cache" / "builds").glob("[!t.]*"))  # no per-candidate build
-    assert len(list((tmp_path / "cache" / "cross").glob("*/tune"))) == 2
-    held = {p: json.loads((p / ".edgec-source.json").read_text())["candidates"] for p in projects}
+        uploaded = [d for d in Path(t.workdir(), "builds").iterdir() if d.is_dir()]
+    assert rep["measured"] == rep["programs"] == 2
+    # what reached the device: one program per layer, nothing built per candidate
+    assert len(uploaded) == 2 and all(sorted(p.name for p in d.iterdir() if not p.name.startswith(".")) == ["tune"]
+                                      for d in uploaded)
+    lives = []
     for row in rep["layers"]:
         trials = row["record"]["trials"]
-        live = [{"name": t["variant"], "algo": t["algo"]} for t in trials
-                if not t.get("rejected", "").startswith("same code as")]
-        assert len(live) >= 2 and len({c["algo"] for c in live}) == len(live)
-        (p,) = [p for p, cands in held.items() if cands == live]
-        assert len(list(p.glob("cand*.c"))) == len(live) and (p / "tune.c").is_file()
-        assert all("ms" in t for t in trials if "rejected" not in t)
-    # every live candidate's own output files were checked, all from one run directory per layer
-    live_names = sorted(c["name"] for cands in held.values() for c in cands)
-    assert sorted(n for n, _ in checked) == live_names
-    assert len({outs[0].rsplit("/", 1)[0] for _, outs in checked}) == 2
-    assert all(outs[0].endswith("_output_0.npy") and "/cand" in outs[0] for _, outs in checked)
+        live = [t["variant"] for t in trials if not t.get("rejected", "").startswith("same code as")]
+        assert len(live) >= 2 and len({t["algo"] for t in trials if t["variant"] in live}) == len(live)
+        assert all("ms" in t for t in trials if "rejected" not in t)  # each live one timed by the program
+        lives.append(live)
+    # every live candidate's own output files were checked, all from one run folder per layer
+    by_run = {}
+    for name, outs in checked:
+        assert len(outs) == 1 and outs[0].endswith("_output_0.npy")
+        by_run.setdefault(outs[0].rsplit("/", 1)[0], []).append((name, outs[0].rsplit("/", 1)[1]))
+    assert sorted(sorted(n for n, _ in v) for v in by_run.values()) == sorted(sorted(v) for v in lives)
+    for v in by_run.values():
+        assert [f for _, f in v] == [f"cand{i}_output_0.npy" for i in range(len(v))]
+    # the runtime kernels were compiled once: one object each in the one build folder of the workspace
+    (work,) = [d for d in (tmp_path / "cache" / "cross").iterdir() if d.is_dir() and d.name[0] != "."]
+    objs = list(work.glob("obj/*/runtime/**/*.o"))
+    assert objs and len({o.name for o in objs}) == len(objs)
+    stamp = {o: o.stat().st_mtime_ns for o in objs}
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db2.sqlite") as db:
+        rep2 = tune(models["a"], dev, t, db=db, final_bench=False)
+    assert rep2["measured"] == 2
+    assert {o: o.stat().st_mtime_ns for o in work.glob("obj/*/runtime/**/*.o")} == stamp  # not compiled again
 
 
 def test_compile_uses_the_records_and_no_tuning_ignores_them(tuned_a, env, models, tmp_path):
