@@ -109,7 +109,22 @@ def graph_input_in_region(path):
     return g.save(path, [2, 5, 6, 7], [y])
 
 
-CASES = {"mixed": mixed, "shared_edge": shared_edge, "output_in_region": output_in_region,
+def pools_and_pads(path):
+    """Pools with ceil_mode cells, count_include_pad, dilation, asymmetric pads; depthwise with auto_pad
+    SAME_UPPER and asymmetric pads."""
+    g = G(6)
+    t = g.conv(g.conv("x", 3, 12, k=3, pad=1), 12, 12, k=3, group=12, pad=1)
+    a = g.op("AveragePool", [t], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+             count_include_pad=1)
+    b = g.op("MaxPool", [t], kernel_shape=[2, 3], strides=[2, 1], pads=[0, 1, 1, 0], dilations=[1, 2], ceil_mode=1)
+    c = g.op("AveragePool", [t], kernel_shape=[3, 2], strides=[3, 2], pads=[1, 0, 0, 1], ceil_mode=1)
+    d = g.op("Conv", [t, g.w([12, 1, 4, 3])], group=12, auto_pad="SAME_UPPER", strides=[2, 2])
+    e = g.op("Conv", [t, g.w([12, 1, 3, 5])], group=12, pads=[0, 2, 2, 1])
+    return g.save(path, [1, 3, 13, 11], [g.conv(a, 12, 5), g.conv(b, 12, 5), g.conv(c, 12, 5), g.conv(d, 12, 5),
+                                         g.conv(e, 12, 5)])
+
+
+CASES = {"mixed": mixed, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge, "output_in_region": output_in_region,
          "residual_edge": residual_edge, "graph_input_in_region": graph_input_in_region}
 
 
