@@ -5,7 +5,8 @@
 Each layout's build (EDGEC_LAYOUT, CompileOptions.layout) runs single-threaded in --rounds interleaved rounds;
 its time per inference is the process CPU time (user + sys, getrusage of the child) of --runs runs minus that
 of one run, over --runs - 1: on a shared host this counts only the cycles the model got, not the waits. The
-per-op split (reorders, depthwise, GEMM-path and blocked 1x1 convs, the rest) comes from a PROFILE=1 build's per-layer medians (wall)."""
+per-op split (reorders, depthwise, GEMM-path and blocked 1x1 convs, the rest) comes from a PROFILE=1 build's
+per-layer medians (wall)."""
 
 from __future__ import annotations
 

@@ -124,7 +124,8 @@ def pools_and_pads(path):
                                          g.conv(e, 12, 5)])
 
 
-CASES = {"mixed": mixed, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge, "output_in_region": output_in_region,
+CASES = {"mixed": mixed, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge,
+         "output_in_region": output_in_region,
          "residual_edge": residual_edge, "graph_input_in_region": graph_input_in_region}
 
 

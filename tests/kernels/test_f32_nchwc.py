@@ -75,7 +75,8 @@ def test_reference_catches_a_wrong_kernel(tmp_path):
         pytest.skip("this CPU lacks avx2")
     out = tmp_path / "t"
     cmd = ["gcc", "-O2", *WFLAGS, *t.cflags, f"-I{rt}", "-DISA=avx2", "-DLANES=8", str(C_TEST),
-           str(rt / "f32-nchwc/f32-nchwc-scalar.c"), str(rt / "f32-nchwc/f32-nchwc-avx2.c"), str(rt / "ec_threadpool.c"),
+           str(rt / "f32-nchwc/f32-nchwc-scalar.c"), str(rt / "f32-nchwc/f32-nchwc-avx2.c"),
+           str(rt / "ec_threadpool.c"),
            "-o", str(out), "-lm", "-lpthread"]
     subprocess.run(cmd, check=True, capture_output=True)
     r = subprocess.run([str(out), "quick"], capture_output=True, text=True, timeout=300)
