@@ -8,7 +8,8 @@ onnxruntime in the same run (1 thread by default).
 Every model in --full is tuned with its own fresh database; every pair SRC:DST transfer-tunes DST
 (--transfer-only) from a database holding only SRC's records, so transfer never sees DST's own records.
 Each search starts from an empty build cache. A pair whose DST is in --full too gives the search-time
-ratio transfer / full for DST. Afterwards untuned, tuned, transfer and onnxruntime are timed in
+ratio transfer / full for DST; --warm times DST's transfer and full searches again in SRC's build
+cache (a device that tuned SRC before: with one program per layer, its compiled kernels are reused). Afterwards untuned, tuned, transfer and onnxruntime are timed in
 interleaved rounds (median of the rounds' medians; --search-only skips this). Runs in one process so that
 edgec's code-generator fingerprint stays put; the databases live in a temporary cache dir (--cache-dir to
 keep them).
@@ -56,6 +57,8 @@ def main() -> int:
                          "ppocr-cls")
     ap.add_argument("--pairs", default="stack8:stack16,ppocr-cls:digits", help="SRC:DST transfer pairs (comma list)")
     ap.add_argument("--search-only", action="store_true", help="search times only, no whole-model timing")
+    ap.add_argument("--warm", action="store_true",
+                    help="also time each pair's DST searches (transfer, then full) in SRC's build cache")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds per full tune")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=30)
@@ -116,6 +119,23 @@ def main() -> int:
                 results[dst]["search_ratio"] = rep["search_s"] / results[dst]["full_search_s"]
             print(f"# transfer {src} -> {dst}: {rep['measured']} signatures in {rep['search_s']:.0f} s",
                   file=sys.stderr)
+        for src, dst in pairs if a.warm else []:
+            # a device that tuned SRC before: its build cache holds SRC's programs and compiled kernels. DST is
+            # transfer-tuned there, then fully tuned there (fresh databases; the full tune may reuse kernels the
+            # transfer compiled, which favours the full tune)
+            os.environ["EDGEC_CACHE_DIR"] = str(cache / f"full-{src}")
+            path = cache / f"warm-transfer-{src}-{dst}.sqlite"
+            shutil.copy(results[src]["full_db"], path)
+            warm = {}
+            for kind, dbp in (("transfer", path), ("full", cache / f"warm-full-{src}-{dst}.sqlite")):
+                with TuningDB(dbp) as db:
+                    warm[kind] = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget,
+                                      transfer_only=kind == "transfer", input_shapes=paths[dst][1], db=db,
+                                      final_bench=False)["search_s"]
+            results[dst].update(warm_from=src, warm_transfer_search_s=warm["transfer"],
+                                warm_full_search_s=warm["full"], warm_ratio=warm["transfer"] / warm["full"])
+            print(f"# after {src} on this host: transfer {src} -> {dst} {warm['transfer']:.1f} s, full {dst} "
+                  f"{warm['full']:.1f} s", file=sys.stderr)
         # whole-model times, interleaved rounds
         os.environ["EDGEC_CACHE_DIR"] = str(cache / "whole")
         for n in [] if a.search_only else names:
@@ -175,8 +195,8 @@ def _search_table(names: list[str], results: dict, md: bool) -> None:
     """Search times only: full tune and transfer per model, and transfer / full for a DST tuned both ways."""
     if md:
         print("| model | full tune: search s (signatures measured, programs built) | transfer: search s (from, "
-              "signatures measured) | transfer / full search |")
-        print("|---|---|---|---|")
+              "signatures measured) | transfer / full search | after SRC: transfer s / full s |")
+        print("|---|---|---|---|---|")
     for n in names:
         r = results[n]
         if not md:
@@ -187,7 +207,9 @@ def _search_table(names: list[str], results: dict, md: bool) -> None:
         tr = f"{r['transfer_search_s']:.1f} ({r['transfer_from']}, {r['transfer_measured']}" \
             f"{', budget hit' if r['transfer_stopped'] else ''})" if "transfer_search_s" in r else "-"
         ratio = f"{r['search_ratio']:.0%}" if "search_ratio" in r else "-"
-        print(f"| {n} | {full} | {tr} | {ratio} |")
+        warm = f"{r['warm_transfer_search_s']:.1f} / {r['warm_full_search_s']:.1f} = {r['warm_ratio']:.0%}" \
+            if "warm_ratio" in r else "-"
+        print(f"| {n} | {full} | {tr} | {ratio} | {warm} |")
 
 
 def _cpu() -> str:

@@ -335,7 +335,7 @@ class Candidate:
 class Tuner:
     def __init__(self, model: Path, device, t, *, threads: int = 1, mode: str = "auto", budget: float = DEFAULT_BUDGET,
                  input_shapes: dict | None = None, progress: Progress | None = None, db: TuningDB | None = None,
-                 after_run: Callable | None = None, runs: int | None = None):
+                 after_run: Callable | None = None, runs: int | None = None, before_build: Callable | None = None):
         from edgec.devices.deploy import choose_mode
 
         self.model, self.device, self.t = Path(model), device, t
@@ -345,6 +345,7 @@ class Tuner:
         self.db = db or TuningDB()
         # (candidate name, transport, its remote output files): called between the run and the check
         self.after_run = after_run
+        self.before_build = before_build  # (program's project folder): called after writing it, before make
         self.runs = runs
         self.programs = 0  # measurement programs built (one per measured layer)
         self.t0 = time.monotonic()
@@ -370,6 +371,7 @@ class Tuner:
         from edgec.codegen import variants
         from edgec.codegen.project import emit_model
         from edgec.codegen.targets import get_target
+        from edgec.files import cache_lock
 
         target = get_target(self.device.target)
         path = self.work / f"{re.sub(r'[^A-Za-z0-9]+', '_', job.signature)[:80]}.onnx"
@@ -400,11 +402,12 @@ class Tuner:
             return None, "budget"
         inputs, want = self._reference(path)
         self.progress("program", candidates=len(live))
-        from edgec.files import cache_lock
-
         ws = self._workspace()
         with cache_lock(ws):  # another tune of the same target writes and builds there too
-            dep = self._deploy(self._program(ws, live), path)
+            project = self._program(ws, live)
+            if self.before_build is not None:
+                self.before_build(project)
+            dep = self._deploy(project, path)
         err = self._run(dep, live, inputs, want)
         if err:
             return None, err
@@ -635,6 +638,7 @@ def _choose_source_model(jobs: list[Job], pool: list[Record]) -> str | None:
 def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BUDGET, transfer_only: bool = False,
          mode: str = "auto", input_shapes: dict | None = None, progress: Progress | None = None,
          db: TuningDB | None = None, after_run: Callable | None = None, runs: int | None = None,
+         before_build: Callable | None = None,
          final_bench: bool = True) -> dict:
     """Tune (or transfer-tune) a model's layers on a device; returns the report (see docs/tuning.md)."""
     model = Path(model)
@@ -643,7 +647,7 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
     if budget <= 0:
         raise EdgecError(f"--budget must be positive, got {budget}")
     tu = Tuner(model, device, t, threads=threads, mode=mode, budget=budget, input_shapes=input_shapes,
-               progress=progress, db=db, after_run=after_run, runs=runs)
+               progress=progress, db=db, after_run=after_run, runs=runs, before_build=before_build)
     try:
         return _tune(tu, model, device, threads, budget, transfer_only, input_shapes, final_bench)
     finally:  # the extracted layer models; records and builds stay

@@ -181,6 +181,24 @@ def test_each_layer_is_one_program_holding_every_candidate(env, models, tmp_path
     assert {o: o.stat().st_mtime_ns for o in work.glob("obj/*/runtime/**/*.o")} == stamp  # not compiled again
 
 
+def test_a_candidate_that_crashes_the_program_is_rejected_and_the_others_measured(env, models, tmp_path):
+    """A fault put into one candidate's generated code before the build: the program dies in that candidate,
+    which is rejected, and the program runs again without it."""
+    def crash(project):
+        src = (project / "cand1.c").read_text()
+        head = "int cand1_run(void *workspace, const void *const *in, void *const *out)\n{\n"
+        assert head in src
+        (project / "cand1.c").write_text(src.replace(head, head + "    __builtin_trap();\n"))
+
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
+        rep = tune(models["dw"], dev, t, db=db, final_bench=False, before_build=crash)
+    rec = rep["layers"][0]["record"]
+    crashed = [t for t in rec["trials"] if t.get("rejected", "").startswith("crashed with SIG")]
+    assert len(crashed) == 1 and "ms" not in crashed[0] and crashed[0]["variant"] != "default"
+    assert rec["variant"] == "default" and rec["default_ms"] > 0
+
+
 def test_compile_uses_the_records_and_no_tuning_ignores_them(tuned_a, env, models, tmp_path):
     rc, out, err = run_cli("compile", str(models["a"]), "-o", str(tmp_path / "t"), "--json")
     assert rc == 0, err
