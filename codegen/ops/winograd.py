@@ -76,19 +76,19 @@ def tile_unit(mr: int, nr: int) -> int:
 
 def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
     """TB (tiles per work item, in MR strips), KB (output channels per GEMM pass, in NR panels), KSPLIT, KC.
-    U (alpha^2 x the weights) is streamed once per tile block, so blocks are large: all of V (alpha^2
-    slices of TB x Cpg, written by the input transform, read back one slice at a time while each U panel
-    runs against the slice's strips, so a slice is what must stay close) within 2x L2; M within L2, in
-    equal KB passes. More items than threads when the layer has the tiles or channels; KC x NR of U (the
-    GEMMs' B panel) in half of L1. (128ch 28x28 F(4,3), 512 KB L2: one block of 54 tiles, 2 passes of 64
-    channels; its GEMMs 0.71 -> 0.68-0.69 ms against blocks of 12 tiles in half of L2.)"""
+    V of a block (alpha^2 x TB x Cpg, written by the input transform, read back by the GEMMs) in half of L2;
+    M in L2, in as few equal KB passes as that allows (one pass re-reads V per pass). More items than threads
+    when the layer has the tiles or channels; KC x NR of U (the GEMMs' B panel) in half of L1. Measured on
+    Zen 3 (512 KB L2), GEMMs alone: 128ch 28x28 F(4,3) 0.71 ms with two passes of 64 channels, 0.70 with one
+    of 128; one block of all 54 tiles (V in 2x L2, U streamed once) 0.68-0.69, but the same rule made 256ch
+    14x14 F(4,3) 1.26 ms against 0.93-0.95 with V in half of L2."""
     a2 = (m + 2) ** 2
     cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
     np_k = -(-kpg // nr) * nr
     tiles = -(-g["Ho"] // m) * -(-g["Wo"] // m)
     panels = -(-tiles // mr)  # tile strips
     l2 = target.l2_bytes
-    np_ = max(1, min(panels, 2 * l2 // (a2 * cpg * mr * 4)))
+    np_ = max(1, min(panels, (l2 // 2) // (a2 * cpg * mr * 4)))
     nblocks = -(-panels // np_)
     items = g["N"] * g["G"] * nblocks
     if threads > 1 and items < 2 * threads:  # more blocks while that adds no padded panel

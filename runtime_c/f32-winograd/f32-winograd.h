@@ -55,7 +55,7 @@ static inline double f32_winograd_now(void) {
  * phase planes (padded value (i, tw*m + j) at p[(j % m)*ps + i*q + tw + j/m]); value xi of tile tw
  * is stored at v[xi*vs + tw]. SIMD variants load and store whole vectors: up to EC_VL - 1 floats
  * after the n values of each xi may be overwritten, and as many after each row's n values read
- * (the phase planes end in F32_WINOGRAD_XP_PAD zeros; masked loads made the transform ~1.3x slower). */
+ * (the phase planes end in F32_WINOGRAD_XP_PAD zeros; masked loads made the transform ~1.13x slower). */
 #define F32_WINOGRAD_IN_DECL(name)                                                              \
   void name(size_t n, const float *EC_RESTRICT p, size_t ps, size_t q, float *EC_RESTRICT v,   \
             size_t vs)
