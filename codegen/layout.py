@@ -1,9 +1,9 @@
 """Layout pass: NCHW or channel-blocked NCHWc per region of the lowered graph.
 
 A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
-depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 dense convs (fused epilogue and
-residual included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite
-Mul by an [N,C,1,1] tensor, and standalone activations. Inside a chosen region every tensor is
+depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 convs, dense or grouped with whole blocks
+of channels per group (fused epilogue and residual included), MaxPool/AveragePool, GlobalAveragePool,
+same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1] tensor, and standalone activations. Inside a chosen region every tensor is
 blocked (c = the target's f32 vector lanes); each region edge gets one LayoutReorder node: into the
 region for every NCHW tensor it reads, out of it for every tensor read outside it or returned by
 the graph. Graph inputs and outputs stay NCHW.
@@ -59,9 +59,12 @@ def kind(n: Node, target=None) -> str | None:
             return None
         if g["G"] == g["C"] == g["K"]:
             return "dw"
-        if g["G"] == 1 and g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
+        if g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
                 and (g["Ho"], g["Wo"]) == (g["H"], g["W"]):
-            return None if _sparse(n, g, target) else "1x1"
+            if g["G"] == 1:
+                return None if _sparse(n, g, target) else "1x1"
+            c = block_width(target) if target is not None else 0  # grouped: whole blocks per group
+            return "1x1" if c and (g["C"] // g["G"]) % c == 0 and (g["K"] // g["G"]) % c == 0 else None
         return None
     if n.op in ("MaxPool", "AveragePool"):
         x = n.input(0)

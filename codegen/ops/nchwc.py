@@ -69,7 +69,7 @@ def emit_reorder(node: Node, ctx: EmitContext) -> str:
 
 
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
-    """Depthwise (any window) or 1x1 stride-1 dense conv, blocked in and out."""
+    """Depthwise (any window) or 1x1 stride-1 conv (dense, or grouped in whole blocks), blocked in and out."""
     from edgec.codegen.ops.conv import epilogue_fields
     x, y = node.inputs[0], node.outputs[0]
     b = y.block
@@ -90,17 +90,18 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         pc = max(1, -(-g["Ho"] // per))
         items = N * cb * -(-g["Ho"] // pc)
         fn, algo = f"f32_nchwc_dwconv__{isa}", f"dwconv-nchwc-{g['KH']}x{g['KW']}-{isa}"
-    elif g["G"] == 1 and g["KH"] == g["KW"] == 1:
-        kb = _blocks(K, b)
-        wp = np.zeros((kb * b, C), np.float32)
-        wp[:K] = w.reshape(K, C)
-        wp = np.ascontiguousarray(wp.reshape(kb, b, C).transpose(0, 2, 1))  # [K/c][C][c]
+    elif g["KH"] == g["KW"] == 1 and (g["G"] == 1 or (C // g["G"] % b == 0 and K // g["G"] % b == 0)):
+        kb, cpg = _blocks(K, b), C // g["G"]
+        wp = np.zeros((kb * b, cpg), np.float32)
+        wp[:K] = w.reshape(K, cpg)
+        wp = np.ascontiguousarray(wp.reshape(kb, b, cpg).transpose(0, 2, 1))  # [K/c][C/G][c]
         hw = g["Ho"] * g["Wo"]
         pairs = -(-kb // 2)
         per = max(1, -(-_par.CHUNKS // (N * pairs)))
         pc = max(PT, -(-(-(-hw // per)) // PT) * PT)
         items = N * pairs * -(-hw // pc)
-        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}"
+        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
+            f"-g{g['G']}" if g["G"] > 1 else "")
     else:
         raise EdgecError(f"internal: node {node.name} (Conv) has no channel-blocked kernel")
     wptr = ctx.weight(f"nchwc-w-{b}:{node.name}", wp)
@@ -108,7 +109,8 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
              why=f"channel-blocked region: {b} channels per vector, taps and epilogue at full width")
     keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
     shape = ", ".join(f"{g[k]}u" for k in keys.split())
-    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {fn}}};\n"
+    groups = 1 if g["G"] == C == K else g["G"]  # depthwise ignores it
+    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {fn}}};\n"
             f"const f32_nchwc_conv_args A = {{{ctx.ptr(x)}, {ctx.ptr(y)}, {wptr}, "
             f"{epilogue_fields(node, ctx, bias)}}};\n"
             f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")

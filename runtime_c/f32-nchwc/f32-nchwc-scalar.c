@@ -20,12 +20,15 @@ void f32_nchwc_conv1x1__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_co
   const size_t CB = s->CB, HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, CB);
   const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k0 = item / np % kpairs * 2;
   const size_t p0 = item % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC), cbn = EC_DIV_UP(s->C, CB);
+  const size_t cpg = s->C / s->G, kpg = s->K / s->G;
   for (size_t k = k0; k < EC_MIN(kb, k0 + 2); k++)
   for (size_t p = p0; p < p1; p++)
     for (size_t l = 0; l < CB; l++) {
       float acc = a->bias[k * CB + l];
-      for (size_t c = 0; c < s->C; c++)
-        acc += a->x[((n * cbn + c / CB) * HW + p) * CB + c % CB] * a->w[(k * s->C + c) * CB + l];
+      /* the group's first input channel (grouped: K = G*Kpg has no pad lanes) */
+      const size_t c0 = s->G > 1 ? (k * CB + l) / kpg * cpg : 0;
+      for (size_t c = 0; c < cpg; c++)
+        acc += a->x[((n * cbn + (c0 + c) / CB) * HW + p) * CB + (c0 + c) % CB] * a->w[(k * cpg + c) * CB + l];
       const size_t o = ((n * kb + k) * HW + p) * CB + l;
       a->y[o] = ec_epi_value(acc, a->res ? a->res + o : NULL, a->res_before_act, a->act);
     }

@@ -45,12 +45,12 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
   }
 }
 
-/* pt pixels x kt (1 or 2) output blocks; constants after inlining, so the accumulators stay in registers */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
-                                              const float *x, const float *w, const float *bias, float *y,
-                                              const float *res, size_t HW, size_t kstride, const size_t pt,
-                                              const size_t kt) {
-  const size_t C = s->C, cbn = EC_DIV_UP(C, (size_t)EC_VL);
+/* pt pixels x kt (1 or 2) output blocks over C input channels; constants after inlining, so the
+ * accumulators stay in registers */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *w,
+                                              const float *bias, float *y, const float *res, size_t C, size_t HW,
+                                              size_t kstride, const size_t pt, const size_t kt) {
+  const size_t cbn = EC_DIV_UP(C, (size_t)EC_VL);
   ec_v acc[NCHWC_PT][2];
   const ec_v b0 = ec_vld(bias), b1 = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();
   NCHWC_UNROLL
@@ -79,32 +79,38 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_shape *s, const
   }
 }
 
-/* item = (n, pair of output blocks, chunk of PC pixels) */
-void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
-  const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
-  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item / np % kpairs * 2;
-  const size_t p0 = item % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
-  const size_t kt = k + 1 < kb ? 2 : 1, cbn = EC_DIV_UP(s->C, (size_t)EC_VL), kstride = s->C * EC_VL;
-  const float *x = a->x + n * cbn * HW * EC_VL, *w = a->w + k * kstride, *bias = a->bias + k * EC_VL;
+/* output blocks k (and k + 1 when kt = 2, same group) of image n over pixels [p0, p1) */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
+                                                size_t n, size_t k, const size_t kt, size_t p0, size_t p1) {
+  const size_t HW = s->Ho * s->Wo, kb = EC_DIV_UP(s->K, (size_t)EC_VL), cpg = s->C / s->G;
+  /* groups: whole blocks of Cpg and Kpg channels (the layout pass checks it) */
+  const size_t grp = s->G > 1 ? k * EC_VL / (s->K / s->G) : 0, kstride = cpg * EC_VL;
+  const float *x = a->x + (n * EC_DIV_UP(s->C, (size_t)EC_VL) + grp * cpg / EC_VL) * HW * EC_VL;
+  const float *w = a->w + k * kstride, *bias = a->bias + k * EC_VL;
   const size_t yoff = (n * kb + k) * HW * EC_VL;
   float *y = a->y + yoff;
   const float *res = a->res ? a->res + yoff : NULL;
   size_t p = p0;
-  if (kt == 2) {
-    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
-                                   kstride, NCHWC_PT, 2);
-    for (; p < p1; p++)
-      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
-                                   kstride, 1, 2);
-  } else {
-    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
-                                   kstride, NCHWC_PT, 1);
-    for (; p < p1; p++)
-      NCHWC_FN(f32_nchwc_1x1_tile)(s, a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW,
-                                   kstride, 1, 1);
+  for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
+    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, cpg, HW,
+                                 kstride, NCHWC_PT, kt);
+  for (; p < p1; p++)
+    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, cpg, HW,
+                                 kstride, 1, kt);
+}
+
+/* item = (n, pair of output blocks, chunk of PC pixels); a pair split by a group boundary runs one by one */
+void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
+  const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
+  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item / np % kpairs * 2;
+  const size_t p0 = item % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
+  const size_t kpg = s->K / s->G;
+  if (k + 1 < kb && (s->G == 1 || k * EC_VL / kpg == (k + 1) * EC_VL / kpg)) {
+    NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, 2, p0, p1);
+    return;
   }
+  NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, 1, p0, p1);
+  if (k + 1 < kb) NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k + 1, 1, p0, p1);
 }
 
 /* item = (n, channel block, PC output rows). Interior columns (every kw inside the row) run four

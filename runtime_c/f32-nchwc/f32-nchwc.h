@@ -17,7 +17,8 @@ typedef struct {
 } f32_nchwc_reorder_shape;
 typedef void (*f32_nchwc_reorder_fn)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);
 
-/* ---- conv: 1x1 stride-1 dense (weights [ceil(K/CB)][C][CB]) or depthwise (weights
+/* ---- conv: 1x1 stride-1 dense or grouped with whole blocks per group (weights [ceil(K/CB)][C/G][CB]),
+ * or depthwise (weights
  * [ceil(C/CB)][KH*KW][CB]); bias [ceil(K/CB)*CB]; pad lanes of weights and bias are zero. ------- */
 typedef struct f32_nchwc_conv_shape f32_nchwc_conv_shape;
 typedef struct {
@@ -36,6 +37,7 @@ struct f32_nchwc_conv_shape {
   size_t KH, KW, SH, SW, DH, DW, PT, PL;
   size_t CB;
   size_t PC; /* 1x1: pixels per item; depthwise: output rows per item */
+  size_t G;  /* 1x1 groups: C/G and K/G multiples of CB */
   f32_nchwc_conv_fn fn;
 };
 

@@ -124,7 +124,19 @@ def pools_and_pads(path):
                                          g.conv(e, 12, 5)])
 
 
-CASES = {"mixed": mixed, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge,
+def grouped_1x1(path):
+    """ShuffleNet-style unit without the shuffle: grouped 1x1 (whole blocks per group; 1 and 3 blocks per group,
+    so output-block pairs straddle groups), depthwise, grouped 1x1 with the residual Add and Relu."""
+    b = LANES or 4
+    g = G(7)
+    c = 6 * b
+    x = g.conv(g.conv("x", 3, c, k=3, pad=1), c, c, k=1, group=6)
+    t = g.conv(g.conv(x, c, c, k=3, group=c, pad=1), c, c, k=1, group=2)
+    y = g.op("Relu", [g.op("Add", [t, x])])
+    return g.save(path, [1, 3, 9, 11], [y])
+
+
+CASES = {"mixed": mixed, "grouped_1x1": grouped_1x1, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge,
          "output_in_region": output_in_region,
          "residual_edge": residual_edge, "graph_input_in_region": graph_input_in_region}
 
@@ -151,6 +163,8 @@ def test_graphs_match_onnxruntime_in_both_layouts(case, mode, tmp_path):
     if mode == "nchwc":
         assert any(l["op"] == "Conv" and l["algo"].startswith("dwconv-nchwc") for l in blocked)
         assert any(l["op"] == "LayoutReorder" for l in blocked)
+        if case == "grouped_1x1":
+            assert sum(l["algo"].startswith("conv1x1-nchwc") and "-g" in l["algo"] for l in blocked) == 2
 
 
 @needs_vectors
