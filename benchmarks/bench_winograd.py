@@ -81,17 +81,19 @@ def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winog
             defs = dict(XC=c, XK=c, XH=hw, XW=hw, XM=m, XTB=b["TB"], XKB=b["KB"], XKC=b["KC"], XMR=mr, XNR=nr,
                         XTA=winograd.tile_unit(mr, nr), XUK=gk.name, XIN=wk.params["in"], XOUT=wk.params["out"])
             exe = tmp / f"wsplit-{c}-{hw}-{m}"
-            subprocess.run([target.cc, "-O3", "-std=c11", *target.cflags, f"-I{rt}", *(f"-D{k}={v}" for k, v in defs.items()),
-                            str(Path(__file__).resolve().parent / "c" / "f32_winograd_split.c"), str(rt / gk.file),
-                            str(rt / wk.file), str(rt / "ec_threadpool.c"), "-o", str(exe), "-lm", "-lpthread"], check=True)
-            pack, tin, gemm, tout, cin, cout = map(float, subprocess.run([str(exe)], capture_output=True, text=True,
-                                                                        check=True).stdout.split())
+            srcs = [Path(__file__).resolve().parent / "c" / "f32_winograd_split.c", rt / gk.file, rt / wk.file,
+                    rt / "ec_threadpool.c"]
+            subprocess.run([target.cc, "-O3", "-std=c11", *target.cflags, f"-I{rt}",
+                            *(f"-D{k}={v}" for k, v in defs.items()), *map(str, srcs), "-o", str(exe), "-lm",
+                            "-lpthread"], check=True)
+            out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+            pack, tin, gemm, tout, cin, cout = map(float, out.split())
             tiles = (-(-hw // m)) ** 2
             flops = 2 * (m + 2) ** 2 * c * c * tiles
             total = pack + tin + gemm + tout
-            row = [name, f"F({m},3)", f"{b['TB']} x {b['KB']}", f"{pack:.3f}", f"{tin:.3f}", f"{gemm:.3f}", f"{tout:.3f}",
-                   f"{total:.3f}", f"{100 * flops / gemm / 1e6 / peak:.0f}%", f"{tin / cin:.1f}x", f"{tout / cout:.1f}x",
-                   f"{100 * gemm / total:.0f}%"]
+            row = [name, f"F({m},3)", f"{b['TB']} x {b['KB']}", f"{pack:.3f}", f"{tin:.3f}", f"{gemm:.3f}",
+                   f"{tout:.3f}", f"{total:.3f}", f"{100 * flops / gemm / 1e6 / peak:.0f}%", f"{tin / cin:.1f}x",
+                   f"{tout / cout:.1f}x", f"{100 * gemm / total:.0f}%"]
             print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
 
 

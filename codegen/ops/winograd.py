@@ -5,7 +5,8 @@ override picks it. Offline here: U = G g G^T per (output, input) channel pair in
 GEMM's B operand, one matrix per transformed position xi: [G][alpha^2][ceil(Kpg/NR)][Cpg][NR]. At run
 time the driver packs the input into column phases, transforms blocks of TB tiles into packed A strips
 (tiles are the GEMM's rows) and runs alpha^2 GEMMs on the target's f32-gemm microkernel; the output
-transform, vectorised over output channels, applies the epilogue and writes NCHW. The matrices are the ones of runtime_c/f32-winograd/f32-winograd-scalar-tmpl.h.
+transform, vectorised over output channels, applies the epilogue and writes NCHW. The matrices are the
+ones of runtime_c/f32-winograd/f32-winograd-scalar-tmpl.h.
 """
 
 from __future__ import annotations

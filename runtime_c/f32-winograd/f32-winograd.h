@@ -290,7 +290,8 @@ EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_
     return;
   }
   const size_t T = s->TH * s->TW, threads = (size_t)ec_pool_threads(pool);
-  f32_winograd_job j = {s, a, ec_even_blocks(EC_DIV_UP(T, s->MR), EC_DIV_UP(T, s->TB), s->N * s->G * s->KSPLIT, threads)};
+  const size_t nb = ec_even_blocks(EC_DIV_UP(T, s->MR), EC_DIV_UP(T, s->TB), s->N * s->G * s->KSPLIT, threads);
+  f32_winograd_job j = {s, a, nb};
   (void)n;
   ec_parallel_for(pool, planes, EC_MAX(1, planes / (4 * threads)), f32_winograd_pack_task, &j);
   ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * s->KSPLIT, 1, f32_winograd_task, &j);
