@@ -161,6 +161,7 @@ def edges(g: Graph, region: list[Node]) -> tuple[list[Tensor], list[Tensor]]:
 
 
 def pays(g: Graph, region: list[Node]) -> bool:
+    """layout=auto: a depthwise conv inside, and more nodes than tensors to reorder at the edges."""
     ins, outs = edges(g, region)
     return any(kind(n) == "dw" for n in region) and len(region) > len(ins) + len(outs)
 
@@ -211,8 +212,3 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
                 nodes.append(reorder(b, t))
     g.nodes = nodes
     return g
-
-
-def layouts(g: Graph) -> dict[str, str]:
-    """Layout of every node's output, by node name (for tests and --explain)."""
-    return {n.name: n.outputs[0].layout for n in g.nodes if n.outputs and n.outputs[0] is not None}
