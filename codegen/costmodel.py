@@ -121,40 +121,39 @@ def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
 # Winograd F(m,3) vs direct 3x3 stride-1 convs, in units of one MAC of the packed GEMM microkernel.
 # Measured on Zen 3 (AVX2, 1 thread; benchmarks in docs/benchmarks.md): the indirect stride-1 GEMM runs
 # at 1/2.6 of the packed GEMM's MAC rate once its B panel (9*Cpg rows of NR) outgrows L1 (strided rows
-# across padded planes), at ~1/1.2 while it fits, like the spatial pack (plus its im2col); one transformed input value costs ~21 MACs, one output value ~13 (scalar
-# interleave into NCHW included), one phase-packed input element ~37 (scalar strided copy); streaming a
-# byte of weights from memory ~10, ~2 again from L3 (a layer costs the larger of compute and weight traffic).
+# across padded planes), at ~1/1.2 while it fits, like the spatial pack (plus its im2col); one transformed
+# input value costs ~25 MACs, one output value ~13 (bias and activation included), one phase-packed input
+# element ~28; streaming a byte of weights from memory ~10, ~2 again from L3 (a layer costs the larger of
+# compute and weight traffic).
 # Other ISAs: the same ratios, not measured.
 WINOGRAD_M = (2, 4, 6)
 _DIRECT_RATE = {"s1": 2.6, "pack": 1.2, "gspc": 1.7}
-_WG_IN, _WG_OUT, _WG_PACK, _BYTE = 21.0, 13.0, 37.0, 10.0
+_WG_IN, _WG_OUT, _WG_PACK, _BYTE = 25.0, 13.0, 28.0, 10.0
 _BYTE_L3, _L3_SHARE = 2.0, 4 << 20  # repeated passes over weights that stay in (a share of) L3
 _CALL = 12  # MAC-equivalents per microkernel call beyond its K loop (tile load/store)
 
 
 def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
-    """Estimated cost (packed-GEMM MAC units) of F(m,3) on layer g, and its multiply reduction."""
+    """Estimated cost (packed-GEMM MAC units) of F(m,3) on layer g, and its multiply reduction.
+    The multiplies run tiles as the GEMMs' rows (MR strips) and output channels as columns (NR panels)."""
+    from edgec.codegen.ops.winograd import blocking
+
     a2 = (m + 2) ** 2
     cpg, kpg, n, groups = g["C"] // g["G"], g["K"] // g["G"], g["N"], g["G"]
-    mp = -(-kpg // mr) * mr
+    np_k = -(-kpg // nr) * nr
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     tiles = th * tw
-    tpad = -(-tiles // nr) * nr
-    gemm = n * groups * a2 * mp * tpad * (cpg + _CALL)
+    tpad = -(-tiles // mr) * mr
+    gemm = n * groups * a2 * np_k * tpad * (cpg + _CALL)
     trans = n * (g["C"] * tiles * a2 * _WG_IN + g["K"] * tiles * a2 * _WG_OUT
                  + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
-    u_bytes = 4 * groups * a2 * mp * cpg
-    passes = n * -(-tpad // _tb_hint(target, a2, cpg, nr, tpad))  # U is streamed once per tile block
+    u_bytes = 4 * groups * a2 * np_k * cpg
+    passes = n * blocking(target, g, m, mr, nr, 1)["nblocks"]  # U is streamed once per tile block
     weights = u_bytes * (_BYTE + (passes - 1) * (_BYTE_L3 if u_bytes <= _L3_SHARE else _BYTE))
     direct_macs = n * g["K"] * cpg * 9 * g["Ho"] * g["Wo"]
     wino_macs = n * g["K"] * cpg * a2 * tiles
     return {"cost": max(gemm + trans, weights), "gemm": gemm, "transforms": trans,
             "weight_bytes": u_bytes, "mult_reduction": direct_macs / wino_macs}
-
-
-def _tb_hint(target, a2: int, cpg: int, nr: int, tpad: int) -> int:
-    """Tiles per block the emitter will use (codegen/ops/winograd.blocking, one thread)."""
-    return min(tpad, max(1, (target.l2_bytes // 2) // (a2 * cpg * nr * 4)) * nr)
 
 
 def direct_estimate(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> dict:
