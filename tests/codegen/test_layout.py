@@ -305,3 +305,17 @@ def test_sparse_1x1_stays_outside_regions(tmp_path):
     layers = compile_model(model, tmp_path / "c", options=opts).layers
     assert [l["algo"].split("-")[0] for l in layers if l["op"] == "Conv"][-1] == "spmm"
     assert sum(l["algo"].startswith("dwconv-nchwc") for l in layers) == 2
+
+
+def test_reorder_op_in_a_model_is_refused(tmp_path):
+    """LayoutReorder exists only between layouts edgec chose; a model naming it gets one clear error."""
+    node = helper.make_node("LayoutReorder", ["x"], ["y"], to="nchwc")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 2, 2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "m.onnx")
+    with pytest.raises(EdgecError) as e:
+        compile_model(tmp_path / "m.onnx", tmp_path / "c")
+    assert "LayoutReorder" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "c" / "model.c").exists()
