@@ -319,3 +319,13 @@ def test_reorder_op_in_a_model_is_refused(tmp_path):
         compile_model(tmp_path / "m.onnx", tmp_path / "c")
     assert "LayoutReorder" in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "c" / "model.c").exists()
+
+
+def test_avx512_blocked_project_builds(tmp_path):
+    """The 16-lane blocks, built with -Werror (run only on AVX-512 hosts: the graph tests cover it there)."""
+    from edgec.codegen import build_project
+    b = compile_model(mixed(tmp_path / "m.onnx"), tmp_path / "c",
+                      options=CompileOptions(target="x86_64-avx512", layout="nchwc"))
+    assert any(l.get("details", {}).get("layout") == "nchw16c" for l in b.layers)
+    build_project(tmp_path / "c", "x86_64-avx512", cflags=STRICT)
+    assert (tmp_path / "c" / "runner").exists()
