@@ -11,7 +11,8 @@ the graph. Graph inputs and outputs stay NCHW.
 Whether a region is blocked (layout=auto): it must hold a depthwise conv, whose NCHW kernels either
 run a plane per channel with row tails or transpose into blocks and back per layer, and have more
 nodes than edges, so the reorders replace more per-layer work than they add. layout=nchwc blocks
-every region (tests, benchmarks), layout=nchw none. The generic target (1-lane vectors) stays NCHW.
+every region (tests, benchmarks), layout=nchw none. The generic target (1-lane vectors) stays NCHW, and so
+do convs a tuning record covers (their variant was measured in NCHW).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def kind(n: Node, target=None) -> str | None:
             return None
         if n.attr("ec_f16_weights"):  # fp16-stored weights: their own kernels and conversions
             return None
+        if _tuned(n):  # a device measured this layer's variants (in NCHW): keep what it chose
+            return None
         from edgec.codegen.ops.conv import geometry
         try:
             g = geometry(n)
@@ -88,6 +91,16 @@ def kind(n: Node, target=None) -> str | None:
         from edgec.codegen.fuse import activation_of
         return "act" if activation_of(n) is not None and n.epilogue.empty else None
     return None
+
+
+def _tuned(n: Node) -> bool:
+    """Whether a tuning record of the compile in progress forces this layer's variant."""
+    from edgec.codegen import options, variants
+    opts = options.active()
+    if not opts.tuned:
+        return False
+    sig = variants.signature(n, opts.threads)
+    return sig is not None and opts.tuned_for(sig) is not None
 
 
 def _sparse(n: Node, g: dict, target) -> bool:

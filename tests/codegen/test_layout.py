@@ -329,3 +329,18 @@ def test_avx512_blocked_project_builds(tmp_path):
     assert any(l.get("details", {}).get("layout") == "nchw16c" for l in b.layers)
     build_project(tmp_path / "c", "x86_64-avx512", cflags=STRICT)
     assert (tmp_path / "c" / "runner").exists()
+
+
+@needs_vectors
+def test_tuned_layer_keeps_its_measured_variant(tmp_path):
+    """A conv with a tuning record stays NCHW and runs the recorded variant; its neighbours stay blocked."""
+    from edgec.codegen import variants
+    model = mixed(tmp_path / "m.onnx")
+    dw = next(n for n in lower_file(model).nodes if n.op == "Conv" and n.attr("group", 1) > 1)
+    opts = CompileOptions(layout="nchwc", tuned=((variants.signature(dw, 1), "dw=plane", "measured here"),))
+    layers = compile_model(model, tmp_path / "c", options=opts).layers
+    tuned = [l for l in layers if l.get("details", {}).get("tuned")]
+    assert len(tuned) == 1 and tuned[0]["algo"].startswith("dwconv-3x3") and "layout" not in tuned[0]["details"]
+    assert any(l["algo"].startswith("dwconv-nchwc") for l in layers)
+    r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-5, options=opts)
+    assert r.ok, r.outputs
