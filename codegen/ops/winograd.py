@@ -70,6 +70,10 @@ def pack_u(u: np.ndarray, groups: int, nr: int) -> np.ndarray:
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
+# Largest V of every tile (bytes of arena) for the phase-parallel split; the layers that need it have few tiles.
+PHASE_MAX_BYTES = 4 << 20
+
+
 def tile_unit(mr: int, nr: int) -> int:
     """Tiles per packed strip of V (f32_winograd_tmp_floats' last argument): tiles are the GEMMs' rows."""
     return mr
@@ -130,14 +134,19 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     xp = ctx.scratch((g["N"] * g["C"] * m * hp * q + 32) * 4)  # f32_winograd_xp_floats (F32_WINOGRAD_XP_PAD)
     a2, pad = (m + 2) ** 2, 16  # F32_WINOGRAD_PAD
     per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // tile_unit(mr, nr) + 2) * pad)  # f32_winograd_tmp_floats
-    tmp = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
+    # V of every tile ahead of the per-thread slices (f32_winograd_vall_floats): the driver's phase-parallel
+    # split for layers whose strips do not share out among the threads; not for maps whose V alone is large
+    strips = -(-th * tw // mr)
+    vall = g["N"] * g["G"] * a2 * (strips * (cpg * mr + pad) + pad)
+    phase = int(options.active().threads > 1 and vall * 4 <= PHASE_MAX_BYTES)
+    tmp = ctx.scratch((kernels.SCRATCH_THREADS * per + phase * vall) * 4)
     ctx.require(gk.file, wk.file, "f32-winograd/f32-winograd.h")
     ctx.note(algo=f"winograd-f{m}3-{gk.tile}-{gk.isa}", macs=macs, kernel=f"{wk.name} + {gk.name}",
              tb=b["TB"], kb=b["KB"], ksplit=b["KSPLIT"], kc=b["KC"], why=choice.why, **choice.estimates)
     shape = _shape_init(g, "N C H W K Ho Wo G PT PL")
     return (f"static const f32_winograd_shape S = {{{shape}, {m}u, {th}u, {tw}u, {hp}u, {q}u, {b['TB']}u, "
             f"{b['KB']}u, {b['KSPLIT']}u, {mr}u, {nr}u, {b['KC']}u, {gk.name}, {wk.params['in']}, "
-            f"{wk.params['out']}}};\n"
+            f"{wk.params['out']}, {phase}u}};\n"
             f"const f32_winograd_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){xp}, (float *){tmp}}};\n"
             f"f32_winograd_run(&S, &A, {ctx.pool});\n")

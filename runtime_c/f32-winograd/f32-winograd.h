@@ -102,6 +102,7 @@ typedef struct {
   f32_gemm_ukernel_fn uk;
   f32_winograd_in_fn tin;
   f32_winograd_out_fn tout;
+  size_t PHASE;       /* nonzero: tmp starts with V of every tile (phase-parallel split allowed) */
 } f32_winograd_shape;
 
 typedef struct {
@@ -113,7 +114,7 @@ typedef struct {
   int res_before_act;
   ec_act act;
   float *xp;  /* f32_winograd_xp_floats */
-  float *tmp; /* threads x f32_winograd_tmp_floats: V then M */
+  float *tmp; /* [f32_winograd_vall_floats if PHASE] then threads x f32_winograd_tmp_floats: V then M */
 } f32_winograd_args;
 
 static inline size_t f32_winograd_xp_floats(size_t N, size_t C, size_t m, size_t HP, size_t Q) {
@@ -123,6 +124,11 @@ static inline size_t f32_winograd_xp_floats(size_t N, size_t C, size_t m, size_t
 /* V and M of one thread (TB a multiple of MR) */
 static inline size_t f32_winograd_tmp_floats(size_t m, size_t Cpg, size_t KB, size_t TB, size_t MR) {
   return (m + 2) * (m + 2) * ((Cpg + KB) * TB + (TB / MR + 2) * F32_WINOGRAD_PAD);
+}
+
+/* V of every tile, per (n, group) [alpha^2][strips][Cpg*MR + PAD] (+ PAD per xi): the phase-parallel split */
+static inline size_t f32_winograd_vall_floats(size_t m, size_t N, size_t G, size_t Cpg, size_t T, size_t MR) {
+  return N * G * (m + 2) * (m + 2) * (EC_DIV_UP(T, MR) * (Cpg * MR + F32_WINOGRAD_PAD) + F32_WINOGRAD_PAD);
 }
 
 EC_INLINE size_t f32_winograd_items(const f32_winograd_shape *s) {
@@ -182,30 +188,12 @@ EC_INLINE void f32_winograd_pack_plane(const f32_winograd_shape *s, const f32_wi
   }
 }
 
-/* Work item `item` of the split into nblocks tile blocks (whole MR strips, at most TB tiles). */
-EC_INLINE void f32_winograd_item_nb(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid,
-                                    size_t item, size_t nblocks) {
-  const size_t m = s->M, A2 = (m + 2) * (m + 2), T = s->TH * s->TW, TB = s->TB, TW = s->TW;
-  const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, MR = s->MR, NR = s->NR, HoWo = s->Ho * s->Wo;
-  const size_t ks = item % s->KSPLIT;
-  size_t r = item / s->KSPLIT;
-  const size_t b = r % nblocks;
-  r /= nblocks;
-  const size_t g = r % s->G, n = r / s->G;
-  const size_t kchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->KSPLIT), NR);
-  const size_t k0 = ks * kchunk, k1 = EC_MIN(Kpg, k0 + kchunk);
-  if (k0 >= k1) return;
-  size_t p0, p1;
-  ec_block_range(EC_DIV_UP(T, MR), nblocks, b, &p0, &p1);
-  if (p0 >= p1) return;
-  const size_t t0 = p0 * MR, nt = EC_MIN(p1 * MR, T) - t0, KB = s->KB;
-  float *V = a->tmp + tid * f32_winograd_tmp_floats(m, Cpg, KB, TB, MR);
+/* Input transform of the nt tiles from t0 (a strip start) of (n, g) into V: strip stride Cpg*MR + PAD,
+ * xi stride vs. Whole-vector stores stay within these strips and the pad after the last. */
+EC_INLINE void f32_winograd_vin(const f32_winograd_shape *s, const f32_winograd_args *a, size_t n, size_t g,
+                                size_t t0, size_t nt, float *V, size_t vs) {
+  const size_t m = s->M, TW = s->TW, Cpg = s->C / s->G, MR = s->MR, ps = s->HP * s->Q;
   const size_t pst = Cpg * MR + F32_WINOGRAD_PAD; /* strip stride */
-  const size_t vs = TB / MR * pst + F32_WINOGRAD_PAD, ms = KB * TB + F32_WINOGRAD_PAD;
-  float *Mb = V + A2 * vs;
-
-  const size_t ps = s->HP * s->Q;
-  F32_WINOGRAD_MARK();
   /* runs of tiles within one tile row and one strip, the same for every channel: found once, in
    * batches (the divisions per run per channel cost as much as a third of the transform) */
   enum { RUNS = 64 };
@@ -226,8 +214,16 @@ EC_INLINE void f32_winograd_item_nb(const f32_winograd_shape *s, const f32_winog
       for (size_t r = 0; r < nr; r++) s->tin(rlen[r], plane + rsrc[r], ps, s->Q, vc + rdst[r], vs);
     }
   }
+}
 
-  F32_WINOGRAD_LAP(1);
+/* The alpha^2 GEMMs of the nt tiles from t0 whose V (strip 0 at V, xi stride vs) is ready, output
+ * channels [k0, k1) of group g in passes of KB, each pass's M (xi stride ms) transformed into y. */
+EC_INLINE void f32_winograd_gemm_out(const f32_winograd_shape *s, const f32_winograd_args *a, size_t n, size_t g,
+                                     size_t t0, size_t nt, size_t k0, size_t k1, size_t KB, const float *V,
+                                     size_t vs, float *Mb, size_t ms) {
+  const size_t m = s->M, A2 = (m + 2) * (m + 2), TW = s->TW;
+  const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, MR = s->MR, NR = s->NR, HoWo = s->Ho * s->Wo;
+  const size_t pst = Cpg * MR + F32_WINOGRAD_PAD;
   const size_t Np = EC_ROUND_UP(Kpg, NR);
   const float *ug = a->u + g * A2 * Np * Cpg;
   for (size_t kb0 = k0; kb0 < k1; kb0 += KB) {
@@ -258,6 +254,39 @@ EC_INLINE void f32_winograd_item_nb(const f32_winograd_shape *s, const f32_winog
   }
 }
 
+/* Per-thread V and M slices (after V of every tile when PHASE) */
+EC_INLINE float *f32_winograd_slice(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid) {
+  const size_t Cpg = s->C / s->G;
+  return a->tmp + (s->PHASE ? f32_winograd_vall_floats(s->M, s->N, s->G, Cpg, s->TH * s->TW, s->MR) : 0) +
+         tid * f32_winograd_tmp_floats(s->M, Cpg, s->KB, s->TB, s->MR);
+}
+
+/* Work item `item` of the split into nblocks tile blocks (whole MR strips, at most TB tiles). */
+EC_INLINE void f32_winograd_item_nb(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid,
+                                    size_t item, size_t nblocks) {
+  const size_t m = s->M, A2 = (m + 2) * (m + 2), T = s->TH * s->TW, TB = s->TB;
+  const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, MR = s->MR, NR = s->NR;
+  const size_t ks = item % s->KSPLIT;
+  size_t r = item / s->KSPLIT;
+  const size_t b = r % nblocks;
+  r /= nblocks;
+  const size_t g = r % s->G, n = r / s->G;
+  const size_t kchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->KSPLIT), NR);
+  const size_t k0 = ks * kchunk, k1 = EC_MIN(Kpg, k0 + kchunk);
+  if (k0 >= k1) return;
+  size_t p0, p1;
+  ec_block_range(EC_DIV_UP(T, MR), nblocks, b, &p0, &p1);
+  if (p0 >= p1) return;
+  const size_t t0 = p0 * MR, nt = EC_MIN(p1 * MR, T) - t0, KB = s->KB;
+  float *V = f32_winograd_slice(s, a, tid);
+  const size_t pst = Cpg * MR + F32_WINOGRAD_PAD; /* strip stride */
+  const size_t vs = TB / MR * pst + F32_WINOGRAD_PAD, ms = KB * TB + F32_WINOGRAD_PAD;
+  F32_WINOGRAD_MARK();
+  f32_winograd_vin(s, a, n, g, t0, nt, V, vs);
+  F32_WINOGRAD_LAP(1);
+  f32_winograd_gemm_out(s, a, n, g, t0, nt, k0, k1, KB, V, vs, V + A2 * vs, ms);
+}
+
 EC_INLINE void f32_winograd_item(const f32_winograd_shape *s, const f32_winograd_args *a, size_t tid,
                                  size_t item) {
   f32_winograd_item_nb(s, a, tid, item, EC_DIV_UP(s->TH * s->TW, s->TB));
@@ -267,6 +296,7 @@ typedef struct {
   const f32_winograd_shape *s;
   const f32_winograd_args *a;
   size_t nblocks;
+  size_t sg, pg; /* phase-parallel split: strips and NR panels per GEMM item */
 } f32_winograd_job;
 
 static inline void f32_winograd_pack_task(void *ctx, size_t begin, size_t end) {
@@ -277,6 +307,71 @@ static inline void f32_winograd_pack_task(void *ctx, size_t begin, size_t end) {
 static inline void f32_winograd_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_winograd_job *j = (const f32_winograd_job *)ctx;
   for (size_t i = begin; i < end; i++) f32_winograd_item_nb(j->s, j->a, tid, i, j->nblocks);
+}
+
+/* Phase-parallel split, for layers whose strips do not share out evenly as whole blocks (49 tiles in
+ * 9 strips of 6: 5 strips against 4 on two threads). The input transform of every strip goes to V of
+ * every tile (one item per strip), then items of (SG strips, PG NR panels) run the GEMMs and output
+ * transforms, a grid of equal items that does share out. Each strip's V and each output are the
+ * same operations in the same order as in the blocked split: results do not depend on the split. */
+EC_INLINE float *f32_winograd_vall(const f32_winograd_shape *s, const f32_winograd_args *a, size_t ng,
+                                   size_t *vs) {
+  const size_t A2 = (s->M + 2) * (s->M + 2), Cpg = s->C / s->G, strips = EC_DIV_UP(s->TH * s->TW, s->MR);
+  *vs = strips * (Cpg * s->MR + F32_WINOGRAD_PAD) + F32_WINOGRAD_PAD;
+  return a->tmp + ng * A2 * *vs;
+}
+
+static inline void f32_winograd_vin_task(void *ctx, size_t begin, size_t end) {
+  const f32_winograd_job *j = (const f32_winograd_job *)ctx;
+  const f32_winograd_shape *s = j->s;
+  const size_t T = s->TH * s->TW, MR = s->MR, strips = EC_DIV_UP(T, MR);
+  const size_t pst = (s->C / s->G) * MR + F32_WINOGRAD_PAD;
+  for (size_t i = begin; i < end; i++) {
+    const size_t st = i % strips, ng = i / strips;
+    size_t vs;
+    float *V = f32_winograd_vall(s, j->a, ng, &vs);
+    f32_winograd_vin(s, j->a, ng / s->G, ng % s->G, st * MR, EC_MIN(MR, T - st * MR), V + st * pst, vs);
+  }
+}
+
+static inline void f32_winograd_gemm_task(void *ctx, size_t tid, size_t begin, size_t end) {
+  const f32_winograd_job *j = (const f32_winograd_job *)ctx;
+  const f32_winograd_shape *s = j->s;
+  const size_t T = s->TH * s->TW, MR = s->MR, NR = s->NR, strips = EC_DIV_UP(T, MR), Kpg = s->K / s->G;
+  const size_t pst = (s->C / s->G) * MR + F32_WINOGRAD_PAD, panels = EC_DIV_UP(Kpg, NR);
+  const size_t ns = EC_DIV_UP(strips, j->sg), np = EC_DIV_UP(panels, j->pg), KB = j->pg * NR;
+  float *Mb = f32_winograd_slice(s, j->a, tid);
+  for (size_t i = begin; i < end; i++) {
+    const size_t pb = i % np, sb = i / np % ns, ng = i / np / ns;
+    const size_t s0 = sb * j->sg, s1 = EC_MIN(strips, s0 + j->sg);
+    size_t vs;
+    const float *V = f32_winograd_vall(s, j->a, ng, &vs);
+    f32_winograd_gemm_out(s, j->a, ng / s->G, ng % s->G, s0 * MR, EC_MIN(s1 * MR, T) - s0 * MR, pb * KB,
+                          EC_MIN(Kpg, (pb + 1) * KB), KB, V + s0 * pst, vs, Mb, KB * j->sg * MR + F32_WINOGRAD_PAD);
+  }
+}
+
+/* (strips, panels) per GEMM item for the phase-parallel split, or 0 when the blocked split is kept: it
+ * already shares out (strips a multiple of the thread count, or enough blocks that the tail is small)
+ * or the items' M would not fit a thread's slice. */
+EC_INLINE int f32_winograd_phase_split(const f32_winograd_shape *s, size_t threads, size_t *sg, size_t *pg) {
+  const size_t T = s->TH * s->TW, strips = EC_DIV_UP(T, s->MR), ng = s->N * s->G;
+  const size_t panels = EC_DIV_UP(s->K / s->G, s->NR), A2 = (s->M + 2) * (s->M + 2);
+  if (!s->PHASE || threads <= 1 || ng * strips % threads == 0 || ng * strips >= 8 * threads) return 0;
+  /* panel groups: the fewest (U is re-read per strip group, V per panel group) that are a multiple of
+   * the thread count, so that every strip group shares out; strip groups: enough for 4 items a thread */
+  size_t pgn = panels;
+  for (size_t d = threads; d < panels; d += threads)
+    if (panels % d == 0) {
+      pgn = d;
+      break;
+    }
+  const size_t sgn = EC_MIN(strips, EC_DIV_UP(4 * threads, ng * pgn));
+  const size_t g = EC_DIV_UP(strips, sgn), p = panels / pgn;
+  const size_t slice = f32_winograd_tmp_floats(s->M, s->C / s->G, s->KB, s->TB, s->MR);
+  if (A2 * (p * s->NR * g * s->MR + F32_WINOGRAD_PAD) > slice) return 0;
+  *sg = g, *pg = p;
+  return 1;
 }
 
 EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_args *a, ec_pool *pool) {
@@ -291,9 +386,16 @@ EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_
   }
   const size_t T = s->TH * s->TW, threads = (size_t)ec_pool_threads(pool);
   const size_t nb = ec_even_blocks(EC_DIV_UP(T, s->MR), EC_DIV_UP(T, s->TB), s->N * s->G * s->KSPLIT, threads);
-  f32_winograd_job j = {s, a, nb};
+  f32_winograd_job j = {s, a, nb, 0, 0};
   (void)n;
   ec_parallel_for(pool, planes, EC_MAX(1, planes / (4 * threads)), f32_winograd_pack_task, &j);
+  if (f32_winograd_phase_split(s, threads, &j.sg, &j.pg)) {
+    const size_t strips = EC_DIV_UP(T, s->MR), ng = s->N * s->G;
+    const size_t items = ng * EC_DIV_UP(strips, j.sg) * EC_DIV_UP(EC_DIV_UP(s->K / s->G, s->NR), j.pg);
+    ec_parallel_for(pool, ng * strips, 1, f32_winograd_vin_task, &j);
+    ec_parallel_for_tid(pool, items, 1, f32_winograd_gemm_task, &j);
+    return;
+  }
   ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * s->KSPLIT, 1, f32_winograd_task, &j);
 }
 

@@ -221,3 +221,49 @@ def test_partitioning_record_forces_its_layer_only(tmp_path):
     for name in ("par-serial", "par-cols", "par-rows"):
         t1 = compile_model(path, tmp_path / f"t1-{name}", options=one.with_(tuned=_records(b1, name))).layers
         assert [l["algo"] for l in t1] == [l["algo"] for l in b1]
+
+
+# -- Winograd's phase-parallel split (runtime_c/f32-winograd: strips that do not share out as blocks) ----------
+
+def winograd_model(path):
+    """3x3 stride-1 convs whose tile strips (MR tiles) number 9 at 28x28 F(4,3), 3 at 13x11: odd for 2
+    threads or 3; one grouped, one whose output channels end inside a panel."""
+    rng = np.random.default_rng(8)
+    shapes = [(20, 40, 1), (40, 33, 1), (33, 24, 3)]  # (in, out, groups)
+    nodes, inits, h = [], [], "x"
+    for i, (cin, cout, g) in enumerate(shapes):
+        inits.append(numpy_helper.from_array((rng.standard_normal((cout, cin // g, 3, 3)) * 0.15)
+                                             .astype(np.float32), f"w{i}"))
+        inits.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"b{i}"))
+        nodes.append(helper.make_node("Conv", [h, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", pads=[1] * 4,
+                                      group=g))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        h = f"r{i}"
+    g = helper.make_graph(nodes, "wino", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 20, 28, 28])],
+                          [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(m), path)
+    return path
+
+
+@pytest.mark.parametrize("algo", ["winograd-f23", "winograd-f43", "winograd-f63"])
+def test_winograd_phase_split_same_bits(algo, tmp_path):
+    """Winograd layers built for 3 threads (V of every tile in the arena) run at 1, 2, 3 threads: the same bits,
+    equal to onnxruntime; and a ThreadSanitizer build at 2 threads (the strips' transforms, then the GEMM
+    items reading every strip) with the same bits."""
+    from edgec.codegen.options import CompileOptions
+
+    path = winograd_model(tmp_path / "wino.onnx")
+    x = np.random.default_rng(9).standard_normal((1, 20, 28, 28)).astype(np.float32)
+    b = compile_model(path, tmp_path / "p", options=CompileOptions(target="native", threads=3, conv=algo))
+    assert all(l["algo"].startswith(algo) for l in b.layers if l["op"] == "Conv"), [l["algo"] for l in b.layers]
+    assert (b.dir / "model.c").read_text().count(", 1u};\n    const f32_winograd_args") == 3
+    runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
+    got = {t: run_binary(runner, b.target, [x], tmp_path / f"run{t}", threads=t)[0] for t in (1, 2, 3)}
+    for t in (2, 3):
+        assert np.array_equal(got[t], got[1]), f"{algo}: {t} threads differ from 1"
+    np.testing.assert_allclose(got[1], onnxruntime_outputs(path, {"x": x})[1][0], rtol=1e-3, atol=1e-3)
+    tsan = build_project(b.dir, "native", cflags="-O1 -g -fsanitize=thread " + STRICT, ldflags="-fsanitize=thread",
+                         jobs=2)["runner"]
+    assert np.array_equal(run_binary(tsan, b.target, [x], tmp_path / "tsan", threads=2)[0], got[1])

@@ -44,6 +44,7 @@ static void pack_u(const conv_p *p, const float *w, float *dst) {
 
 static double g_worst = 0.0, g_worst_simd = 0.0;
 static ec_pool *g_pool = NULL; /* "pool": whole layers through f32_winograd_run on 3 threads */
+static int g_split_diff = 0;    /* layers whose 3-thread output differs from the 1-thread one */
 
 static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_t KC, f32_winograd_in_fn tin,
                      f32_winograd_out_fn tout, const float *x, const float *u, const float *b, const float *r,
@@ -51,12 +52,21 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), TH = EC_DIV_UP(Ho, T_M), TW = EC_DIV_UP(Wo, T_M);
   const size_t Cpg = p->C / p->G, HP = TH * T_M + 2, Q = TW + 1, threads = 3;
   f32_winograd_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->PT, p->PL, T_M, TH, TW, HP, Q,
-                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout};
+                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL};
   float *xp = falloc(f32_winograd_xp_floats(p->N, p->C, T_M, HP, Q));
-  float *tmp = falloc(threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_MR));
+  float *tmp = falloc((s.PHASE ? f32_winograd_vall_floats(T_M, p->N, p->G, Cpg, TH * TW, T_MR) : 0) +
+                      threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_MR));
   f32_winograd_args a = {x, y, u, b, r, before, act, xp, tmp};
-  if (g_pool) {
+  if (g_pool) { /* 3 threads, then 1: the same bits (the phase-parallel and blocked splits agree) */
     f32_winograd_run(&s, &a, g_pool);
+    const size_t ny = p->N * p->K * Ho * Wo;
+    float *y1 = falloc(ny);
+    memcpy(y1, y, ny * sizeof(float));
+    ec_pool_set_threads(g_pool, 1);
+    f32_winograd_run(&s, &a, g_pool);
+    ec_pool_set_threads(g_pool, 3);
+    if (memcmp(y1, y, ny * sizeof(float))) g_split_diff++;
+    free(y1);
   } else {
     for (size_t i = 0; i < p->N * p->C; i++) f32_winograd_pack_plane(&s, &a, i);
     for (size_t i = 0; i < f32_winograd_items(&s); i++) f32_winograd_item(&s, &a, i % threads, i);
@@ -139,6 +149,7 @@ int main(int argc, char **argv) {
     fails += run(&p, 2, 4, 1, 64, k_acts[1], 0, 0), cases++;
   }
   printf("F(%d,3): max err vs direct %.3g, vs portable transforms %.3g\n", T_M, g_worst, g_worst_simd);
+  if (g_split_diff) printf("FAIL %d layers differ between 3 threads and 1\n", g_split_diff), fails += g_split_diff;
   printf("%d/%d cases ok\n", cases - fails, cases);
   if (g_pool) ec_pool_destroy(g_pool);
   return fails != 0;
