@@ -49,12 +49,18 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
  * accumulators stay in registers */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *w,
                                               const float *bias, float *y, const float *res, size_t C, size_t HW,
-                                              size_t kstride, const size_t pt, const size_t kt) {
-  const size_t cbn = EC_DIV_UP(C, (size_t)EC_VL);
+                                              size_t kstride, const size_t pt, const size_t kt, int first, int last) {
+  const size_t cbn = EC_DIV_UP(C, (size_t)EC_VL), ystride = HW * EC_VL;
   ec_v acc[NCHWC_PT][2];
-  const ec_v b0 = ec_vld(bias), b1 = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();
-  NCHWC_UNROLL
-  for (size_t p = 0; p < pt; p++) acc[p][0] = b0, acc[p][1] = b1;
+  if (first) {
+    const ec_v b0 = ec_vld(bias), b1 = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();
+    NCHWC_UNROLL
+    for (size_t p = 0; p < pt; p++) acc[p][0] = b0, acc[p][1] = b1;
+  } else { /* a later pass over the input channels: continue the partial sums */
+    NCHWC_UNROLL
+    for (size_t p = 0; p < pt; p++)
+      acc[p][0] = ec_vld(y + p * EC_VL), acc[p][1] = kt > 1 ? ec_vld(y + ystride + p * EC_VL) : ec_vzero();
+  }
   for (size_t cb = 0; cb < cbn; cb++) {
     const float *xb = x + cb * HW * EC_VL;
     const size_t nl = EC_MIN((size_t)EC_VL, C - cb * EC_VL);
@@ -69,7 +75,14 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
       }
     }
   }
-  const size_t ystride = HW * EC_VL;
+  if (!last) {
+    NCHWC_UNROLL
+    for (size_t p = 0; p < pt; p++) {
+      ec_vst(y + p * EC_VL, acc[p][0]);
+      if (kt > 1) ec_vst(y + ystride + p * EC_VL, acc[p][1]);
+    }
+    return;
+  }
   NCHWC_UNROLL
   for (size_t p = 0; p < pt; p++) {
     ec_vst(y + p * EC_VL, ec_vepi(acc[p][0], res ? res + p * EC_VL : NULL, a->res_before_act, a->act));
@@ -90,16 +103,23 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
   const size_t yoff = (n * kb + k) * HW * EC_VL;
   float *y = a->y + yoff;
   const float *res = a->res ? a->res + yoff : NULL;
-  size_t p = p0;
-  for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, cpg, HW,
-                                 kstride, NCHWC_PT, kt);
-  for (; p < p1; p++)
-    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, w, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, cpg, HW,
-                                 kstride, 1, kt);
+  /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
+  for (size_t c0 = 0; c0 < cpg; c0 += s->KC) {
+    const size_t nc = EC_MIN(s->KC, cpg - c0);
+    const int first = c0 == 0, last = c0 + nc == cpg;
+    const float *xc = x + c0 / EC_VL * HW * EC_VL, *wc = w + c0 * EC_VL;
+    size_t p = p0;
+    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
+      NCHWC_FN(f32_nchwc_1x1_tile)(a, xc + p * EC_VL, wc, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, nc,
+                                   HW, kstride, NCHWC_PT, kt, first, last);
+    for (; p < p1; p++)
+      NCHWC_FN(f32_nchwc_1x1_tile)(a, xc + p * EC_VL, wc, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, nc,
+                                   HW, kstride, 1, kt, first, last);
+  }
 }
 
-/* item = (n, pair of output blocks, chunk of PC pixels); a pair split by a group boundary runs one by one */
+/* item = (n, pair of output blocks, chunk of PC pixels); a pair split by a group boundary runs one block at a
+ * time */
 void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
   const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item / np % kpairs * 2;

@@ -38,6 +38,7 @@ struct f32_nchwc_conv_shape {
   size_t CB;
   size_t PC; /* 1x1: pixels per item; depthwise: output rows per item */
   size_t G;  /* 1x1 groups: C/G and K/G multiples of CB */
+  size_t KC; /* 1x1: input channels per pass, a multiple of CB (the last pass may be shorter) */
   f32_nchwc_conv_fn fn;
 };
 

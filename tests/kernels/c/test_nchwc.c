@@ -71,8 +71,8 @@ static const ec_act ACTS[] = {{EC_ACT_NONE, 0, 0}, {EC_ACT_RELU, 0, 0}, {EC_ACT_
 
 /* dense 1x1 (KH = 0) or depthwise conv; weights/bias packed as the emitter does */
 static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
-                      size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G) {
-  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, NULL};
+                      size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC) {
+  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, NULL};
   s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
   const size_t taps = KH * KW, kb = nblk(K), HWo = s.Ho * s.Wo, ny = N * kb * HWo * LANES;
   float *xr = falloc(N * C * H * W), *x = blocked(xr, N, C, H * W);
@@ -153,11 +153,11 @@ int main(int argc, char **argv) {
       for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
         const size_t H = hw == 0 ? 1 : hw == 1 ? 7 : 13, W = hw == 0 ? 1 : hw == 1 ? 5 : 11;
         test_conv(0, 1 + (hw == 1), C, chans[kc], H, W, 1, 1, 1, 1, 0, hw == 2 ? 18 : 6, (int)((ci + kc + hw) % 6),
-                  (int)(kc % 2), (int)(hw % 2), 1);
+                  (int)(kc % 2), (int)(hw % 2), 1, kc % 2 ? LANES : C); /* one pass, or one per block */
       }
     for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
       test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
-                (int)(g % 2), 1, g);
+                (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES);
     static const size_t KS[][2] = {{3, 3}, {5, 5}, {1, 1}, {3, 1}, {7, 7}};
     for (size_t k = 0; k < sizeof KS / sizeof *KS; k++)
       for (size_t S = 1; S <= 3; S++)
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
             const size_t H = 9 + S, W = 10 + 2 * D + (k % 2);
             if ((KS[k][0] - 1) * D + 1 > H + 2 * P || (KS[k][1] - 1) * D + 1 > W + 2 * P) continue;
             test_conv(1, 1 + (S == 2), C, C, H, W, KS[k][0], KS[k][1], S, D, P, 1 + S, (int)((k + S + P) % 6),
-                      (int)((S + D) % 2), (int)(P % 2), 1);
+                      (int)((S + D) % 2), (int)(P % 2), 1, C);
             test_pool(1, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, 0);
             test_pool(0, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, (int)(P % 2));
           }
