@@ -102,7 +102,8 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         items = N * pairs * -(-hw // pc)
         # passes over the input channels so a block pair's weights (2 x KC x c floats) fit half of L1: streamed
         # from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path
-        kc = cpg if 8 * cpg * b <= ctx.target.l1d_bytes // 2 else max(b, ctx.target.l1d_bytes // 2 // (8 * b) // b * b)
+        half_l1 = ctx.target.l1d_bytes // 2
+        kc = cpg if 8 * cpg * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
             f"-g{g['G']}" if g["G"] > 1 else "")
     else:
