@@ -5,9 +5,8 @@ depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 convs, dense o
 of channels per group (fused epilogue and residual included), MaxPool/AveragePool, GlobalAveragePool,
 same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1] tensor, and standalone activations. Inside a
 chosen region every tensor is blocked (c = the target's f32 vector lanes); each region edge gets one
-LayoutReorder node: into the
-region for every NCHW tensor it reads, out of it for every tensor read outside it or returned by
-the graph. Graph inputs and outputs stay NCHW.
+LayoutReorder node: into the region for every NCHW tensor it reads, out of it for every tensor read
+outside it or returned by the graph. Graph inputs and outputs stay NCHW.
 
 Whether a region is blocked (layout=auto): it must hold a depthwise conv, whose NCHW kernels either
 run a plane per channel with row tails or transpose into blocks and back per layer, and have more
