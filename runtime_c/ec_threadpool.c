@@ -18,10 +18,19 @@
 static double ec_stats_busy, ec_stats_span, ec_stats_serial;
 static unsigned long ec_stats_jobs;
 static double ec_stats_chunk[EC_STATS_CHUNKS]; /* chunks past these (huge jobs) are left out */
-/* Per job, in call order (EC_POOL_STATS_RUNS=R in the environment: the jobs of R identical inferences
- * folded into one, printed with the task's address relative to ec_pool_init to be named with nm). */
+/* Per job in call order, with the calls a pool of several threads ran serially (too few items):
+ * EC_POOL_STATS_RUNS=R in the environment folds the jobs of R identical inferences into one and
+ * prints each with its task's address relative to ec_pool_init (to be named with nm). */
 #define EC_STATS_JOBS 65536
 static struct { uintptr_t fn; size_t n; double busy, span; } ec_stats_job[EC_STATS_JOBS];
+static unsigned long ec_stats_recs; /* parallel jobs and serial calls (span = their time) */
+static void ec_stats_record(uintptr_t fn, size_t n, double busy, double span) {
+  if (ec_stats_recs < EC_STATS_JOBS) {
+    ec_stats_job[ec_stats_recs].fn = fn, ec_stats_job[ec_stats_recs].n = n;
+    ec_stats_job[ec_stats_recs].busy = busy, ec_stats_job[ec_stats_recs].span = span;
+  }
+  ec_stats_recs++;
+}
 static uint64_t ec_thread_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -134,11 +143,11 @@ void ec_pool_destroy(ec_pool *p) {
   {
     const char *r = getenv("EC_POOL_STATS_RUNS");
     const unsigned long runs = r ? strtoul(r, NULL, 10) : 0;
-    if (runs && ec_stats_jobs % runs == 0 && ec_stats_jobs <= EC_STATS_JOBS) {
-      const unsigned long per = ec_stats_jobs / runs;
+    if (runs && ec_stats_recs % runs == 0 && ec_stats_recs <= EC_STATS_JOBS) {
+      const unsigned long per = ec_stats_recs / runs;
       for (unsigned long j = 0; j < per; j++) {
         double busy = 0, span = 0;
-        for (unsigned long k = j; k < ec_stats_jobs; k += per) busy += ec_stats_job[k].busy, span += ec_stats_job[k].span;
+        for (unsigned long k = j; k < ec_stats_recs; k += per) busy += ec_stats_job[k].busy, span += ec_stats_job[k].span;
         fprintf(stderr, "ec_pool job %lu fn %+td n %zu chunks %.4f ms span %.4f ms\n", j,
                 (ptrdiff_t)(ec_stats_job[j].fn - (uintptr_t)ec_pool_init), ec_stats_job[j].n, busy / (double)runs,
                 span / (double)runs);
@@ -177,7 +186,9 @@ static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_t
     else if (n)
       fn(ctx, 0, n);
 #ifdef EC_POOL_STATS
-    ec_stats_serial += (double)(ec_thread_ns() - t0) * 1e-6;
+    const double ms = (double)(ec_thread_ns() - t0) * 1e-6;
+    ec_stats_serial += ms;
+    if (p && atomic_load(&p->threads) > 1) ec_stats_record(fn_tid ? (uintptr_t)fn_tid : (uintptr_t)fn, n, ms, ms);
 #endif
     return;
   }
@@ -215,11 +226,7 @@ static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_t
       sum += ec_stats_chunk[c];
     }
     for (int u = 0; u < th; u++) span = free_at[u] > span ? free_at[u] : span;
-    if (ec_stats_jobs < EC_STATS_JOBS) {
-      ec_stats_job[ec_stats_jobs].fn = fn_tid ? (uintptr_t)fn_tid : (uintptr_t)fn;
-      ec_stats_job[ec_stats_jobs].n = n;
-      ec_stats_job[ec_stats_jobs].busy = sum, ec_stats_job[ec_stats_jobs].span = span;
-    }
+    ec_stats_record(fn_tid ? (uintptr_t)fn_tid : (uintptr_t)fn, n, sum, span);
     ec_stats_busy += sum, ec_stats_span += span, ec_stats_jobs++;
   }
 #endif

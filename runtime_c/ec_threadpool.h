@@ -69,4 +69,23 @@ static inline void ec_block_range(size_t units, size_t blocks, size_t i, size_t 
   *u1 = units * (i + 1) / blocks;
 }
 
+/* Finish time, in units, of `per` rounds of blocks 0..blocks-1 (ec_block_range sizes) claimed in
+ * that order by `threads` threads, each taking the next item when it is free: what a job's tail
+ * costs. A driver whose blocks cannot share out (11 column panels on two threads, 6 against 5)
+ * compares this with units * per / threads and splits its items another way. */
+static inline size_t ec_blocks_span(size_t units, size_t blocks, size_t per, size_t threads) {
+  size_t free_at[EC_MAX_THREADS] = {0}, span = 0;
+  if (threads > EC_MAX_THREADS) threads = EC_MAX_THREADS;
+  if (threads < 1) threads = 1;
+  for (size_t r = 0; r < per; r++)
+    for (size_t i = 0; i < blocks; i++) {
+      size_t t = 0;
+      for (size_t u = 1; u < threads; u++)
+        if (free_at[u] < free_at[t]) t = u;
+      free_at[t] += units * (i + 1) / blocks - units * i / blocks;
+      if (free_at[t] > span) span = free_at[t];
+    }
+  return span;
+}
+
 #endif

@@ -99,16 +99,16 @@ EC_INLINE void f32_conv_pack_b(const f32_conv_shape *s, const float *EC_RESTRICT
 
 /* Work item `item` of the split into nblocks column blocks (>= f32_conv_items' count: blocks are
  * cut in whole NR panels, at most NC columns each); tid selects the scratch slice. */
-EC_INLINE void f32_conv_gemm_item_nb(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
-                                     size_t item, size_t nblocks) {
+EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
+                                     size_t item, size_t nblocks, size_t msplit) {
   const size_t HoWo = s->Ho * s->Wo;
   const size_t Cpg = s->C / s->G, Kpg = s->K / s->G, Kg = Cpg * s->KH * s->KW;
-  const size_t ms = item % s->MSPLIT;
-  size_t t = item / s->MSPLIT;
+  const size_t ms = item % msplit;
+  size_t t = item / msplit;
   const size_t nb = t % nblocks;
   t /= nblocks;
   const size_t g = t % s->G, n = t / s->G;
-  const size_t mchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, s->MSPLIT), s->MR);
+  const size_t mchunk = EC_ROUND_UP(EC_DIV_UP(Kpg, msplit), s->MR);
   const size_t m0 = ms * mchunk, m1 = EC_MIN(Kpg, m0 + mchunk);
   if (m0 >= m1) return;
   size_t p0, p1;
@@ -128,6 +128,11 @@ EC_INLINE void f32_conv_gemm_item_nb(const f32_conv_shape *s, const f32_conv_arg
   f32_gemm_block(s->uk, s->MR, s->NR, s->KC, Kg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
 }
 
+EC_INLINE void f32_conv_gemm_item_nb(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
+                                     size_t item, size_t nblocks) {
+  f32_conv_gemm_item_ms(s, a, tid, item, nblocks, s->MSPLIT);
+}
+
 /* One work item of the default split (see f32_conv_items). */
 EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
                                   size_t item) {
@@ -137,12 +142,24 @@ EC_INLINE void f32_conv_gemm_item(const f32_conv_shape *s, const f32_conv_args *
 typedef struct {
   const f32_conv_shape *s;
   const f32_conv_args *a;
-  size_t nblocks;
+  size_t nblocks, msplit;
 } f32_conv_job;
 
 static inline void f32_conv_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_conv_job *j = (const f32_conv_job *)ctx;
-  for (size_t i = begin; i < end; i++) f32_conv_gemm_item_nb(j->s, j->a, tid, i, j->nblocks);
+  for (size_t i = begin; i < end; i++) f32_conv_gemm_item_ms(j->s, j->a, tid, i, j->nblocks, j->msplit);
+}
+
+/* Row chunks per column block for `threads`: the code's MSPLIT, times the thread count when the column
+ * blocks leave a tail of more than 3% (SqueezeNet's 1000-channel 13x13 classifier: 11 panels, 6 against
+ * 5 on two threads) and every chunk keeps at least 256 rows (each chunk packs its block again: up to
+ * 16/rows of the GEMM's time for an im2col pack, less for 1x1 copies). Rows are
+ * cut at MR, so every output is the same arithmetic whatever the split. */
+EC_INLINE size_t f32_conv_msplit(const f32_conv_shape *s, size_t nblocks, size_t threads) {
+  const size_t units = EC_DIV_UP(s->Ho * s->Wo, s->NR), per = s->N * s->G * s->MSPLIT;
+  if (threads <= 1 || per * nblocks > 64 * threads || s->K / s->G < 256 * s->MSPLIT * threads) return s->MSPLIT;
+  if (ec_blocks_span(units, nblocks, per, threads) * threads * 100 <= units * per * 103) return s->MSPLIT;
+  return s->MSPLIT * threads;
 }
 
 /* Serial runs inline with the caller's constant shape; threads share the generic task, with the
@@ -154,8 +171,10 @@ EC_INLINE void f32_conv_run(const f32_conv_shape *s, const f32_conv_args *a, ec_
     return;
   }
   const size_t HoWo = s->Ho * s->Wo;
-  f32_conv_job j = {s, a, ec_even_blocks(EC_DIV_UP(HoWo, s->NR), EC_DIV_UP(HoWo, s->NC), s->N * s->G * s->MSPLIT, threads)};
-  ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * s->MSPLIT, 1, f32_conv_task, &j);
+  f32_conv_job j = {s, a, ec_even_blocks(EC_DIV_UP(HoWo, s->NR), EC_DIV_UP(HoWo, s->NC), s->N * s->G * s->MSPLIT, threads),
+                    s->MSPLIT};
+  j.msplit = f32_conv_msplit(s, j.nblocks, threads);
+  ec_parallel_for_tid(pool, s->N * s->G * j.nblocks * j.msplit, 1, f32_conv_task, &j);
 }
 
 /* ---- stride-1 convolution as indirect GEMM -------------------------------------------------

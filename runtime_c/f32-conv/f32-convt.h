@@ -50,14 +50,17 @@ static inline size_t f32_convt_scratch_floats(size_t P, size_t MR, size_t NR) {
 
 EC_INLINE size_t f32_convt_items(const f32_convt_shape *s) { return s->N * EC_DIV_UP(s->K, s->KCH); }
 
-/* A of image n: row p = output pixel (oh, ow), column k = (c, kh, kw); rows past P are zero. */
-EC_INLINE void f32_convt_pack(const f32_convt_shape *s, const float *EC_RESTRICT x, float *EC_RESTRICT dst) {
+/* Rows [r0, r1) (multiples of MR, r1 <= P rounded up) of A of image n: row p = output pixel (oh, ow),
+ * column k = (c, kh, kw); rows past P are zero. */
+EC_INLINE void f32_convt_pack_rows(const f32_convt_shape *s, const float *EC_RESTRICT x, float *EC_RESTRICT dst,
+                                   size_t r0, size_t r1) {
   const size_t P = s->Ho * s->Wo, MR = s->MR, KHW = s->KH * s->KW, Kg = s->C * KHW;
   if (KHW == 1 && s->SH == 1 && s->SW == 1 && s->PT == 0 && s->PL == 0 && s->Ho == s->H && s->Wo == s->W) {
-    f32_gemm_pack_a(P, s->C, x, 1, P, MR, dst); /* element (p, c) at x[c*P + p] */
+    if (r0 < P) /* element (p, c) at x[c*P + p] */
+      f32_gemm_pack_a(EC_MIN(r1, P) - r0, s->C, x + r0, 1, P, MR, dst + r0 * Kg);
     return;
   }
-  for (size_t p0 = 0; p0 < P; p0 += MR) {
+  for (size_t p0 = r0; p0 < r1; p0 += MR) {
     float *d = dst + p0 * Kg;
     for (size_t i = 0; i < MR; i++) {
       const size_t p = p0 + i;
@@ -82,10 +85,20 @@ EC_INLINE void f32_convt_pack(const f32_convt_shape *s, const float *EC_RESTRICT
   }
 }
 
-EC_INLINE void f32_convt_item(const f32_convt_shape *s, const f32_convt_args *a, size_t tid, size_t item) {
+EC_INLINE void f32_convt_pack(const f32_convt_shape *s, const float *EC_RESTRICT x, float *EC_RESTRICT dst) {
+  f32_convt_pack_rows(s, x, dst, 0, EC_ROUND_UP(s->Ho * s->Wo, s->MR));
+}
+
+/* Item `item` of the split into sb blocks of pixel strips (MR rows) per (image, KCH channel block). */
+EC_INLINE void f32_convt_item_sb(const f32_convt_shape *s, const f32_convt_args *a, size_t tid, size_t item,
+                                 size_t sb) {
   const size_t P = s->Ho * s->Wo, K = s->K, MR = s->MR, NR = s->NR, Kg = s->C * s->KH * s->KW;
-  const size_t nkb = EC_DIV_UP(K, s->KCH), n = item / nkb, k0 = (item % nkb) * s->KCH;
+  const size_t nkb = EC_DIV_UP(K, s->KCH), b = item % sb, n = item / sb / nkb, k0 = (item / sb % nkb) * s->KCH;
   const size_t k1 = EC_MIN(K, k0 + s->KCH), pp = EC_ROUND_UP(P, MR);
+  size_t q0, q1;
+  ec_block_range(pp / MR, sb, b, &q0, &q1);
+  if (q0 >= q1) return;
+  const size_t p0 = q0 * MR, p1 = EC_MIN(P, q1 * MR);
   const float *ap = a->a + n * pp * Kg;
   float *tile = a->scratch + tid * a->scratch_floats_per_thread, *row = tile + pp * NR;
   for (size_t j0 = k0; j0 < k1; j0 += NR) {
@@ -93,46 +106,61 @@ EC_INLINE void f32_convt_item(const f32_convt_shape *s, const f32_convt_args *a,
     const float *bp = a->w + j0 * Kg; /* panel j0/NR */
     for (size_t c0 = 0; c0 < Kg; c0 += s->KC) {
       const size_t kc = EC_MIN(s->KC, Kg - c0);
-      for (size_t i0 = 0; i0 < P; i0 += MR)
+      for (size_t i0 = p0; i0 < p1; i0 += MR)
         s->uk(EC_MIN(MR, P - i0), NR, kc, ap + i0 * Kg + c0 * MR, bp + c0 * NR, tile + i0 * NR, NR, c0 != 0,
               NULL);
     }
     for (size_t q = 0; q < nr; q++) {
-      const size_t o = (n * K + j0 + q) * P;
-      for (size_t p = 0; p < P; p++) row[p] = tile[p * NR + q];
-      ec_epi_row(row, a->y + o, P, a->bias ? a->bias[j0 + q] : 0.0f, a->res ? a->res + o : NULL,
+      const size_t o = (n * K + j0 + q) * P + p0;
+      for (size_t p = p0; p < p1; p++) row[p - p0] = tile[p * NR + q];
+      ec_epi_row(row, a->y + o, p1 - p0, a->bias ? a->bias[j0 + q] : 0.0f, a->res ? a->res + o : NULL,
                  a->res_before_act, a->act);
     }
   }
 }
 
+EC_INLINE void f32_convt_item(const f32_convt_shape *s, const f32_convt_args *a, size_t tid, size_t item) {
+  f32_convt_item_sb(s, a, tid, item, 1);
+}
+
 typedef struct {
   const f32_convt_shape *s;
   const f32_convt_args *a;
+  size_t sb; /* pixel-strip blocks per image (pack) and per (image, channel block) (GEMM items) */
 } f32_convt_job;
 
 static inline void f32_convt_pack_task(void *ctx, size_t begin, size_t end) {
   const f32_convt_job *j = (const f32_convt_job *)ctx;
   const size_t Kg = j->s->C * j->s->KH * j->s->KW, pp = EC_ROUND_UP(j->s->Ho * j->s->Wo, j->s->MR);
-  for (size_t n = begin; n < end; n++)
-    f32_convt_pack(j->s, j->a->x + n * j->s->C * j->s->H * j->s->W, j->a->a + n * pp * Kg);
+  for (size_t i = begin; i < end; i++) {
+    const size_t n = i / j->sb;
+    size_t q0, q1;
+    ec_block_range(pp / j->s->MR, j->sb, i % j->sb, &q0, &q1);
+    f32_convt_pack_rows(j->s, j->a->x + n * j->s->C * j->s->H * j->s->W, j->a->a + n * pp * Kg, q0 * j->s->MR,
+                        q1 * j->s->MR);
+  }
 }
 
 static inline void f32_convt_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_convt_job *j = (const f32_convt_job *)ctx;
-  for (size_t i = begin; i < end; i++) f32_convt_item(j->s, j->a, tid, i);
+  for (size_t i = begin; i < end; i++) f32_convt_item_sb(j->s, j->a, tid, i, j->sb);
 }
 
+/* On threads, images and channel blocks alone are often one item (SqueezeNet's squeeze convs: one
+ * image, 16 channels, 55x55 pixels ran serially, a fifth of the model); pixel strips are split too,
+ * into enough blocks for 4 items a thread. Every output is the same arithmetic in any split. */
 EC_INLINE void f32_convt_run(const f32_convt_shape *s, const f32_convt_args *a, ec_pool *pool) {
-  const size_t n = f32_convt_items(s);
-  f32_convt_job j = {s, a};
-  if (ec_pool_threads(pool) <= 1) {
+  const size_t n = f32_convt_items(s), threads = (size_t)ec_pool_threads(pool);
+  f32_convt_job j = {s, a, 1};
+  if (threads <= 1) {
     f32_convt_pack_task(&j, 0, s->N);
     for (size_t i = 0; i < n; i++) f32_convt_item(s, a, 0, i);
     return;
   }
-  ec_parallel_for(pool, s->N, 1, f32_convt_pack_task, &j);
-  ec_parallel_for_tid(pool, n, 1, f32_convt_task, &j);
+  const size_t strips = EC_DIV_UP(s->Ho * s->Wo, s->MR);
+  j.sb = EC_MAX(1, EC_MIN(strips, EC_DIV_UP(4 * threads, n)));
+  ec_parallel_for(pool, s->N * j.sb, 1, f32_convt_pack_task, &j);
+  ec_parallel_for_tid(pool, n * j.sb, 1, f32_convt_task, &j);
 }
 
 #endif

@@ -267,3 +267,59 @@ def test_winograd_phase_split_same_bits(algo, tmp_path):
     tsan = build_project(b.dir, "native", cflags="-O1 -g -fsanitize=thread " + STRICT, ldflags="-fsanitize=thread",
                          jobs=2)["runner"]
     assert np.array_equal(run_binary(tsan, b.target, [x], tmp_path / "tsan", threads=2)[0], got[1])
+
+
+def test_transposed_gemm_conv_splits_pixels_same_bits(tmp_path):
+    """Convs on the transposed GEMM (f32-convt.h) with one image and one channel block (SqueezeNet's squeeze
+    shape, and a 3x3 with padding on an odd map): split into pixel-strip blocks on threads, the same bits at
+    1, 2 and 3 threads, equal to onnxruntime; ThreadSanitizer at 3 threads."""
+    rng = np.random.default_rng(10)
+    nodes, inits, h = [], [], "x"
+    for i, (cin, cout, k) in enumerate([(64, 16, 1), (16, 16, 3)]):
+        inits.append(numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) * 0.2).astype(np.float32),
+                                             f"w{i}"))
+        inits.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"b{i}"))
+        nodes.append(helper.make_node("Conv", [h, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", pads=[k // 2] * 4))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        h = f"r{i}"
+    g = helper.make_graph(nodes, "convt", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 55, 53])],
+                          [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "convt.onnx"
+    onnx.save(onnx.shape_inference.infer_shapes(m), path)
+    x = np.random.default_rng(11).standard_normal((1, 64, 55, 53)).astype(np.float32)
+    b = compile_model(path, tmp_path / "p", threads=3)
+    assert "f32_convt_run" in (b.dir / "model.c").read_text(), [l["algo"] for l in b.layers]
+    runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
+    got = {t: run_binary(runner, b.target, [x], tmp_path / f"run{t}", threads=t)[0] for t in (1, 2, 3)}
+    for t in (2, 3):
+        assert np.array_equal(got[t], got[1]), f"{t} threads differ from 1"
+    np.testing.assert_allclose(got[1], onnxruntime_outputs(path, {"x": x})[1][0], rtol=1e-4, atol=1e-4)
+    tsan = build_project(b.dir, "native", cflags="-O1 -g -fsanitize=thread " + STRICT, ldflags="-fsanitize=thread",
+                         jobs=2)["runner"]
+    assert np.array_equal(run_binary(tsan, b.target, [x], tmp_path / "tsan", threads=3)[0], got[1])
+
+
+def test_wide_gemm_conv_adds_row_chunks_same_bits(tmp_path):
+    """A 1x1 conv with many output channels on a 13x13 map (SqueezeNet's classifier shape): its 11 column
+    panels cannot share out on two threads, so f32-conv.h adds row chunks at run time; the same bits at 1, 2
+    and 3 threads, equal to onnxruntime."""
+    rng = np.random.default_rng(13)
+    w = numpy_helper.from_array((rng.standard_normal((600, 128, 1, 1)) * 0.1).astype(np.float32), "w")
+    bias = numpy_helper.from_array((rng.standard_normal(600) * 0.1).astype(np.float32), "b")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["y"], name="cls")], "wide",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 13, 13])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, bias])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path = tmp_path / "wide.onnx"
+    onnx.save(onnx.shape_inference.infer_shapes(m), path)
+    x = np.random.default_rng(14).standard_normal((1, 128, 13, 13)).astype(np.float32)
+    b = compile_model(path, tmp_path / "p", threads=3)
+    assert "f32_conv_run(" in (b.dir / "model.c").read_text(), [l["algo"] for l in b.layers]
+    runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
+    got = {t: run_binary(runner, b.target, [x], tmp_path / f"run{t}", threads=t)[0] for t in (1, 2, 3)}
+    for t in (2, 3):
+        assert np.array_equal(got[t], got[1]), f"{t} threads differ from 1"
+    np.testing.assert_allclose(got[1], onnxruntime_outputs(path, {"x": x})[1][0], rtol=1e-4, atol=1e-4)

@@ -16,12 +16,21 @@ static int run(const conv_p *p, size_t KC, size_t KCH, ec_act act, int use_res, 
   const size_t threads = 2, per = f32_convt_scratch_floats(P, T_MR, T_NR);
   float *scratch = falloc(threads * per), *ap = falloc(f32_convt_a_floats(p->N, Kg, P, T_MR));
   const f32_convt_args a = {x, y, wp, b, use_res ? r : NULL, before, act, ap, scratch, per};
-  const f32_convt_job j = {&s, &a};
+  const f32_convt_job j = {&s, &a, 1};
   f32_convt_pack_task((void *)&j, 0, p->N);
   for (size_t i = 0; i < f32_convt_items(&s); i++) f32_convt_item(&s, &a, i % threads, i);
+  /* pixel strips in 3 blocks (the threaded split): the same bits */
+  float *y3 = falloc(ny);
+  f32_convt_args a3 = a;
+  a3.y = y3;
+  const f32_convt_job j3 = {&s, &a3, 3};
+  f32_convt_pack_task((void *)&j3, 0, p->N * 3);
+  f32_convt_task((void *)&j3, 1, 0, f32_convt_items(&s) * 3);
+  const int split_differs = memcmp(y, y3, ny * sizeof(float)) != 0;
+  free(y3);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   const double e = max_err(y, yr, ny);
-  const int bad = !(e < 1e-4);
+  const int bad = !(e < 1e-4) || split_differs;
   if (bad)
     printf("FAIL N%zu C%zu %zux%zu K%zu k%zux%zu s%zu d%zu p%zu KC%zu KCH%zu act%d res%d: %g\n", p->N, p->C, p->H,
            p->W, p->K, p->KH, p->KW, p->SH, p->DH, p->PT, KC, KCH, (int)act.kind, use_res, e);
