@@ -61,7 +61,9 @@ def kind(n: Node, target=None) -> str | None:
         except EdgecError:
             return None
         if g["G"] == g["C"] == g["K"]:
-            return "dw"
+            from edgec.codegen import options
+            # EDGEC_DW=plane|cb names an NCHW depthwise family: honour it rather than block the layer
+            return None if options.active().dw != "auto" else "dw"
         if g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
                 and (g["Ho"], g["Wo"]) == (g["H"], g["W"]):
             if g["G"] == 1:
