@@ -8,11 +8,11 @@ chosen region every tensor is blocked (c = the target's f32 vector lanes); each 
 LayoutReorder node: into the region for every NCHW tensor it reads, out of it for every tensor read
 outside it or returned by the graph. Graph inputs and outputs stay NCHW.
 
-Whether a region is blocked (layout=auto): it must hold a depthwise conv, whose NCHW kernels either
-run a plane per channel with row tails or transpose into blocks and back per layer, and have more
-nodes than edges, so the reorders replace more per-layer work than they add. layout=nchwc blocks
-every region (tests, benchmarks), layout=nchw none. The generic target (1-lane vectors) stays NCHW, and so
-do convs a tuning record covers (their variant was measured in NCHW).
+Whether a region is blocked (layout=auto): its estimated time blocked (the blocked kernels plus one reorder
+per edge tensor) is below its time in NCHW (the kernels the NCHW emitters pick: depthwise planes with row tails
+or per-layer transposes, the 1x1 GEMM path); estimate() with constants from codegen/costmodel.py.
+layout=nchwc blocks every region (tests, benchmarks), layout=nchw none. The generic target (1-lane vectors)
+stays NCHW, and so do convs a tuning record covers (their variant was measured in NCHW).
 """
 
 from __future__ import annotations
@@ -175,10 +175,29 @@ def edges(g: Graph, region: list[Node]) -> tuple[list[Tensor], list[Tensor]]:
     return inbound, outbound
 
 
-def pays(g: Graph, region: list[Node]) -> bool:
-    """layout=auto: a depthwise conv inside, and more nodes than tensors to reorder at the edges."""
+def estimate(g: Graph, region: list[Node], target) -> tuple[float, float]:
+    """(NCHW ns, blocked ns) of a region: its layers on the kernels each layout runs, plus one reorder per
+    edge tensor when blocked (codegen/costmodel.py LAYOUT_COST, measured per kernel)."""
+    from edgec.codegen import costmodel
+    from edgec.codegen.ops.conv import geometry
+    c = block_width(target)
+    nchw = blocked = 0.0
+    for n in region:
+        k = kind(n, target)
+        if k in ("dw", "1x1"):
+            a, b = costmodel.layout_node_cost(target, k, c, g=geometry(n))
+        else:
+            a, b = costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)
+        nchw, blocked = nchw + a, blocked + b
     ins, outs = edges(g, region)
-    return any(kind(n) == "dw" for n in region) and len(region) > len(ins) + len(outs)
+    blocked += sum(costmodel.layout_reorder_cost(4 * t.size) for t in ins + outs)
+    return nchw, blocked
+
+
+def pays(g: Graph, region: list[Node], target) -> bool:
+    """layout=auto: the region's estimated time blocked, reorders included, is below its NCHW time."""
+    nchw, blocked = estimate(g, region, target)
+    return blocked < nchw
 
 
 def assign(g: Graph, target, mode: str = "auto") -> Graph:
@@ -190,7 +209,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         return g
     chosen: set[int] = set()
     for r in regions(g, target):
-        if mode == "nchwc" or pays(g, r):
+        if mode == "nchwc" or pays(g, r, target):
             chosen.update(id(n) for n in r)
     if not chosen:
         return g
