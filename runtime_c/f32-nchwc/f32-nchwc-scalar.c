@@ -18,8 +18,8 @@ void f32_nchwc_from_blocked__scalar(const f32_nchwc_reorder_shape *s, const floa
 
 void f32_nchwc_conv1x1__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t CB = s->CB, HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, CB);
-  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k0 = item / np % kpairs * 2;
-  const size_t p0 = item % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC), cbn = EC_DIV_UP(s->C, CB);
+  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k0 = item % kpairs * 2;
+  const size_t p0 = item / kpairs % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC), cbn = EC_DIV_UP(s->C, CB);
   const size_t cpg = s->C / s->G, kpg = s->K / s->G;
   for (size_t k = k0; k < EC_MIN(kb, k0 + 2); k++)
   for (size_t p = p0; p < p1; p++)

@@ -122,8 +122,9 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
  * time */
 void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
-  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item / np % kpairs * 2;
-  const size_t p0 = item % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
+  /* block pairs vary fastest: consecutive items reuse one pixel chunk of the input from L2 */
+  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item % kpairs * 2;
+  const size_t p0 = item / kpairs % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
   const size_t kpg = s->K / s->G;
   if (k + 1 < kb && (s->G == 1 || k * EC_VL / kpg == (k + 1) * EC_VL / kpg)) {
     NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, 2, p0, p1);
