@@ -363,9 +363,7 @@ LAYOUT_COST = {
     "gemm_c": 14.0,          # ... few input channels: short K loops per tile
     "gemmt_k": 45.0,         # transposed GEMM (pixels on the rows: few output channels or a short map):
     "gemmt_px": 12.0,        # ... gemm_mac x (1 + gemmt_k/K + gemmt_px/pixels)
-    "nchwc_mac": 0.0234,     # blocked 1x1 (6 pixels x 2 blocks): per MAC
-    "nchwc_spill": 0.012,    # ... per input byte read again per output block pair once the input outgrows
-    "nchwc_spill_l2": 0.75,  # ... this share of L2 (28x28 x 128 ch, 401 KB: slower; 13x13 x 512, 346 KB: not)
+    "nchwc_mac": 0.0234,     # blocked 1x1 (6 pixels x 2 blocks, pixel chunks within half of L2): per MAC
     "elem": 0.25,            # pools, GAP, Add/Mul, activations: per stored value written (padded when blocked)
     "reorder_byte": 0.064,   # LayoutReorder: per byte of the tensor
     "reorder_call": 2000.0,  # ... per reorder
@@ -401,10 +399,7 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
         else:
             nchw = macs * _lc("gemm_mac") * (1 + _lc("gemm_px") / px + _lc("gemm_k") / kpg + _lc("gemm_c") / cpg)
         kb = -(-g["K"] // c)
-        in_bytes = 4 * (-(-g["C"] // c) * c) * px
-        spill = g["N"] * -(-kb // 2) * in_bytes * _lc("nchwc_spill") \
-            if in_bytes > _lc("nchwc_spill_l2") * target.l2_bytes else 0.0
-        blocked = macs * (kb * c / g["K"]) * _lc("nchwc_mac") + spill
+        blocked = macs * (kb * c / g["K"]) * _lc("nchwc_mac")
         return nchw, blocked
     n, ch = y_shape[0], y_shape[1]
     rest = 1
