@@ -39,7 +39,8 @@ def test_fp16_weights_halve_bytes_and_keep_accuracy(digits_cnn, digits_f16, targ
     assert bool(arith) == (target == "aarch64-v82")
     y = run_binary(b16.binaries["runner"], get_target(target), [x], tmp_path / "w")[0]
     r16 = ort.InferenceSession(str(digits_f16), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
-    tol = 2e-3 if target == "aarch64-v82" else 1e-3  # fp16 accumulation in the pointwise convs
+    # fp16 accumulation in the pointwise convs; Winograd F(4,3)'s rounding where the cost model picks it
+    tol = 2e-3 if target == "aarch64-v82" or any(l["algo"].startswith("winograd") for l in convs) else 1e-3
     assert np.abs(y - r16).max() <= tol * np.abs(r16).max()
     assert (y.argmax(1) == r16.argmax(1)).mean() >= 0.99
     if not get_target(target).qemu:
