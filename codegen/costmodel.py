@@ -360,7 +360,7 @@ LAYOUT_COST = {
     "gemm_mac": 0.021,       # NCHW 1x1 (GEMM path): per MAC, times 1 + gemm_px/pixels + gemm_k/K + gemm_c/C:
     "gemm_px": 20.0,         # ... short maps: weights streamed again per column panel
     "gemm_k": 12.0,          # ... few output channels: MR rows padded, tiles stored per few MACs
-    "gemm_c": 28.0,          # ... few input channels: short K loops per tile (SqueezeNet's 16-64)
+    "gemm_c": 14.0,          # ... few input channels: short K loops per tile
     "gemmt_k": 45.0,         # transposed GEMM (pixels on the rows: few output channels or a short map):
     "gemmt_px": 12.0,        # ... gemm_mac x (1 + gemmt_k/K + gemmt_px/pixels)
     "nchwc_mac": 0.0234,     # blocked 1x1 (6 pixels x 2 blocks, pixel chunks within half of L2): per MAC
