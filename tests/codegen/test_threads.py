@@ -183,7 +183,8 @@ def test_partitioning_variants_give_the_default_bits(tmp_path):
 
     path = conv_model(tmp_path / "convs.onnx")
     x = np.random.default_rng(6).standard_normal(X).astype(np.float32)
-    opts = CompileOptions(target="native", threads=3)
+    # NCHW: a record keeps its layer out of blocked regions, which would change its neighbours' kernels too
+    opts = CompileOptions(target="native", threads=3, layout="nchw")
     base = compile_model(path, tmp_path / "base", options=opts)
     want = run_binary(build_project(base.dir, "native", cflags=STRICT, jobs=2)["runner"], base.target, [x],
                       tmp_path / "run-base", threads=1)[0]
@@ -205,7 +206,8 @@ def test_partitioning_record_forces_its_layer_only(tmp_path):
     from edgec.codegen.options import CompileOptions
 
     path = conv_model(tmp_path / "convs.onnx")
-    opts = CompileOptions(target="native", threads=3)
+    # NCHW: a record keeps its layer out of blocked regions, which would change its neighbours' kernels too
+    opts = CompileOptions(target="native", threads=3, layout="nchw")
     base = compile_model(path, tmp_path / "base", options=opts).layers
     last = base[-1]["details"]["signature"]
     rec = next(r for r in _records(base, "par-rows") if r[0] == last)
@@ -216,7 +218,7 @@ def test_partitioning_record_forces_its_layer_only(tmp_path):
     every = compile_model(path, tmp_path / "all", options=opts.with_(par="serial")).layers
     assert [l["algo"] for l in every] == [l["algo"] + "/serial" for l in base]
     # a 1-thread build has nothing to partition: the variants emit the default's code
-    one = CompileOptions(target="native", threads=1)
+    one = CompileOptions(target="native", threads=1, layout="nchw")
     b1 = compile_model(path, tmp_path / "b1", options=one).layers
     for name in ("par-serial", "par-cols", "par-rows"):
         t1 = compile_model(path, tmp_path / f"t1-{name}", options=one.with_(tuned=_records(b1, name))).layers

@@ -180,7 +180,7 @@ def _three_layers(path):
     return path
 
 
-def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path):
+def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path, monkeypatch):
     """Records in a real tuning database, for this machine (the `local` device) and for another fingerprint:
     `edgec compile` fits the thresholds to this machine's records only, picks with them, --explain says so,
     --no-tuning does not."""
@@ -203,6 +203,8 @@ def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path):
     with tuningdb.TuningDB() as db:
         for r in records(fp) + [other]:
             db.put(r)
+
+    monkeypatch.setenv("EDGEC_LAYOUT", "nchw")  # the thresholds under test choose among the NCHW kernels
 
     def algos(*flags):
         rc, out, err = run_cli("compile", str(model), "-o", str(tmp_path / "p"), "--target", "x86_64-avx2",
