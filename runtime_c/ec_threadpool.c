@@ -55,14 +55,18 @@ static uint64_t ec_thread_ns(void) {
  * caller's spinning would keep it off the core it is waiting for. */
 #define EC_WAIT_SPIN 2000
 
-/* Claims chunks of job `g` until none is left; a claim made for an older job fails its CAS. */
+/* Claims chunks of job `g` until none is left. The job's fields are read with acquire: if one
+ * of them already holds the next job's value, the caller's closing of the ticket (stored before
+ * it) is visible too, so a claim against job `g`'s ticket fails its CAS instead of running a
+ * chunk of the next job with this job's bounds. */
 static void run_chunks(ec_pool *p, unsigned g, size_t tid) {
-  const uint64_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
-  const uint64_t grain = atomic_load_explicit(&p->grain, memory_order_relaxed);
-  const ec_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
-  const ec_task_tid_fn fn_tid = atomic_load_explicit(&p->fn_tid, memory_order_relaxed);
-  void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
   uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+  if ((unsigned)(t >> 32) != g) return;
+  const uint64_t n = atomic_load_explicit(&p->n, memory_order_acquire);
+  const uint64_t grain = atomic_load_explicit(&p->grain, memory_order_acquire);
+  const ec_task_fn fn = atomic_load_explicit(&p->fn, memory_order_acquire);
+  const ec_task_tid_fn fn_tid = atomic_load_explicit(&p->fn_tid, memory_order_acquire);
+  void *ctx = atomic_load_explicit(&p->ctx, memory_order_acquire);
   for (;;) {
     if ((unsigned)(t >> 32) != g || (t & 0xffffffffu) >= n) return;
     if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + grain, memory_order_acq_rel,
@@ -193,11 +197,15 @@ static void run_job(ec_pool *p, size_t n, size_t grain, ec_task_fn fn, ec_task_t
     return;
   }
   const unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
-  atomic_store_explicit(&p->n, n, memory_order_relaxed);
-  atomic_store_explicit(&p->grain, grain, memory_order_relaxed);
-  atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
-  atomic_store_explicit(&p->fn_tid, fn_tid, memory_order_relaxed);
-  atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+  /* Close the last job's ticket before its fields change: a worker that read the last job's
+   * ticket and this job's `n` would otherwise claim a chunk of this job unpublished and count it
+   * in `done` (a real race: two chunks run twice, one layer ends before its chunks do). */
+  atomic_store_explicit(&p->ticket, ((uint64_t)(g - 1) << 32) | 0xffffffffu, memory_order_seq_cst);
+  atomic_store_explicit(&p->n, n, memory_order_release);
+  atomic_store_explicit(&p->grain, grain, memory_order_release);
+  atomic_store_explicit(&p->fn, fn, memory_order_release);
+  atomic_store_explicit(&p->fn_tid, fn_tid, memory_order_release);
+  atomic_store_explicit(&p->ctx, ctx, memory_order_release);
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   atomic_store_explicit(&p->ticket, (uint64_t)g << 32, memory_order_release);
   atomic_store(&p->gen, g);

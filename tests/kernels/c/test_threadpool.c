@@ -8,6 +8,10 @@
 #include "f32-gspc/f32-gspc.h"
 #include "ref.h"
 
+#ifndef BACK_TO_BACK_JOBS
+#define BACK_TO_BACK_JOBS 300000
+#endif
+
 typedef struct {
   atomic_int hits[1000];
   atomic_int bad_tid;
@@ -28,6 +32,21 @@ static int check_cover(ec_pool *p, size_t n, size_t grain) {
   ec_parallel_for_tid(p, n, grain, mark, &c);
   for (size_t i = 0; i < n; i++)
     if (atomic_load(&c.hits[i]) != 1) return 1;
+  return atomic_load(&c.bad_tid) != 0;
+}
+
+/* Many tiny jobs back to back, as a model's small layers come: a worker that is late for one job
+ * must not claim a chunk of the next one before it is published (it would run twice). */
+static int back_to_back(ec_pool *p, long jobs) {
+  static cover c;
+  c.threads = ec_pool_threads(p);
+  for (long j = 0; j < jobs; j++) {
+    const size_t n = (size_t)(j * 7) % 64 + 2, grain = 1 + (size_t)j % 2;
+    for (size_t i = 0; i < n + 8; i++) atomic_store(&c.hits[i], 0);
+    ec_parallel_for_tid(p, n, grain, mark, &c);
+    for (size_t i = 0; i < n + 8; i++)
+      if (atomic_load(&c.hits[i]) != (i < n)) return 1;
+  }
   return atomic_load(&c.bad_tid) != 0;
 }
 
@@ -134,6 +153,7 @@ int main(void) {
   int fails = 0;
   if (ec_pool_init(&p, 3)) return 2;
   for (int rep = 0; rep < 200; rep++) fails += check_cover(&p, (size_t)(rep * 7) % 1000, 1 + rep % 5);
+  fails += back_to_back(&p, BACK_TO_BACK_JOBS);
   ec_pool_set_threads(&p, 2);
   fails += check_cover(&p, 999, 3);
   ec_pool_set_threads(&p, 3);
