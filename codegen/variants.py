@@ -226,6 +226,18 @@ def candidates(node, target, f: dict | None = None) -> list[Variant]:
     return [v for v in VARIANTS if v.applies(f, target)]
 
 
+def forcings(vs: list[Variant], f: dict, threads: int) -> list[tuple[str, str]]:
+    """(name, forced fields) of every candidate a tune measures for a layer: each variant alone and, with
+    more than one thread, each kernel variant under each partitioning as well ("winograd-f43+par-rows"):
+    the best kernel split one way need not be the best split another, so a record holds both."""
+    out = [(v.name, v.forced_str(f)) for v in vs]
+    if threads > 1:
+        pars = [p for p in vs if p.family == "par"]
+        out += [(f"{v.name}+{p.name}", f"{v.forced_str(f)};{p.forced_str(f)}")
+                for v in vs if v.family != "par" for p in pars]
+    return out
+
+
 def parse_forced(text: str) -> dict:
     """'conv=direct;sparse=dense' -> dict, every field one a record may force, every value valid."""
     out = {}

@@ -377,9 +377,11 @@ class Tuner:
         path = self.work / f"{re.sub(r'[^A-Za-z0-9]+', '_', job.signature)[:80]}.onnx"
         extract_layer(job.node, path)
         vs = variants.candidates(job.node, target, job.facts)
-        if names is not None:
-            vs = [v for v in vs if v.name in names]
-        cands = [Candidate("default", "")] + [Candidate(v.name, v.forced_str(job.facts)) for v in vs]
+        forcings = variants.forcings(vs, job.facts, self.threads)
+        if names is not None:  # a kernel+partitioning record transfers its kernel alone to a 1-thread layer
+            want = set(names) | ({n.split("+")[0] for n in names} if self.threads == 1 else set())
+            forcings = [(n, fs) for n, fs in forcings if n in want]
+        cands = [Candidate("default", "")] + [Candidate(n, fs) for n, fs in forcings]
         by_algo: dict[str, Candidate] = {}
         for c in cands:  # codegen only: variants that emit the same kernel as another are left out of the program
             if self.over_budget():

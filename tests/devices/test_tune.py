@@ -317,3 +317,22 @@ def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models):
     # and a real board's fingerprint differs anyway: same facts without the emulator
     real = {k: v for k, v in rec.facts.items() if k != "emulator"} | {"emulated": False}
     assert tuningdb.fingerprint(real) != rec.fingerprint
+
+
+def test_tune_with_threads_measures_each_kernel_under_each_partitioning(models, env, tmp_path):
+    """At 2 threads a layer's candidates include every kernel variant combined with every partitioning, each
+    built, checked and timed (or dropped as the same code as another); the record names the winner."""
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "t.sqlite") as db:
+        rep = tune(models["dw"], dev, t, threads=2, db=db, final_bench=False)
+        recs = db.records()
+    (row,) = rep["layers"]
+    trials = {t["variant"]: t for t in row["record"]["trials"]}
+    assert {"dw-plane", "dw-cb", "par-serial", "dw-plane+par-serial", "dw-cb+par-serial"} <= set(trials), trials
+    for name, t in trials.items():
+        assert ("ms" in t) != ("rejected" in t), (name, t)
+    # each kernel under par-serial: that kernel's code, run on one thread
+    for k in ("dw-plane", "dw-cb"):
+        assert trials[f"{k}+par-serial"]["algo"] == trials[k]["algo"] + "/serial", trials
+    (rec,) = recs
+    assert rec.variant in trials and rec.signature.endswith(":t2")
