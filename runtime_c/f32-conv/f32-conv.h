@@ -97,6 +97,65 @@ EC_INLINE void f32_conv_pack_b(const f32_conv_shape *s, const float *EC_RESTRICT
   }
 }
 
+EC_INLINE int f32_conv_is_1x1(const f32_conv_shape *s) {
+  return s->KH == 1 && s->KW == 1 && s->SH == 1 && s->SW == 1 && s->PT == 0 && s->PL == 0 && s->Ho == s->H &&
+         s->Wo == s->W;
+}
+
+/* Rows [k0, k1) of the 1x1 B panel holding columns [col, col+w) (w <= NR; the rest zero). */
+EC_INLINE void f32_conv_1x1_pack_rows(const float *EC_RESTRICT x, size_t hw, size_t col, size_t w, size_t NR,
+                                      size_t k0, size_t k1, float *EC_RESTRICT dst) {
+  if (w == NR) {
+    for (size_t k = k0; k < k1; k++) memcpy(dst + k * NR, x + k * hw + col, NR * sizeof(float));
+    return;
+  }
+  for (size_t k = k0; k < k1; k++) {
+    memcpy(dst + k * NR, x + k * hw + col, w * sizeof(float));
+    memset(dst + k * NR + w, 0, (NR - w) * sizeof(float));
+  }
+}
+
+/* 1x1 stride-1 GEMM over columns [n0, n0+nc): panel p+1 is copied from the input while panel p's row
+ * strips run, a slice of its rows before each strip, so the copy's cache misses (strided input rows,
+ * from L3) overlap the microkernel's FMAs instead of being a pass of their own (23% of a 256->64 @56
+ * layer packed up front, bench_gemm.py --split). Same tiles, same K blocks, same arithmetic. */
+EC_INLINE void f32_conv_1x1_block(const f32_conv_shape *s, const float *x, size_t m0, size_t m1, const float *w,
+                                  float *bp, size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e) {
+  const size_t MR = s->MR, NR = s->NR, KC = s->KC, K = s->C / s->G, hw = s->H * s->W;
+  const size_t panels = EC_DIV_UP(nc, NR), strips = EC_DIV_UP(m1 - m0, MR);
+  const size_t slice = EC_DIV_UP(K, strips);
+  f32_conv_1x1_pack_rows(x, hw, n0, EC_MIN(NR, nc), NR, 0, K, bp);
+  for (size_t k0 = 0; k0 < K; k0 += KC) {
+    const size_t kc = EC_MIN(KC, K - k0);
+    const int last = k0 + kc == K;
+    for (size_t p = 0; p < panels; p++) {
+      const size_t j0 = p * NR, nr = EC_MIN(NR, nc - j0);
+      const float *pb = bp + j0 * K + k0 * NR;
+      const int ahead = k0 == 0 && p + 1 < panels;
+      const size_t nj = j0 + NR, nw = ahead ? EC_MIN(NR, nc - nj) : 0;
+      size_t r = 0;
+      for (size_t i0 = m0; i0 < m1; i0 += MR) {
+        if (ahead) {
+          const size_t r1 = EC_MIN(K, r + slice);
+          f32_conv_1x1_pack_rows(x, hw, n0 + nj, nw, NR, r, r1, bp + nj * K);
+          r = r1;
+        }
+        const size_t mr = EC_MIN(MR, m1 - i0);
+        float *ct = c + i0 * ldc + n0 + j0;
+        ec_tile_epi te;
+        if (last) {
+          te.bias_r = e->bias_r ? e->bias_r + i0 : NULL;
+          te.bias_c = NULL;
+          te.res = e->res ? e->res + i0 * ldc + n0 + j0 : NULL;
+          te.res_before_act = e->res_before_act;
+          te.act = e->act;
+        }
+        s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0, last ? &te : NULL);
+      }
+    }
+  }
+}
+
 /* Work item `item` of the split into nblocks column blocks (>= f32_conv_items' count: blocks are
  * cut in whole NR panels, at most NC columns each); tid selects the scratch slice. */
 EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,
@@ -116,7 +175,9 @@ EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_arg
   if (p0 >= p1) return;
   const size_t n0 = p0 * s->NR, nc = EC_MIN(p1 * s->NR, HoWo) - n0;
   float *bp = a->scratch + tid * a->scratch_floats_per_thread;
-  f32_conv_pack_b(s, a->x + (n * s->C + g * Cpg) * s->H * s->W, n0, nc, bp);
+  const float *xg = a->x + (n * s->C + g * Cpg) * s->H * s->W;
+  const int ahead = f32_conv_is_1x1(s);
+  if (!ahead) f32_conv_pack_b(s, xg, n0, nc, bp);
   const size_t yoff = (n * s->K + g * Kpg) * HoWo;
   f32_gemm_epi e;
   e.bias_r = a->bias ? a->bias + g * Kpg : NULL;
@@ -125,6 +186,10 @@ EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_arg
   e.res_before_act = a->res_before_act;
   e.act = a->act;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, s->MR) * Kg;
+  if (ahead) {
+    f32_conv_1x1_block(s, xg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
+    return;
+  }
   f32_gemm_block(s->uk, s->MR, s->NR, s->KC, Kg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
 }
 

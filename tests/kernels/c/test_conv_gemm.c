@@ -80,6 +80,10 @@ int main(int argc, char **argv) {
     conv_p p = {2, 16, 5, 9, 32, groups[gi], 3, 3, 1, 2, 1, 1, 1, 1, 1, 1};
     fails += run(&p, 64, T_NR * 3, 3, k_acts[gi], gi % 2, 1), cases++;
   }
+  for (size_t ms = 1; ms <= 3; ms++) { /* grouped 1x1 (per-group input rows), row chunks, K blocks */
+    conv_p p = {2, 15, 5, 7, 3 * (2 * T_MR + 1), 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+    fails += run(&p, 2 + ms, T_NR * ms, ms, k_acts[ms], ms % 2, 0), cases++;
+  }
   conv_p dw = {1, 16, 6, 6, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}; /* g = C */
   fails += run(&dw, 64, T_NR, 1, k_acts[1], 1, 0), cases++;
   conv_p c1d = {1, 5, 1, 40, 9, 1, 1, 5, 1, 1, 1, 2, 0, 2, 0, 2}; /* Conv1D as H=1, dilation */
