@@ -1,5 +1,6 @@
 /* q8 depthwise variant KERNEL vs the scalar reference, bit-exact: kernel 1x1..5x5, strides 1-3,
- * dilation, asymmetric pads, widths around the 8/16-pixel vectors, clamp on/off. */
+ * dilation, asymmetric pads, widths around the 8/16-pixel vectors, clamp on/off, maps shorter than the
+ * window. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,16 @@ int main(void)
             const int *a = rect[r];
             fails += run2(3, 3 + (r + wi) % 5, RW[wi], a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
         }
+    /* maps shorter than the window (text models: 5x5 over 2-3 rows, vertical stride 2), where whole
+     * kernel rows fall in the top/bottom padding, and pads wider than the image (rows with no tap inside) */
+    static const int shortm[][10] = {{2, 96, 5, 5, 1, 1, 1, 1, 2, 2}, {3, 96, 5, 5, 1, 1, 1, 1, 2, 2},
+                                     {3, 97, 5, 5, 2, 1, 1, 1, 2, 2}, {2, 45, 5, 5, 1, 1, 1, 1, 2, 2},
+                                     {1, 70, 5, 3, 1, 1, 1, 1, 2, 1}, {1, 33, 3, 3, 1, 1, 1, 1, 3, 1},
+                                     {3, 40, 5, 5, 1, 2, 2, 1, 4, 3}, {2, 64, 3, 5, 2, 1, 1, 1, 3, 2}};
+    for (int r = 0; r < 8; r++, cases++) {
+        const int *a = shortm[r];
+        fails += run2(11, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+    }
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;
 }
