@@ -7,7 +7,8 @@
  * they add zx * (row's weight sum) to the accumulator, folded into the row's bias. Text models run
  * 5x5 windows over 2-3 row maps, where 40-60% of the taps are such rows. Only the image rows are
  * copied to scratch (left/right padded); weights, bias and tap offsets are set up once per run of
- * rows with the same valid kernel rows, not per row. */
+ * rows with the same valid kernel rows, not per row. Windows of more than 32 taps and rows short of
+ * the vector (the flattened-plane path) take the generic row step. */
 #include <immintrin.h>
 
 #include "q8-dwconv.h"
@@ -58,20 +59,23 @@ static void dw_row(const q8_dw_params *p, int c, int T, const uint8_t *const *ta
     }
 }
 
-/* One output row of 32-pixel steps from taps grouped by 4 (tp[4g..4g+3], w4[g]); acc starts at bias. */
-static inline void dw_row_groups(int Wo, int G, const uint8_t *const *tp, const int32_t *w4, int32_t bias,
-                                 int32_t mult, int32_t shift, const q8_rq *rq, uint8_t *yr)
+/* One output row of 32-pixel steps from taps grouped by 4: tap k reads row + off[k], its weight is byte k
+ * of w4; acc starts at bias. */
+static inline void dw_row_groups(int Wo, int G, const uint8_t *buf, ptrdiff_t row, const int32_t *off,
+                                 const int32_t *w4, int32_t bias, int32_t mult, int32_t shift, const q8_rq *rq,
+                                 uint8_t *yr)
 {
     const __m256i ones = _mm256_set1_epi16(1), zp = _mm256_set1_epi16((int16_t)rq->zp);
     const __m256i lo8 = _mm256_set1_epi8((char)rq->qmin), hi8 = _mm256_set1_epi8((char)rq->qmax);
     for (int ow0 = 0; ow0 < Wo; ow0 += 32) {
+        const uint8_t *b = buf + (row + ow0);
         __m256i a0 = _mm256_set1_epi32(bias), a1 = a0, a2 = a0, a3 = a0;
         for (int g = 0; g < G; g++) {
-            const uint8_t *const *t = tp + 4 * g;
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(t[0] + ow0));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(t[1] + ow0));
-            const __m256i x2 = _mm256_loadu_si256((const __m256i *)(t[2] + ow0));
-            const __m256i x3 = _mm256_loadu_si256((const __m256i *)(t[3] + ow0));
+            const int32_t *o = off + 4 * g;
+            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(b + o[0]));
+            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(b + o[1]));
+            const __m256i x2 = _mm256_loadu_si256((const __m256i *)(b + o[2]));
+            const __m256i x3 = _mm256_loadu_si256((const __m256i *)(b + o[3]));
             const __m256i l01 = _mm256_unpacklo_epi8(x0, x1), h01 = _mm256_unpackhi_epi8(x0, x1);
             const __m256i l23 = _mm256_unpacklo_epi8(x2, x3), h23 = _mm256_unpackhi_epi8(x2, x3);
             const __m256i wv = _mm256_set1_epi32(w4[g]);
@@ -97,6 +101,27 @@ static inline void dw_row_groups(int Wo, int G, const uint8_t *const *tp, const 
 /* The image rows of one channel, phase-split and left/right padded with zx: [sw][hu][wq]. */
 static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8_t *xc, uint8_t *buf)
 {
+    if (p->sw == 1) { /* vector stores; wq >= pl + W + 32 (q8_dw_wq's slack) */
+        const __m256i zv = _mm256_set1_epi8((char)p->zx);
+        const int pl = p->pl, n = p->W < (int)wq - pl ? p->W : (int)wq - pl;
+        for (int r = 0; r < hu; r++) {
+            uint8_t *dst = buf + (size_t)r * wq;
+            const uint8_t *src = xc + (size_t)r * p->W;
+            for (int k = 0; k < pl; k += 32)
+                _mm256_storeu_si256((__m256i *)(dst + k), zv);
+            int i = 0;
+            for (; i + 32 <= n; i += 32)
+                _mm256_storeu_si256((__m256i *)(dst + pl + i), _mm256_loadu_si256((const __m256i *)(src + i)));
+            if (i < n)
+                memcpy(dst + pl + i, src + i, (size_t)(n - i));
+            int k = pl + n;
+            for (; k + 32 <= (int)wq; k += 32)
+                _mm256_storeu_si256((__m256i *)(dst + k), zv);
+            if (k < (int)wq)
+                memset(dst + k, p->zx, wq - (size_t)k);
+        }
+        return;
+    }
     for (int ph = 0; ph < p->sw; ph++)
         for (int r = 0; r < hu; r++) {
             uint8_t *dst = buf + ((size_t)ph * hu + r) * wq;
@@ -104,16 +129,8 @@ static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8
             int i = 0, iw = ph - p->pl;
             for (; i < (int)wq && iw < 0; i++, iw += p->sw)
                 dst[i] = p->zx;
-            if (p->sw == 1) {
-                const int n = p->W - iw < (int)wq - i ? p->W - iw : (int)wq - i;
-                if (n > 0) {
-                    memcpy(dst + i, src + iw, (size_t)n);
-                    i += n;
-                }
-            } else {
-                for (; i < (int)wq && iw < p->W; i++, iw += p->sw)
-                    dst[i] = src[iw];
-            }
+            for (; i < (int)wq && iw < p->W; i++, iw += p->sw)
+                dst[i] = src[iw];
             if (i < (int)wq)
                 memset(dst + i, p->zx, wq - (size_t)i);
         }
@@ -123,12 +140,27 @@ static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8
 static inline void valid_rows(const q8_dw_params *p, int hu, int oh, int *i0, int *i1)
 {
     const int base = oh * p->sh - p->pt;
-    int a = base >= 0 ? 0 : (-base + p->dh - 1) / p->dh;
-    int b = base > hu - 1 ? 0 : (hu - 1 - base) / p->dh + 1;
+    int a, b;
+    if (p->dh == 1) { /* no division on the common path */
+        a = base >= 0 ? 0 : -base;
+        b = base > hu - 1 ? 0 : hu - base;
+    } else {
+        a = base >= 0 ? 0 : (-base + p->dh - 1) / p->dh;
+        b = base > hu - 1 ? 0 : (hu - 1 - base) / p->dh + 1;
+    }
     b = b < p->kh ? b : p->kh;
     *i0 = a < b ? a : b;
     *i1 = b;
 }
+
+#define FAST_TAPS 32 /* the row-skipping path: one 32-byte vector of weights per set of valid rows */
+#define FAST_KH 8
+#define MAX_PAT ((FAST_KH + 1) * (FAST_KH + 1))
+
+typedef struct {
+    int i0, i1, t0, G;
+    int32_t off[FAST_TAPS + 4]; /* tap k of the groups, relative to the row's first input row */
+} dw_pattern;
 
 static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, const q8_rq *rq)
 {
@@ -137,53 +169,78 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
     const int rows = (int)q8_dw_rows(p);
     int hu = rows - p->pt < p->H ? rows - p->pt : p->H; /* image rows any tap reads */
     hu = hu > 0 ? hu : 0;
-    size_t off[Q8_DW_MAX_TAPS]; /* tap (i, j) relative to input row oh*sh - pt */
+    int32_t off[FAST_TAPS]; /* tap (i, j) relative to input row oh*sh - pt */
     for (int i = 0; i < kh; i++)
         for (int j = 0; j < kw; j++) {
             const int col = j * p->dw;
-            off[i * kw + j] = ((size_t)(col % p->sw) * hu + (size_t)i * p->dh) * wq + (size_t)(col / p->sw);
+            off[i * kw + j] = (int32_t)(((size_t)(col % p->sw) * hu + (size_t)i * p->dh) * wq + (size_t)(col / p->sw));
         }
+    /* the distinct sets of valid kernel rows over the output rows (a few at the edges, one inside) */
+    dw_pattern pat[MAX_PAT];
+    uint8_t pidx[MAX_PAT], rowpat[256]; /* rowpat: output row -> pattern, for the first 256 rows */
+    memset(pidx, 0xFF, sizeof pidx);
+    int npat = 0;
+    for (int oh = 0; oh < p->Ho; oh++) {
+        int i0, i1;
+        valid_rows(p, hu, oh, &i0, &i1);
+        const int key = i0 * (kh + 1) + i1;
+        if (pidx[key] != 0xFF) {
+            if (oh < 256)
+                rowpat[oh] = pidx[key];
+            continue;
+        }
+        if (oh < 256)
+            rowpat[oh] = (uint8_t)npat;
+        dw_pattern *q = &pat[npat];
+        pidx[key] = (uint8_t)npat++;
+        /* start on an even tap: the pairs stay those maddubs_exact checked (a skipped tap's weight is 0) */
+        q->i0 = i0;
+        q->i1 = i1;
+        q->t0 = (i0 * kw) & ~1;
+        q->G = i1 > i0 ? (i1 * kw - q->t0 + 3) / 4 : 0;
+        for (int k = 0; k < 4 * q->G; k++) { /* filler taps read a valid tap's bytes */
+            const int t = q->t0 + k;
+            q->off[k] = off[t >= i0 * kw && t < i1 * kw ? t : i0 * kw];
+        }
+    }
+    const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                                          21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
     for (int b = 0; b < p->batch; b++)
         for (int c = 0; c < p->C; c++) {
             const size_t plane = (size_t)b * p->C + c;
             pad_image_rows(p, hu, wq, x + plane * p->H * p->W, scratch);
             const int8_t *wc = p->w + (size_t)c * T;
-            int32_t rowsum[Q8_DW_MAX_TAPS];
-            for (int i = 0; i < kh; i++) {
-                rowsum[i] = 0;
-                for (int j = 0; j < kw; j++)
-                    rowsum[i] += wc[i * kw + j];
+            int8_t wz[2 * FAST_TAPS] = {0};
+            memcpy(wz, wc, (size_t)T);
+            int32_t rowsum[FAST_KH]; /* zx * the kernel row's weight sum */
+            for (int i = 0, t = 0; i < kh; i++) {
+                int32_t s = 0;
+                for (int j = 0; j < kw; j++, t++)
+                    s += wz[t];
+                rowsum[i] = s * (int32_t)p->zx;
             }
-            int ci0 = -1, ci1 = -1, G = 0, t0 = 0;
-            int32_t bias = 0, w4[Q8_DW_MAX_TAPS / 4 + 1];
-            const uint8_t *tp[Q8_DW_MAX_TAPS + 4];
+            int32_t bias[MAX_PAT], w4[MAX_PAT][FAST_TAPS / 4];
+            for (int k = 0; k < npat; k++) { /* weights of the valid taps (others 0) and the folded bias */
+                const dw_pattern *q = &pat[k];
+                bias[k] = p->bias[c];
+                for (int i = 0; i < kh; i++)
+                    bias[k] += i < q->i0 || i >= q->i1 ? rowsum[i] : 0;
+                const __m256i t = _mm256_add_epi8(iota, _mm256_set1_epi8((char)q->t0));
+                const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8((char)(q->i0 * kw)), t),
+                                                       _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(q->i1 * kw)), t));
+                const __m256i wv = _mm256_loadu_si256((const __m256i *)(wz + q->t0));
+                _mm256_storeu_si256((__m256i *)w4[k], _mm256_and_si256(wv, in));
+            }
+            uint8_t *yc = y + plane * p->Ho * p->Wo;
             for (int oh = 0; oh < p->Ho; oh++) {
-                int i0, i1;
-                valid_rows(p, hu, oh, &i0, &i1);
-                if (i0 != ci0 || i1 != ci1) { /* new set of valid rows: its taps, weights and bias */
-                    ci0 = i0;
-                    ci1 = i1;
-                    bias = p->bias[c];
-                    for (int i = 0; i < kh; i++)
-                        bias += i < i0 || i >= i1 ? (int32_t)p->zx * rowsum[i] : 0;
-                    /* start on an even tap: the pairs stay those maddubs_exact checked, a skipped
-                     * tap's weight is 0 */
-                    t0 = (i0 * kw) & ~1;
-                    const int t1 = i1 * kw;
-                    G = t1 > t0 ? (t1 - t0 + 3) / 4 : 0;
-                    for (int k = 0; k < 4 * G; k++) {
-                        const int t = t0 + k;
-                        ((int8_t *)w4)[k] = t >= i0 * kw && t < t1 ? wc[t] : 0;
-                    }
+                int k = oh < 256 ? rowpat[oh] : 0;
+                if (oh >= 256) {
+                    int i0, i1;
+                    valid_rows(p, hu, oh, &i0, &i1);
+                    k = pidx[i0 * (kh + 1) + i1];
                 }
-                /* taps of output row oh; skipped and filler taps read a valid tap's (in-buffer) bytes */
-                const ptrdiff_t rb = (ptrdiff_t)(oh * p->sh - p->pt) * (ptrdiff_t)wq;
-                for (int k = 0; k < 4 * G; k++) {
-                    const int t = t0 + k, v = t >= i0 * kw && t < i1 * kw ? t : i0 * kw;
-                    tp[k] = scratch + ((ptrdiff_t)off[v] + rb);
-                }
-                dw_row_groups(p->Wo, G, tp, w4, bias, p->mult[c], p->shift[c], rq,
-                              y + plane * p->Ho * p->Wo + (size_t)oh * p->Wo);
+                dw_row_groups(p->Wo, pat[k].G, scratch, (ptrdiff_t)(oh * p->sh - p->pt) * (ptrdiff_t)wq, pat[k].off,
+                              w4[k], bias[k], p->mult[c], p->shift[c], rq, yc + (size_t)oh * p->Wo);
             }
         }
 }
@@ -191,8 +248,8 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
 void q8_dwconv__avx2_maddubs(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
 {
     const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
-    if (p->kh * p->kw > Q8_DW_MAX_TAPS || q8_dw_use_flat(p, 32)) {
-        q8_dwconv_rows(p, x, y, scratch, 32, dw_row); /* short rows: the flattened plane */
+    if (p->kh * p->kw > FAST_TAPS || p->kh > FAST_KH || q8_dw_use_flat(p, 32)) {
+        q8_dwconv_rows(p, x, y, scratch, 32, dw_row); /* short rows: the flattened plane; big windows */
         return;
     }
     dw_skip_rows(p, x, y, scratch, &rq);
