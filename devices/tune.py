@@ -176,6 +176,11 @@ def plan(model: Path, device, threads: int, input_shapes: dict | None = None) ->
         sig = info.get("details", {}).get("signature")
         if sig is None:
             continue
+        if info["details"].get("layout", "nchw") != "nchw":
+            # in a channel-blocked region (codegen/layout.py): the variants are NCHW kernels, measured alone
+            # they leave out the region they would split (a record would pin the layer, and so the region's
+            # neighbours, to NCHW); the region's choice is the layout pass's
+            continue
         f = variants.facts(node)
         if len(variants.candidates(node, target, f)) < 1:
             continue
