@@ -259,6 +259,30 @@ def test_exact_qlinearmatmul_per_column_and_unrewritten_ops_named():
     assert d.max() <= 1 and np.mean(d == 0) > 0.99
 
 
+def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
+    """ppocr cls with 7-bit weights for x86_64-avx2: every depthwise layer (5x5 windows over 2-3 row maps,
+    where the kernel skips kernel rows in the padding) runs the vpmaddubsw kernel, and the model's output
+    is bit-identical to the build on the scalar reference kernels."""
+    if not get_target("x86_64-avx2").runs_natively():
+        pytest.skip("this CPU lacks AVX2")
+    _ppocr_int8(ppocr_cls, tmp_path)  # writes pre13.onnx
+    rng = np.random.default_rng(0)
+    q = tmp_path / "ppocr_q7.onnx"
+    quantize_static(str(tmp_path / "pre13.onnx"), str(q),
+                    _Reader("x", [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(4)]),
+                    quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+    b, y = _compile_run(q, "x86_64-avx2", x, tmp_path / "avx2", name="x")
+    kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-dwconv"]
+    assert kernels == ["q8_dwconv__avx2_maddubs"] * 11, kernels
+    _, y_ref = _compile_run(q, "generic", x, tmp_path / "generic", name="x")  # the scalar reference kernels
+    assert np.array_equal(y, y_ref)
+    # the int8 chain's 1-LSB rounding differences (ties; SE scales in float) reach 3 LSB of the softmax
+    ref = exact(q, {"x": x})
+    assert np.abs(y - ref).max() <= 3.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()
+
+
 @pytest.mark.parametrize("reduce_range", [True, False])
 def test_reduce_range_model_runs_maddubs_gemm_exactly(digits_cnn, reduce_range, tmp_path):
     """7-bit weights (quantize_static reduce_range, what `edgec optimize --target x86_64-avx2` asks for)
