@@ -117,7 +117,9 @@ static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8
             int k = pl + n;
             for (; k + 32 <= (int)wq; k += 32)
                 _mm256_storeu_si256((__m256i *)(dst + k), zv);
-            if (k < (int)wq)
+            if (k < (int)wq && (int)wq - 32 >= pl + n)
+                _mm256_storeu_si256((__m256i *)(dst + wq - 32), zv); /* the tail, over bytes already zx */
+            else if (k < (int)wq)
                 memset(dst + k, p->zx, wq - (size_t)k);
         }
         return;
@@ -151,6 +153,16 @@ static inline void valid_rows(const q8_dw_params *p, int hu, int oh, int *i0, in
     b = b < p->kh ? b : p->kh;
     *i0 = a < b ? a : b;
     *i1 = b;
+}
+
+/* Sum of 32 int8 lanes. */
+static inline int32_t hsum_s8(__m256i v)
+{
+    const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+    return _mm_cvtsi128_si32(h);
 }
 
 #define FAST_TAPS 32 /* the row-skipping path: one 32-byte vector of weights per set of valid rows */
@@ -209,27 +221,25 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
         for (int c = 0; c < p->C; c++) {
             const size_t plane = (size_t)b * p->C + c;
             pad_image_rows(p, hu, wq, x + plane * p->H * p->W, scratch);
-            const int8_t *wc = p->w + (size_t)c * T;
-            int8_t wz[2 * FAST_TAPS] = {0};
-            memcpy(wz, wc, (size_t)T);
-            int32_t rowsum[FAST_KH]; /* zx * the kernel row's weight sum */
-            for (int i = 0, t = 0; i < kh; i++) {
-                int32_t s = 0;
-                for (int j = 0; j < kw; j++, t++)
-                    s += wz[t];
-                rowsum[i] = s * (int32_t)p->zx;
+            /* weights read in place when 64 bytes follow them (a vector from any t0 < 32), else from a copy */
+            const int8_t *ws = p->w + (size_t)c * T;
+            int8_t wz[2 * FAST_TAPS];
+            if ((size_t)(p->C - c) * T < sizeof wz) {
+                memset(wz, 0, sizeof wz);
+                memcpy(wz, ws, (size_t)T);
+                ws = wz;
             }
+            const int32_t sum_all = hsum_s8(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)ws),
+                                                             _mm256_cmpgt_epi8(_mm256_set1_epi8((char)T), iota)));
             int32_t bias[MAX_PAT], w4[MAX_PAT][FAST_TAPS / 4];
             for (int k = 0; k < npat; k++) { /* weights of the valid taps (others 0) and the folded bias */
                 const dw_pattern *q = &pat[k];
-                bias[k] = p->bias[c];
-                for (int i = 0; i < kh; i++)
-                    bias[k] += i < q->i0 || i >= q->i1 ? rowsum[i] : 0;
                 const __m256i t = _mm256_add_epi8(iota, _mm256_set1_epi8((char)q->t0));
                 const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8((char)(q->i0 * kw)), t),
                                                        _mm256_cmpgt_epi8(_mm256_set1_epi8((char)(q->i1 * kw)), t));
-                const __m256i wv = _mm256_loadu_si256((const __m256i *)(wz + q->t0));
-                _mm256_storeu_si256((__m256i *)w4[k], _mm256_and_si256(wv, in));
+                const __m256i wv = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(ws + q->t0)), in);
+                _mm256_storeu_si256((__m256i *)w4[k], wv);
+                bias[k] = p->bias[c] + (int32_t)p->zx * (sum_all - hsum_s8(wv)); /* skipped taps read zx */
             }
             uint8_t *yc = y + plane * p->Ho * p->Wo;
             for (int oh = 0; oh < p->Ho; oh++) {
