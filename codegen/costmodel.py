@@ -398,8 +398,8 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
             nchw = macs * _lc("gemm_mac") * (1 + _lc("gemmt_k") / kpg + _lc("gemmt_px") / px)
         else:
             nchw = macs * _lc("gemm_mac") * (1 + _lc("gemm_px") / px + _lc("gemm_k") / kpg + _lc("gemm_c") / cpg)
-        kb = -(-g["K"] // c)
-        blocked = macs * (kb * c / g["K"]) * _lc("nchwc_mac")
+        from edgec.codegen.layout import straddle  # pad lanes, and blocks reading two groups
+        blocked = macs * straddle(g, c) * _lc("nchwc_mac")
         return nchw, blocked
     n, ch = y_shape[0], y_shape[1]
     rest = 1

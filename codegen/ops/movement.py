@@ -59,6 +59,9 @@ def _blocks(shape, axis):
 @register("Concat")
 def emit_concat(node: Node, ctx: EmitContext) -> str:
     y = node.outputs[0]
+    if y.block:  # channels of a channel-blocked region (codegen/layout.py)
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_concat(node, ctx)
     axis = node.attr("axis") % len(y.shape)
     outer, yin = _blocks(y.shape, axis)
     segs, off = [], 0
@@ -70,6 +73,32 @@ def emit_concat(node: Node, ctx: EmitContext) -> str:
         off += xin
     ctx.note(algo="copy")
     return _segments(ctx, ctx.ptr(y), y, outer, yin, segs, into_big=True)
+
+
+@register("ChannelShuffle")
+def emit_channel_shuffle(node: Node, ctx: EmitContext) -> str:
+    """Reshape [N,G,C/G,H,W] -> Transpose [0,2,1,3,4] -> Reshape [N,C,H,W], fused by codegen/layout.py: output
+    channel c is input channel (c % G) * (C/G) + c / G, one plane copy each."""
+    x, y = node.inputs[0], node.outputs[0]
+    groups = node.attr("ec_shuffle_groups")
+    if not isinstance(groups, int) or groups < 1 or len(x.shape) != 4 or x.shape != y.shape \
+            or x.shape[1] % groups or x.dtype != y.dtype:
+        raise EdgecError(f"node {node.name} ({node.op}): not an ONNX op; edgec fuses it from Reshape, Transpose, "
+                         f"Reshape only")
+    if y.block:
+        from edgec.codegen.ops import nchwc
+        return nchwc.emit_shuffle(node, ctx, groups)
+    N, C = x.shape[:2]
+    hw = int(np.prod(x.shape[2:], dtype=np.int64))
+    ctx.note(algo=f"shuffle-g{groups}")
+    xp, yp = ctx.ptr(x), ctx.ptr(y)
+    lo, hi = "0", f"{N * C}u"
+    if _par.split(ctx, N * C, 2 * x.size):
+        lo, hi = "ec_b", "ec_e"
+    return block([f"for (size_t i = {lo}; i < {hi}; i++) {{  /* output plane i = (n, c) */",
+                  f"    const size_t n = i / {C}u, c = i % {C}u;",
+                  f"    memcpy({yp} + i * {hw}u, {xp} + (n * {C}u + c % {groups}u * {C // groups}u + c / {groups}u)"
+                  f" * {hw}u, {hw * x.dtype.itemsize}u);", "}"])
 
 
 COPY_BLOCK = 4096  # elements per parallel item of a Concat/Split: 16 KB of float32

@@ -53,6 +53,27 @@ def _spatial(t: Tensor) -> int:
     return int(np.prod(t.shape[2:], dtype=np.int64))
 
 
+def ranges_1x1(C: int, K: int, G: int, b: int) -> list[tuple[int, int]]:
+    """Per output block of a blocked 1x1 conv, the input channels [lo, hi) it reads: the groups of its first and
+    last real lanes (f32_nchwc_1x1_range). A block straddling a group edge reads both groups."""
+    cpg, kpg = C // G, K // G
+    return [(k * b // kpg * cpg, ((min(K, (k + 1) * b) - 1) // kpg + 1) * cpg) for k in range(_blocks(K, b))]
+
+
+def _pack_1x1(w: np.ndarray, C: int, K: int, G: int, b: int) -> np.ndarray:
+    """Weights [K][C/G] -> [ceil(K/b)][WS][b]: block k's row c - lo for input channel c, zero where the lane's
+    group does not read c (and on pad lanes)."""
+    cpg, kpg = C // G, K // G
+    rng = ranges_1x1(C, K, G, b)
+    wp = np.zeros((len(rng), max(hi - lo for lo, hi in rng), b), np.float32)
+    w2 = w.reshape(K, cpg)
+    for ch in range(K):
+        k, lane = divmod(ch, b)
+        r0 = ch // kpg * cpg - rng[k][0]
+        wp[k, r0:r0 + cpg, lane] = w2[ch]
+    return wp
+
+
 @register(REORDER_OP)
 def emit_reorder(node: Node, ctx: EmitContext) -> str:
     x, y = node.inputs[0], node.outputs[0]
@@ -69,7 +90,7 @@ def emit_reorder(node: Node, ctx: EmitContext) -> str:
 
 
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
-    """Depthwise (any window) or 1x1 stride-1 conv (dense, or grouped in whole blocks), blocked in and out."""
+    """Depthwise (any window) or 1x1 stride-1 conv (dense or grouped), blocked in and out."""
     from edgec.codegen.ops.conv import epilogue_fields
     x, y = node.inputs[0], node.outputs[0]
     b = y.block
@@ -90,11 +111,12 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         pc = max(1, -(-g["Ho"] // per))
         items = N * cb * -(-g["Ho"] // pc)
         fn, algo = f"f32_nchwc_dwconv__{isa}", f"dwconv-nchwc-{g['KH']}x{g['KW']}-{isa}"
-    elif g["KH"] == g["KW"] == 1 and (g["G"] == 1 or (C // g["G"] % b == 0 and K // g["G"] % b == 0)):
-        kb, cpg = _blocks(K, b), C // g["G"]
-        wp = np.zeros((kb * b, cpg), np.float32)
-        wp[:K] = w.reshape(K, cpg)
-        wp = np.ascontiguousarray(wp.reshape(kb, b, cpg).transpose(0, 2, 1))  # [K/c][C/G][c]
+    elif g["KH"] == g["KW"] == 1:
+        kb = _blocks(K, b)
+        wp = _pack_1x1(w, C, K, g["G"], b)  # [K/c][WS][c]
+        ws = wp.shape[1]
+        rng = ranges_1x1(C, K, g["G"], b)
+        union = max(rng[min(k + 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, 2))  # a block pair's channels
         hw = g["Ho"] * g["Wo"]
         pairs = -(-kb // 2)
         per = max(1, -(-_par.CHUNKS // (N * pairs)))
@@ -106,18 +128,20 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         # passes over the input channels so a block pair's weights (2 x KC x c floats) fit half of L1: streamed
         # from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path
         half_l1 = ctx.target.l1d_bytes // 2
-        kc = cpg if 8 * cpg * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
+        kc = union if 8 * union * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
             f"-g{g['G']}" if g["G"] > 1 else "")
     else:
         raise EdgecError(f"internal: node {node.name} (Conv) has no channel-blocked kernel")
     wptr = ctx.weight(f"nchwc-w-{b}:{node.name}", wp)
+    if g["G"] == C == K:
+        ws = 0
     ctx.note(algo=algo, macs=macs, layout=y.layout, kernel=fn, **({"kc": kc} if kc > 1 else {}),
              why=f"channel-blocked region: {b} channels per vector, taps and epilogue at full width")
     keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
     shape = ", ".join(f"{g[k]}u" for k in keys.split())
     groups = 1 if g["G"] == C == K else g["G"]  # depthwise ignores it
-    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {fn}}};\n"
+    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, {fn}}};\n"
             f"const f32_nchwc_conv_args A = {{{ctx.ptr(x)}, {ctx.ptr(y)}, {wptr}, "
             f"{epilogue_fields(node, ctx, bias)}}};\n"
             f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")
@@ -187,3 +211,41 @@ def emit_flat(node: Node, ctx: EmitContext, expr, operands: list[Tensor]) -> str
 
 def emit_act(node: Node, ctx: EmitContext, act) -> str:
     return emit_flat(node, ctx, lambda v: act_expr(act[0], act[1], v[0]), [node.inputs[0]])
+
+
+SHUFFLE_OP = "ChannelShuffle"
+
+
+def emit_shuffle(node: Node, ctx: EmitContext, groups: int) -> str:
+    """The channel shuffle (codegen/layout.py fuses its Reshape, Transpose, Reshape), blocked in and out: every
+    output block gathers its lanes from the blocks holding their source channels."""
+    x, y = node.inputs[0], node.outputs[0]
+    b = y.block
+    if x.block != b:
+        raise EdgecError(f"internal: node {node.name} mixes layouts")
+    isa = _kernels(ctx, b)
+    N, C = x.shape[:2]
+    ctx.note(algo=f"shuffle-nchwc-g{groups}-{isa}", macs=0, layout=y.layout)
+    return (f"static const f32_nchwc_shuffle_shape S = {{{N}u, {C}u, {_spatial(x)}u, {b}u, {groups}u}};\n"
+            f"f32_nchwc_shuffle_run(&S, f32_nchwc_shuffle__{isa}, {ctx.ptr(x)}, {ctx.ptr(y)}, {ctx.pool});\n")
+
+
+def emit_concat(node: Node, ctx: EmitContext) -> str:
+    """Concat on channels of blocked tensors whose channel counts (all but the last) are whole blocks: per image,
+    each input's blocks are one run of the output's."""
+    from edgec.codegen.ops.movement import _segments
+    y = node.outputs[0]
+    b = y.block
+    xs = [t for t in node.inputs if t is not None and t.size]
+    if any(t.block != b for t in xs) or any(t.shape[1] % b for t in xs[:-1]):
+        raise EdgecError(f"internal: node {node.name} (Concat) has inputs that are not whole channel blocks")
+    N, hw = y.shape[0], _spatial(y)
+    per = _blocks(y.shape[1], b) * hw * b
+    segs, off = [], 0
+    for t in xs:
+        n = _blocks(t.shape[1], b) * hw * b
+        segs.append((ctx.ptr(t), n, off))
+        off += n
+    ctx.note(algo="copy-nchwc", layout=y.layout)
+    # the copies see the stored elements: a flat float tensor of the output's padded size
+    return _segments(ctx, ctx.ptr(y), Tensor(y.name, (N * per,), np.float32), N, per, segs, into_big=True)

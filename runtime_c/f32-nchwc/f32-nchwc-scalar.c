@@ -20,18 +20,18 @@ void f32_nchwc_conv1x1__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_co
   const size_t CB = s->CB, HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, CB);
   const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k0 = item % kpairs * 2;
   const size_t p0 = item / kpairs % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC), cbn = EC_DIV_UP(s->C, CB);
-  const size_t cpg = s->C / s->G, kpg = s->K / s->G;
-  for (size_t k = k0; k < EC_MIN(kb, k0 + 2); k++)
-  for (size_t p = p0; p < p1; p++)
-    for (size_t l = 0; l < CB; l++) {
-      float acc = a->bias[k * CB + l];
-      /* the group's first input channel (grouped: K = G*Kpg has no pad lanes) */
-      const size_t c0 = s->G > 1 ? (k * CB + l) / kpg * cpg : 0;
-      for (size_t c = 0; c < cpg; c++)
-        acc += a->x[((n * cbn + (c0 + c) / CB) * HW + p) * CB + (c0 + c) % CB] * a->w[(k * cpg + c) * CB + l];
-      const size_t o = ((n * kb + k) * HW + p) * CB + l;
-      a->y[o] = ec_epi_value(acc, a->res ? a->res + o : NULL, a->res_before_act, a->act);
-    }
+  for (size_t k = k0; k < EC_MIN(kb, k0 + 2); k++) {
+    size_t lo, hi; /* the block's input channels: its lanes' groups, weights zero outside a lane's own */
+    f32_nchwc_1x1_range(s, k, &lo, &hi);
+    for (size_t p = p0; p < p1; p++)
+      for (size_t l = 0; l < CB; l++) {
+        float acc = a->bias[k * CB + l];
+        for (size_t c = lo; c < hi; c++)
+          acc += a->x[((n * cbn + c / CB) * HW + p) * CB + c % CB] * a->w[(k * s->WS + c - lo) * CB + l];
+        const size_t o = ((n * kb + k) * HW + p) * CB + l;
+        a->y[o] = ec_epi_value(acc, a->res ? a->res + o : NULL, a->res_before_act, a->act);
+      }
+  }
 }
 
 void f32_nchwc_dwconv__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
@@ -92,4 +92,13 @@ void f32_nchwc_scale__scalar(const f32_nchwc_scale_shape *s, const float *x, con
   const size_t CB = s->CB;
   for (size_t p = 0; p < s->HW; p++)
     for (size_t l = 0; l < CB; l++) y[(item * s->HW + p) * CB + l] = x[(item * s->HW + p) * CB + l] * sc[item * CB + l];
+}
+
+void f32_nchwc_shuffle__scalar(const f32_nchwc_shuffle_shape *s, const float *x, float *y, size_t item) {
+  const size_t CB = s->CB, nb = EC_DIV_UP(s->C, CB), n = item / nb, c0 = item % nb * CB, cg = s->C / s->G;
+  for (size_t l = 0; l < CB; l++) {
+    const size_t c = c0 + l, src = c < s->C ? c % s->G * cg + c / s->G : 0;
+    for (size_t p = 0; p < s->HW; p++)
+      y[(item * s->HW + p) * CB + l] = c < s->C ? x[((n * nb + src / CB) * s->HW + p) * CB + src % CB] : 0.0f;
+  }
 }

@@ -45,12 +45,28 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
   }
 }
 
-/* pt pixels x kt (1 or 2) output blocks over C input channels; constants after inlining, so the
- * accumulators stay in registers */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *w,
-                                              const float *bias, float *y, const float *res, size_t C, size_t HW,
-                                              size_t kstride, const size_t pt, const size_t kt, int first, int last) {
-  const size_t cbn = EC_DIV_UP(C, (size_t)EC_VL), ystride = HW * EC_VL;
+/* input channels [c, e) into accumulator column j of a tile of pt pixels: one broadcast of each pixel's input
+ * value per weight vector (w: the block's weights for channel c) */
+#define NCHWC_1X1_SEG(j, w, c, e)                                                                                 \
+  for (size_t c_ = (c); c_ < (e);) {                                                                             \
+    const size_t cb_ = c_ / EC_VL, l1_ = EC_MIN((size_t)EC_VL, (e)-cb_ * EC_VL);                                 \
+    const float *xb_ = x + cb_ * HW * EC_VL, *wc_ = (w) + (c_ - (c)) * EC_VL;                                    \
+    for (size_t l_ = c_ % EC_VL; l_ < l1_; l_++, wc_ += EC_VL) {                                                 \
+      const ec_v wv_ = ec_vld(wc_);                                                                              \
+      NCHWC_UNROLL                                                                                               \
+      for (size_t p = 0; p < pt; p++) acc[p][j] = ec_vfma(acc[p][j], ec_vset1(xb_[p * EC_VL + l_]), wv_);       \
+    }                                                                                                            \
+    c_ = cb_ * EC_VL + l1_;                                                                                      \
+  }
+
+/* pt pixels x kt (1 or 2) output blocks A, B over the input channels [c0, c1) of a pass: A alone reads
+ * [a0, a1), both read [b0, a1) ... see f32_nchwc_1x1_blocks; constants after inlining, so the accumulators
+ * stay in registers */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *wa,
+                                              const float *wb, const float *bias, float *y, const float *res,
+                                              size_t HW, const size_t pt, const size_t kt, const size_t seg[6],
+                                              size_t la, size_t lb, int first, int last) {
+  const size_t ystride = HW * EC_VL;
   ec_v acc[NCHWC_PT][2];
   if (first) {
     const ec_v b0 = ec_vld(bias), b1 = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();
@@ -61,19 +77,24 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
     for (size_t p = 0; p < pt; p++)
       acc[p][0] = ec_vld(y + p * EC_VL), acc[p][1] = kt > 1 ? ec_vld(y + ystride + p * EC_VL) : ec_vzero();
   }
-  for (size_t cb = 0; cb < cbn; cb++) {
-    const float *xb = x + cb * HW * EC_VL;
-    const size_t nl = EC_MIN((size_t)EC_VL, C - cb * EC_VL);
-    const float *wc = w + cb * EC_VL * EC_VL;
-    for (size_t l = 0; l < nl; l++) {
-      const ec_v w0 = ec_vld(wc + l * EC_VL), w1 = kt > 1 ? ec_vld(wc + kstride + l * EC_VL) : ec_vzero();
-      NCHWC_UNROLL
-      for (size_t p = 0; p < pt; p++) {
-        const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
-        acc[p][0] = ec_vfma(acc[p][0], xv, w0);
-        if (kt > 1) acc[p][1] = ec_vfma(acc[p][1], xv, w1);
+  /* seg: [A alone), [both), [B alone) as channel ranges; wa, wb: the blocks' weight rows, from channel la, lb */
+  NCHWC_1X1_SEG(0, wa + (seg[0] - la) * EC_VL, seg[0], seg[1])
+  if (kt > 1) {
+    for (size_t c = seg[2]; c < seg[3];) { /* both blocks: one broadcast, two FMAs */
+      const size_t cb = c / EC_VL, l1 = EC_MIN((size_t)EC_VL, seg[3] - cb * EC_VL);
+      const float *xb = x + cb * HW * EC_VL;
+      for (size_t l = c % EC_VL; l < l1; l++) {
+        const ec_v w0 = ec_vld(wa + (cb * EC_VL + l - la) * EC_VL), w1 = ec_vld(wb + (cb * EC_VL + l - lb) * EC_VL);
+        NCHWC_UNROLL
+        for (size_t p = 0; p < pt; p++) {
+          const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
+          acc[p][0] = ec_vfma(acc[p][0], xv, w0);
+          acc[p][1] = ec_vfma(acc[p][1], xv, w1);
+        }
       }
+      c = cb * EC_VL + l1;
     }
+    NCHWC_1X1_SEG(1, wb + (seg[4] - lb) * EC_VL, seg[4], seg[5])
   }
   if (!last) {
     NCHWC_UNROLL
@@ -92,46 +113,46 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
   }
 }
 
-/* output blocks k (and k + 1 when kt = 2, same group) of image n over pixels [p0, p1) */
+/* output blocks k (and k + 1 when kt = 2) of image n over pixels [p0, p1). Block A = k reads [la, ha), B = k + 1
+ * reads [lb, hb) (la <= lb, ha <= hb: groups are contiguous): in each pass over [la, hb), A alone takes
+ * [la, min(ha, lb)), both take [lb, ha), B alone [max(ha, lb), hb); whole-block groups split by a group edge
+ * have no common part, a block straddling two groups reads both (its other lanes' weights are zero) */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
                                                 size_t n, size_t k, const size_t kt, size_t p0, size_t p1) {
-  const size_t HW = s->Ho * s->Wo, kb = EC_DIV_UP(s->K, (size_t)EC_VL), cpg = s->C / s->G;
-  /* groups: whole blocks of Cpg and Kpg channels (the layout pass checks it) */
-  const size_t grp = s->G > 1 ? k * EC_VL / (s->K / s->G) : 0, kstride = cpg * EC_VL;
-  const float *x = a->x + (n * EC_DIV_UP(s->C, (size_t)EC_VL) + grp * cpg / EC_VL) * HW * EC_VL;
-  const float *w = a->w + k * kstride, *bias = a->bias + k * EC_VL;
+  const size_t HW = s->Ho * s->Wo, kb = EC_DIV_UP(s->K, (size_t)EC_VL);
+  size_t la, ha, lb = 0, hb = 0;
+  f32_nchwc_1x1_range(s, k, &la, &ha);
+  if (kt > 1) f32_nchwc_1x1_range(s, k + 1, &lb, &hb);
+  else lb = hb = ha;
+  const float *x = a->x + n * EC_DIV_UP(s->C, (size_t)EC_VL) * HW * EC_VL;
+  const float *wa = a->w + k * s->WS * EC_VL, *wb = kt > 1 ? wa + s->WS * EC_VL : wa;
+  const float *bias = a->bias + k * EC_VL;
   const size_t yoff = (n * kb + k) * HW * EC_VL;
   float *y = a->y + yoff;
   const float *res = a->res ? a->res + yoff : NULL;
   /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
-  for (size_t c0 = 0; c0 < cpg; c0 += s->KC) {
-    const size_t nc = EC_MIN(s->KC, cpg - c0);
-    const int first = c0 == 0, last = c0 + nc == cpg;
-    const float *xc = x + c0 / EC_VL * HW * EC_VL, *wc = w + c0 * EC_VL;
+  for (size_t c0 = la; c0 < hb; c0 += s->KC) {
+    const size_t c1 = EC_MIN(hb, c0 + s->KC);
+    size_t seg[6] = {c0, EC_MIN(c1, EC_MIN(ha, lb)), EC_MAX(c0, lb), EC_MIN(c1, ha), EC_MAX(c0, EC_MAX(ha, lb)), c1};
+    if (kt == 1) seg[1] = EC_MIN(c1, ha);
+    const int first = c0 == la, last = c1 == hb;
     size_t p = p0;
     for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_tile)(a, xc + p * EC_VL, wc, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, nc,
-                                   HW, kstride, NCHWC_PT, kt, first, last);
+      NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, wa, wb, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL,
+                                   HW, NCHWC_PT, kt, seg, la, lb, first, last);
     for (; p < p1; p++)
-      NCHWC_FN(f32_nchwc_1x1_tile)(a, xc + p * EC_VL, wc, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, nc,
-                                   HW, kstride, 1, kt, first, last);
+      NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, wa, wb, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL,
+                                   HW, 1, kt, seg, la, lb, first, last);
   }
 }
 
-/* item = (n, pair of output blocks, chunk of PC pixels); a pair split by a group boundary runs one block at a
- * time */
+/* item = (n, pair of output blocks, chunk of PC pixels) */
 void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
   /* block pairs vary fastest: consecutive items reuse one pixel chunk of the input from L2 */
   const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item % kpairs * 2;
   const size_t p0 = item / kpairs % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
-  const size_t kpg = s->K / s->G;
-  if (k + 1 < kb && (s->G == 1 || k * EC_VL / kpg == (k + 1) * EC_VL / kpg)) {
-    NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, 2, p0, p1);
-    return;
-  }
-  NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, 1, p0, p1);
-  if (k + 1 < kb) NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k + 1, 1, p0, p1);
+  NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, k + 1 < kb ? 2 : 1, p0, p1);
 }
 
 /* item = (n, channel block, PC output rows). Interior columns (every kw inside the row) run four
@@ -246,4 +267,31 @@ void NCHWC_FN(f32_nchwc_scale)(const f32_nchwc_scale_shape *s, const float *x, c
   const float *xb = x + item * s->HW * EC_VL;
   float *yb = y + item * s->HW * EC_VL;
   for (size_t p = 0; p < s->HW; p++) ec_vst(yb + p * EC_VL, ec_vmul(ec_vld(xb + p * EC_VL), k));
+}
+
+/* GCC's -O3 vectorizer turns the lane copies into strided gathers, 3x slower on Zen 3 */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize")))
+#endif
+void NCHWC_FN(f32_nchwc_shuffle)(const f32_nchwc_shuffle_shape *s, const float *x, float *y, size_t item) {
+  const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = item % nb * EC_VL, HW = s->HW;
+  const size_t cg = s->C / s->G, nc = EC_MIN((size_t)EC_VL, s->C - c0);
+  /* each lane's source: a channel of another block (a permutation across blocks, no two lanes alike) */
+  const float *src[EC_VL];
+  for (size_t l = 0; l < nc; l++) {
+    const size_t c = c0 + l, sc = c % s->G * cg + c / s->G;
+    src[l] = x + (n * nb + sc / EC_VL) * HW * EC_VL + sc % EC_VL;
+  }
+  float *d = y + item * HW * EC_VL;
+  if (nc == EC_VL) { /* lane by lane into the output (a vector built in memory would stall its load) */
+    for (size_t p = 0; p < HW; p++, d += EC_VL) {
+      NCHWC_UNROLL
+      for (size_t l = 0; l < EC_VL; l++) d[l] = src[l][p * EC_VL];
+    }
+    return;
+  }
+  for (size_t p = 0; p < HW; p++, d += EC_VL) {
+    ec_vst(d, ec_vzero());
+    for (size_t l = 0; l < nc; l++) d[l] = src[l][p * EC_VL];
+  }
 }

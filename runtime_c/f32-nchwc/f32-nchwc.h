@@ -17,9 +17,11 @@ typedef struct {
 } f32_nchwc_reorder_shape;
 typedef void (*f32_nchwc_reorder_fn)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);
 
-/* ---- conv: 1x1 stride-1 dense or grouped with whole blocks per group (weights [ceil(K/CB)][C/G][CB]),
- * or depthwise (weights
- * [ceil(C/CB)][KH*KW][CB]); bias [ceil(K/CB)*CB]; pad lanes of weights and bias are zero. ------- */
+/* ---- conv: 1x1 stride-1, dense or grouped (weights [ceil(K/CB)][WS][CB]: output block k reads the input
+ * channels [lo, hi) of the groups its real lanes belong to, f32_nchwc_1x1_range; its weights for channel c
+ * are at [k][c - lo], zero for a lane whose group does not read c: a block straddling a group edge reads
+ * both groups), or depthwise (weights [ceil(C/CB)][KH*KW][CB]); bias [ceil(K/CB)*CB]; pad lanes of weights
+ * and bias are zero. ------------------------------------------------------------------------------ */
 typedef struct f32_nchwc_conv_shape f32_nchwc_conv_shape;
 typedef struct {
   const float *x;
@@ -37,10 +39,18 @@ struct f32_nchwc_conv_shape {
   size_t KH, KW, SH, SW, DH, DW, PT, PL;
   size_t CB;
   size_t PC; /* 1x1: pixels per item; depthwise: output rows per item */
-  size_t G;  /* 1x1 groups: C/G and K/G multiples of CB */
-  size_t KC; /* 1x1: input channels per pass, a multiple of CB (the last pass may be shorter) */
+  size_t G;  /* 1x1 groups (any: a group need not be whole blocks) */
+  size_t KC; /* 1x1: input channels per pass over a block pair's channels (the last pass may be shorter) */
+  size_t WS; /* 1x1: weight rows per output block, the widest block's hi - lo */
   f32_nchwc_conv_fn fn;
 };
+
+/* 1x1: the input channels [lo, hi) output block k reads, the groups of its first and last real lanes */
+EC_INLINE void f32_nchwc_1x1_range(const f32_nchwc_conv_shape *s, size_t k, size_t *lo, size_t *hi) {
+  const size_t cpg = s->C / s->G, kpg = s->K / s->G, last = EC_MIN(s->K, (k + 1) * s->CB) - 1;
+  *lo = k * s->CB / kpg * cpg;
+  *hi = (last / kpg + 1) * cpg;
+}
 
 /* ---- pools: MaxPool / AveragePool windows, and the global average; item = (n, block, rows) --- */
 typedef struct f32_nchwc_pool_shape f32_nchwc_pool_shape;
@@ -61,6 +71,13 @@ typedef struct {
 typedef void (*f32_nchwc_scale_fn)(const f32_nchwc_scale_shape *s, const float *x, const float *sc, float *y,
                                    size_t item);
 
+/* ---- channel shuffle: y channel c = x channel (c % G) * (C/G) + c / G (Reshape [N,G,C/G,H,W], Transpose
+ * [0,2,1,3,4], Reshape back), both blocked; item = (n, output block); pad lanes written 0 ------------------- */
+typedef struct {
+  size_t N, C, HW, CB, G;
+} f32_nchwc_shuffle_shape;
+typedef void (*f32_nchwc_shuffle_fn)(const f32_nchwc_shuffle_shape *s, const float *x, float *y, size_t item);
+
 #define F32_NCHWC_DECL(isa)                                                                                      \
   void f32_nchwc_to_blocked__##isa(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);     \
   void f32_nchwc_from_blocked__##isa(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item);   \
@@ -68,7 +85,8 @@ typedef void (*f32_nchwc_scale_fn)(const f32_nchwc_scale_shape *s, const float *
   void f32_nchwc_dwconv__##isa(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item);       \
   void f32_nchwc_pool__##isa(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item);             \
   void f32_nchwc_gavgpool__##isa(const f32_nchwc_pool_shape *s, const float *x, float *y, size_t item);         \
-  void f32_nchwc_scale__##isa(const f32_nchwc_scale_shape *s, const float *x, const float *sc, float *y, size_t item);
+  void f32_nchwc_scale__##isa(const f32_nchwc_scale_shape *s, const float *x, const float *sc, float *y, size_t item); \
+  void f32_nchwc_shuffle__##isa(const f32_nchwc_shuffle_shape *s, const float *x, float *y, size_t item);
 
 F32_NCHWC_DECL(scalar)
 F32_NCHWC_DECL(avx2)
@@ -86,13 +104,14 @@ EC_INLINE size_t f32_nchwc_pool_items(const f32_nchwc_pool_shape *s) {
   return s->N * EC_DIV_UP(s->C, s->CB) * EC_DIV_UP(s->Ho, s->RC);
 }
 EC_INLINE size_t f32_nchwc_scale_items(const f32_nchwc_scale_shape *s) { return s->N * EC_DIV_UP(s->C, s->CB); }
+EC_INLINE size_t f32_nchwc_shuffle_items(const f32_nchwc_shuffle_shape *s) { return s->N * EC_DIV_UP(s->C, s->CB); }
 
 /* One job type for every kernel: the run functions below fill the members their kernel uses. */
 typedef struct {
   const void *s, *a;
   const float *x, *x2;
   float *y;
-  int kind; /* 0 reorder, 1 conv, 2 pool, 3 scale */
+  int kind; /* 0 reorder, 1 conv, 2 pool, 3 scale, 4 shuffle */
   void (*fn)(void);
 } f32_nchwc_job;
 
@@ -103,7 +122,8 @@ static inline void f32_nchwc_task(void *ctx, size_t begin, size_t end) {
     case 0: ((f32_nchwc_reorder_fn)j->fn)((const f32_nchwc_reorder_shape *)j->s, j->x, j->y, i); break;
     case 1: ((f32_nchwc_conv_fn)j->fn)((const f32_nchwc_conv_shape *)j->s, (const f32_nchwc_conv_args *)j->a, i); break;
     case 2: ((f32_nchwc_pool_fn)j->fn)((const f32_nchwc_pool_shape *)j->s, j->x, j->y, i); break;
-    default: ((f32_nchwc_scale_fn)j->fn)((const f32_nchwc_scale_shape *)j->s, j->x, j->x2, j->y, i); break;
+    case 3: ((f32_nchwc_scale_fn)j->fn)((const f32_nchwc_scale_shape *)j->s, j->x, j->x2, j->y, i); break;
+    default: ((f32_nchwc_shuffle_fn)j->fn)((const f32_nchwc_shuffle_shape *)j->s, j->x, j->y, i); break;
     }
   }
 }
@@ -138,6 +158,12 @@ EC_INLINE void f32_nchwc_scale_run(const f32_nchwc_scale_shape *s, f32_nchwc_sca
                                    const float *sc, float *y, ec_pool *pool) {
   f32_nchwc_job j = {s, NULL, x, sc, y, 3, (void (*)(void))fn};
   f32_nchwc_for(pool, f32_nchwc_scale_items(s), &j);
+}
+
+EC_INLINE void f32_nchwc_shuffle_run(const f32_nchwc_shuffle_shape *s, f32_nchwc_shuffle_fn fn, const float *x,
+                                     float *y, ec_pool *pool) {
+  f32_nchwc_job j = {s, NULL, x, NULL, y, 4, (void (*)(void))fn};
+  f32_nchwc_for(pool, f32_nchwc_shuffle_items(s), &j);
 }
 
 #endif

@@ -69,20 +69,30 @@ static void test_reorder(size_t N, size_t C, size_t HW) {
 static const ec_act ACTS[] = {{EC_ACT_NONE, 0, 0}, {EC_ACT_RELU, 0, 0}, {EC_ACT_HARD_SWISH, 0, 0},
                               {EC_ACT_CLIP, -0.5f, 0.5f}, {EC_ACT_SIGMOID, 0, 0}, {EC_ACT_HARD_SIGMOID, 0.2f, 0.5f}};
 
-/* dense 1x1 (KH = 0) or depthwise conv; weights/bias packed as the emitter does */
+/* 1x1 (dense or grouped, groups of any width) or depthwise conv; weights/bias packed as the emitter does */
 static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
                       size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC) {
-  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, NULL};
+  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, NULL};
   s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
   const size_t taps = KH * KW, kb = nblk(K), HWo = s.Ho * s.Wo, ny = N * kb * HWo * LANES;
+  for (size_t k = 0; k < kb && !dw; k++) { /* rows per block: the widest block's input range */
+    size_t lo, hi;
+    f32_nchwc_1x1_range(&s, k, &lo, &hi);
+    if (hi - lo > s.WS) s.WS = hi - lo;
+  }
+  if (!dw && KC == 0) s.KC = s.WS;
   float *xr = falloc(N * C * H * W), *x = blocked(xr, N, C, H * W);
-  float *wp = falloc(dw ? kb * taps * LANES : kb * (C / G) * LANES), *bias = falloc(kb * LANES);
+  float *wp = falloc(dw ? kb * taps * LANES : kb * s.WS * LANES), *bias = falloc(kb * LANES);
   for (size_t k = K; k < kb * LANES; k++) { /* zero pad lanes, as packed for the kernels */
     bias[k] = 0.0f;
     if (dw)
       for (size_t t = 0; t < taps; t++) wp[(k / LANES * taps + t) * LANES + k % LANES] = 0.0f;
-    else
-      for (size_t c = 0; c < C / G; c++) wp[(k / LANES * (C / G) + c) * LANES + k % LANES] = 0.0f;
+  }
+  for (size_t k = 0; k < kb * LANES && !dw; k++) { /* 1x1: zero where the lane's group does not read c */
+    size_t lo, hi;
+    f32_nchwc_1x1_range(&s, k / LANES, &lo, &hi);
+    for (size_t c = lo; c < lo + s.WS; c++)
+      if (k >= K || c >= hi || c / (C / G) != k / (K / G)) wp[(k / LANES * s.WS + c - lo) * LANES + k % LANES] = 0.0f;
   }
   float *rr = falloc(N * K * HWo), *r = res ? blocked(rr, N, K, HWo) : NULL;
   float *y0 = falloc(ny), *y1 = falloc(ny);
@@ -123,6 +133,24 @@ static void test_pool(int max, size_t N, size_t C, size_t H, size_t W, size_t KH
   free(xr), free(x), free(y0), free(y1);
 }
 
+static void test_shuffle(size_t N, size_t C, size_t G, size_t HW) {
+  f32_nchwc_shuffle_shape s = {N, C, HW, LANES, G};
+  const size_t nb = N * nblk(C) * HW * LANES;
+  float *xr = falloc(N * C * HW), *x = blocked(xr, N, C, HW), *y0 = falloc(nb), *y1 = falloc(nb);
+  for (size_t i = 0; i < f32_nchwc_shuffle_items(&s); i++) f32_nchwc_shuffle__scalar(&s, x, y0, i);
+  f32_nchwc_shuffle_run(&s, SIMD(f32_nchwc_shuffle), x, y1, &pool);
+  double e = err(y1, y0, nb);
+  /* the reference itself against the NCHW definition: y[c] = x[(c % G) * (C/G) + c / G] */
+  for (size_t n = 0; n < N; n++)
+    for (size_t c = 0; c < C; c++)
+      for (size_t p = 0; p < HW; p++) {
+        const float want = xr[(n * C + c % G * (C / G) + c / G) * HW + p];
+        if (y0[((n * nblk(C) + c / LANES) * HW + p) * LANES + c % LANES] != want) e += 1.0;
+      }
+  check("shuffle", e, 0.0, "N%zu C%zu G%zu HW%zu", N, C, G, HW);
+  free(xr), free(x), free(y0), free(y1);
+}
+
 static void test_gap_scale(size_t N, size_t C, size_t H, size_t W) {
   f32_nchwc_pool_shape s = {N, C, H, W, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, LANES, 1, 0, 0, NULL};
   const size_t nb = N * nblk(C) * LANES, nx = nb * H * W;
@@ -158,6 +186,16 @@ int main(int argc, char **argv) {
     for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
       test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
                 (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES);
+    /* groups that are not whole blocks (ShuffleNet: 24->112, 136->136, 272->272 in 4 groups): blocks straddling
+     * a group edge, a group narrower than a block, input ranges starting mid-block; one pass or several */
+    static const size_t PG[][3] = {{24, 112, 4}, {136, 136, 4}, {20, 36, 4}, {9, 15, 3}, {30, 10, 5}, {12, 12, 6}};
+    const size_t *pg = PG[ci];
+    for (size_t hw = 0; hw < 2; hw++)
+      test_conv(0, 1 + hw, pg[0], pg[1], hw ? 7 : 13, hw ? 5 : 11, 1, 1, 1, 1, 0, hw ? 12 : 30, (int)((ci + hw) % 6),
+                (int)(hw + ci) % 2, (int)(ci % 2), pg[2], hw ? LANES + 3 : 0);
+    for (size_t g = 1; g <= 4; g++)
+      if (C % g == 0) test_shuffle(1 + (g == 2), C, g, g == 3 ? 1 : 7 * 5);
+    test_shuffle(1, 4 * C, 4, 13);
     static const size_t KS[][2] = {{3, 3}, {5, 5}, {1, 1}, {3, 1}, {7, 7}};
     for (size_t k = 0; k < sizeof KS / sizeof *KS; k++)
       for (size_t S = 1; S <= 3; S++)
