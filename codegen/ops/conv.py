@@ -125,14 +125,21 @@ def _shape_init(g: dict, keys: str) -> str:
     return ", ".join(f"{g[k]}u" for k in keys.split())
 
 
+def k_block(target, k: int, nr: int) -> int:
+    """K block (KC) of the packed GEMM drivers (conv, transposed conv, Gemm/MatMul): the whole K while a
+    kc x NR panel of packed B fits an eighth of L2, as it streams from L2 sequentially well enough; each
+    further K block reloads and stores the C tile again. Half of L1 (K blocks of 256 on AVX2) measured
+    4-7% slower on 512-1024-channel 1x1 layers and the MatMuls (bench_gemm.py, Zen 3)."""
+    kc = max(16, (target.l2_bytes // 8) // (nr * 4) // 16 * 16)
+    return k if k <= kc * 5 // 4 else kc
+
+
 def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     t = ctx.target
     k = kernels.gemm_kernel(t)
     mr, nr = k.params["mr"], k.params["nr"]
     G, kpg, kg, howo = g["G"], g["K"] // g["G"], g["C"] // g["G"] * g["KH"] * g["KW"], g["Ho"] * g["Wo"]
-    kc = max(16, (t.l1d_bytes // 2) // (nr * 4) // 16 * 16)
-    if kg <= kc * 5 // 4:
-        kc = kg
+    kc = k_block(t, kg, nr)
     if transposed(g, mr, nr, kernels.igemm_kernel(t).params["nr"]):
         return _emit_convt(node, ctx, g, w, macs, k, kc)
     nc = max(nr, min((t.l2_bytes // 4) // (kg * 4) // nr * nr, -(-howo // nr) * nr))
@@ -184,7 +191,6 @@ def _emit_convt(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int,
     mr, nr = k.params["mr"], k.params["nr"]
     kout, p = g["K"], g["Ho"] * g["Wo"]
     kg = g["C"] * g["KH"] * g["KW"]
-    kc = kg if kg <= kc * 5 // 4 else kc
     kp = -(-kout // nr) * nr
     wt = np.zeros((kg, kp), np.float32)
     wt[:, :kout] = w.reshape(kout, kg).T
@@ -227,10 +233,10 @@ def use_indirect(g: dict, nr: int) -> bool:
     if g["SH"] != 1 or g["SW"] != 1:
         return False
     if g["KH"] * g["KW"] == 1:
-        # In place only while every B row starts a cache line and a K block of rows spans few pages: split
-        # lines and a TLB miss per row made the in-place path 4-12% slower than packing (bench_gemm.py).
-        row = g["Ho"] * g["Wo"] * 4
-        return is_direct(g) and row % 64 == 0 and row <= 4096
+        # 1x1 always packs: the copy of panel p+1 overlaps panel p's row strips (f32_conv_1x1_block) and the
+        # microkernel then streams contiguous panels; reading B rows in place (one cache line and often one
+        # page per row) ran 5-11% slower at 28x28 and 24x24 (bench_gemm.py, Zen 3).
+        return False
     wp = g["Wo"] + (g["KW"] - 1) * g["DW"]
     direct = -(-((g["Ho"] - 1) * wp + g["Wo"]) // nr)
     packed = -(-(g["Ho"] * g["Wo"]) // nr)

@@ -14,7 +14,7 @@ from edgec.codegen import kernels
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Epilogue, Node, Tensor
 from edgec.codegen.ops._util import flt
-from edgec.codegen.ops.conv import act_literal
+from edgec.codegen.ops.conv import act_literal, k_block
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -66,8 +66,7 @@ def _emit(node: Node, ctx: EmitContext, a: Tensor, b: Tensor, *, M: int, N: int,
         a_expr = ctx.weight(f"gemm-a-{mr}:{node.name}", pack_a(am.astype(np.float32) * np.float32(alpha), mr))
     else:
         a_expr = ctx.ptr(a)
-    kc = max(16, (ctx.target.l1d_bytes // 2) // (nr * 4) // 16 * 16)
-    kc = K if K <= kc * 5 // 4 else kc
+    kc = k_block(ctx.target, K, nr)
     nch = max(nr, min(-(-N // nr) * nr, (ctx.target.l2_bytes // 4) // (4 * K) // nr * nr))
     idx = [ctx.weight(f"gemm-{s}idx:{node.name}", i.astype(np.uint32)) if i is not None else "NULL"
            for s, i in (("a", a_idx), ("b", b_idx))]
