@@ -4,7 +4,7 @@ model.c   provenance header, includes, weight symbol, one static function per la
 model.h   public API: workspace size, init/run, input/output names, shapes, dtypes, layer table
 weights.S + weights.bin   the pre-packed weights, linked in with .incbin (assembles in milliseconds
           whatever the size, unlike C array literals)
-Makefile, runner.c, bench.c, ec_npy.{c,h}, runtime/<kernels>
+Makefile, runner.c, bench.c, ec_harness.h, ec_npy.{c,h}, runtime/<kernels>
 """
 
 from __future__ import annotations
@@ -301,6 +301,8 @@ $(OBJDIR)/%.o: %.c {p}.h
 \t@mkdir -p $(dir $@)
 \t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
+$(OBJDIR)/bench.o: ec_harness.h
+
 $(OBJDIR)/weights.o: weights.S {weights_name(p)}
 \t@mkdir -p $(dir $@)
 \t$(CC) $(EC_CFLAGS) -c -o $@ weights.S
@@ -339,16 +341,16 @@ def write_project(out_dir: Path, p: str, g: Graph, plan: Plan, ctx: EmitContext,
     sources = [f for f in files if f.endswith(".c")]
     write_text_atomic(out_dir / "weights.S", weights_s(p))
     write_text_atomic(out_dir / "Makefile", makefile(p, ctx.target, sources))
-    for name in ("runner.c", "bench.c", "ec_npy.c", "ec_npy.h"):
+    for name in ("runner.c", "bench.c", "ec_harness.h", "ec_npy.c", "ec_npy.h"):
         write_text_atomic(out_dir / name, (TEMPLATES / name).read_text())
-    for name in ("weights.S", "Makefile", "runner.c", "bench.c", "ec_npy.c", "ec_npy.h"):
+    for name in ("weights.S", "Makefile", "runner.c", "bench.c", "ec_harness.h", "ec_npy.c", "ec_npy.h"):
         (out_dir / name).chmod(0o644)
     return sources
 
 
 # -- one program holding several builds of the same model (edgec tune) ------------------------------------
 
-TUNE_FILES = ("tune.c", "ec_npy.c", "ec_npy.h")
+TUNE_FILES = ("tune.c", "ec_harness.h", "ec_npy.c", "ec_npy.h")
 
 
 def tune_cands_h(n: int, g: Graph, threads: int) -> str:
@@ -425,7 +427,7 @@ $(OBJDIR)/%.o: %.c %.h
 \t@mkdir -p $(dir $@)
 \t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(OBJDIR)/tune_cands.o $(OBJDIR)/tune.o: $(OBJDIR)/%.o: %.c {heads} ec_npy.h
+$(OBJDIR)/tune_cands.o $(OBJDIR)/tune.o: $(OBJDIR)/%.o: %.c {heads} ec_npy.h ec_harness.h
 \t@mkdir -p $(dir $@)
 \t$(CC) $(EC_CFLAGS) $(CFLAGS) -c -o $@ $<
 

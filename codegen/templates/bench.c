@@ -7,33 +7,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "ec_harness.h"
 #include "model.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    /* Names come from the model: control bytes are escaped so the JSON stays valid and on one line. */
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20 || c == 0x7f) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
 
 int main(int argc, char **argv)
 {
@@ -63,30 +38,30 @@ int main(int argc, char **argv)
         outs[i] = calloc(model_outputs[i].numel ? model_outputs[i].numel : 1, (size_t)model_outputs[i].elem_size);
         if (!outs[i]) return 2;
     }
-    double t0 = now_ms();
+    double t0 = ec_now_ms();
     void *ws = aligned_alloc(64, MODEL_WORKSPACE_BYTES);
     if (!ws || model_init(threads)) return 2;
     memset(ws, 0, MODEL_WORKSPACE_BYTES);
-    double init_ms = now_ms() - t0;
-    t0 = now_ms();
+    double init_ms = ec_now_ms() - t0;
+    t0 = ec_now_ms();
     model_run(ws, ins, outs);
-    double first_ms = now_ms() - t0;
+    double first_ms = ec_now_ms() - t0;
     for (int i = 0; i < warmup; i++) model_run(ws, ins, outs);
     double *times = malloc(sizeof(double) * (size_t)runs);
     double *layer = malloc(sizeof(double) * (size_t)runs * (MODEL_NUM_LAYERS + 1));
     if (!times || !layer) return 2;
     for (int r = 0; r < runs; r++) {
-        t0 = now_ms();
+        t0 = ec_now_ms();
         model_run(ws, ins, outs);
-        times[r] = now_ms() - t0;
+        times[r] = ec_now_ms() - t0;
         for (int l = 0; l < MODEL_NUM_LAYERS; l++) layer[(size_t)l * runs + r] = model_layer_ms[l];
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"model\": ");
-    json_str(MODEL_NAME);
+    ec_json_str(MODEL_NAME);
     printf(", \"target\": ");
-    json_str(MODEL_TARGET);
+    ec_json_str(MODEL_TARGET);
     printf(", \"threads\": %d, \"init_ms\": %.6f, \"first_ms\": %.6f, \"runs_ms\": [", threads, init_ms, first_ms);
     for (int r = 0; r < runs; r++) printf("%s%.6f", r ? ", " : "", times[r]);
     printf("], \"peak_rss_kb\": %ld, \"arena_bytes\": %zu, \"weights_bytes\": %zu", (long)ru.ru_maxrss,
@@ -95,18 +70,17 @@ int main(int argc, char **argv)
     printf(", \"layers\": [");
     for (int l = 0; l < MODEL_NUM_LAYERS; l++) {
         double *v = layer + (size_t)l * runs;
-        qsort(v, (size_t)runs, sizeof(double), cmp);
+        qsort(v, (size_t)runs, sizeof(double), ec_cmp_double);
         printf("%s{\"name\": ", l ? ", " : "");
-        json_str(model_layers[l].name);
+        ec_json_str(model_layers[l].name);
         printf(", \"op\": ");
-        json_str(model_layers[l].op);
+        ec_json_str(model_layers[l].op);
         printf(", \"algo\": ");
-        json_str(model_layers[l].algo);
+        ec_json_str(model_layers[l].algo);
         printf(", \"macs\": %lld, \"ms\": %.6f}", (long long)model_layers[l].macs, v[runs / 2]);
     }
     printf("]");
 #else
-    (void)cmp;
 #endif
     printf("}\n");
     model_deinit();

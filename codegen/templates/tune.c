@@ -16,36 +16,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "ec_harness.h"
 #include "ec_npy.h"
 #include "tune_cands.h"
 
 #define TUNE_MIN_RUNS 10
 #define TUNE_MAX_RUNS 200
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20 || c == 0x7f) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
 
 static int die(const char *msg)
 {
@@ -175,9 +151,9 @@ int main(int argc, char **argv)
         }
         printf("{\"cand\": %d, \"written\": %d}\n", c, TUNE_NUM_OUTPUTS);
         fflush(stdout);  /* if a later candidate crashes, this one's outputs still count */
-        double t0 = now_ms();
+        double t0 = ec_now_ms();
         tune_cands[c].run(ws, ins, outs);
-        est_ms[c] = now_ms() - t0;
+        est_ms[c] = ec_now_ms() - t0;
     }
 
     if (runs != 0) {
@@ -201,21 +177,21 @@ int main(int argc, char **argv)
                 if (!use[c]) continue;
                 for (int w = 0; w < warmup; w++) tune_cands[c].run(ws, ins, outs);
                 for (int k = 0; k < per_round[c]; k++) {
-                    double t0 = now_ms();
+                    double t0 = ec_now_ms();
                     tune_cands[c].run(ws, ins, outs);
-                    times[c][r * per_round[c] + k] = now_ms() - t0;
+                    times[c][r * per_round[c] + k] = ec_now_ms() - t0;
                 }
             }
         for (int c = 0; c < TUNE_NUM_CANDS; c++) {
             if (!use[c]) continue;
             double *v = times[c];
             int n = total[c];
-            qsort(v, (size_t)n, sizeof(double), cmp);
+            qsort(v, (size_t)n, sizeof(double), ec_cmp_double);
             double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
             printf("{\"cand\": %d, \"name\": ", c);
-            json_str(tune_cands[c].name);
+            ec_json_str(tune_cands[c].name);
             printf(", \"algo\": ");
-            json_str(tune_cands[c].algo);
+            ec_json_str(tune_cands[c].algo);
             printf(", \"threads\": %d, \"runs\": %d, \"median_ms\": %.6f, \"min_ms\": %.6f}\n", threads, n, med, v[0]);
             free(v);
         }

@@ -220,7 +220,8 @@ def test_hostile_names_build_run_and_match(tmp_path, monkeypatch, j):
         assert code == code_twin, f"{name}: model text outside string literals"
         bad = [x[:80] for x in lits if not CANONICAL.fullmatch(x)]
         assert not bad, f"{name}: literals not in the escaped form: {bad}"
-    for name in ("Makefile", "weights.S", "weights.bin", "runner.c", "bench.c", "ec_npy.c", "ec_npy.h"):
+    for name in ("Makefile", "weights.S", "weights.bin", "runner.c", "bench.c", "ec_harness.h", "ec_npy.c",
+                 "ec_npy.h"):
         assert files[name] == twin_files[name], name
     assert sorted(set(files) - {"runner", "bench"}) == sorted(twin_files)  # the twin is not built
 
