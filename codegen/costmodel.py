@@ -89,10 +89,18 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
     if m in ("q8-dwconv", "q8-gemm") or (m == "q8-gspc" and gspc):
         return Choice(m, "tuning database")
     macs = c_out * pixels * (c_in // groups) * k[0] * k[1]
+    # this device's records may have timed the packed GEMM faster than the depthwise / GSPC kernel (fit_q8conv)
+    dw_key, gspc_key = f"q8-dwconv-k{k[0]}x{k[1]}", f"q8-gspc-k{c_out // max(groups, 1)}"
     if groups == c_in == c_out:
+        if learned_value(dw_key, 1.0) < 0.5:
+            return Choice("q8-gemm", f"depthwise {k[0]}x{k[1]}: the packed GEMM won on this device's records "
+                          f"({dw_key}, fitted to this device)", {"macs": macs})
         return Choice("q8-dwconv", "depthwise: 1 input channel per output, GEMM rows would be 1/4 used",
                       {"macs": macs})
     if groups > 1 and gspc:
+        if learned_value(gspc_key, 1.0) < 0.5:
+            return Choice("q8-gemm", f"{groups} groups of {c_out // groups}: the packed GEMM won on this device's "
+                          f"records ({gspc_key}, fitted to this device)", {"macs": macs})
         return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, a tile of output channels per register",
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group
@@ -319,6 +327,21 @@ def fit_gspc(target, samples) -> dict[str, float]:
         if wins != rule:
             out[f"gspc-{fam}-k{kpg}"] = 1.0 if wins else 0.0
     return out
+
+
+def fit_q8conv(target, samples) -> dict[str, float]:
+    """The int8 conv path fitted to measured layers: samples ("dw", "KHxKW" | "gspc", Kpg, {"own" | "gemm": ms}),
+    the depthwise or GSPC kernel against the packed GEMM on the same layer. The hand-set rule always takes the
+    own kernel; where the geometric mean of own/gemm over a key's layers says the GEMM wins, the key gets 0.0
+    (choose_int8_conv then takes the GEMM); verdicts that agree with the rule are not kept."""
+    import math
+
+    logs: dict[str, list[float]] = {}
+    for kind, key, ms in samples:
+        if ms.get("own") and ms.get("gemm"):
+            logs.setdefault(f"q8-{'dwconv' if kind == 'dw' else 'gspc'}-k{key}", []).append(
+                math.log(ms["own"] / ms["gemm"]))
+    return {k: 0.0 for k, v in sorted(logs.items()) if sum(v) / len(v) > 0}
 
 
 def fit_conv3x3(target, samples) -> dict[str, float]:

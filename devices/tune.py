@@ -95,13 +95,28 @@ def learned_constants(recs, target) -> dict[str, float]:
       - the sparse break-even per block format: fp32 layers whose trials timed dense and a sparse format,
         at the record's zero fraction (costmodel.fit_sparse);
       - the depthwise plane/channel-blocked switch: fp32 depthwise layers that timed both (fit_dw);
-      - the GSPC family per channels-per-group count: grouped layers that timed two of tile/ow/mg (fit_gspc).
+      - the GSPC family per channels-per-group count: grouped layers that timed two of tile/ow/mg (fit_gspc);
+      - the int8 path: int8 depthwise / grouped layers that timed their own kernel and the packed GEMM
+        (fit_q8conv).
     Partitioning variants (algorithm names with a '/') time the same kernels split otherwise: not used."""
     from edgec.codegen import costmodel
 
-    conv3, sparse, dw, gspc = [], [], [], []
+    conv3, sparse, dw, gspc, q8 = [], [], [], [], []
     for r in recs:
         m = _GEOMETRY.search(r.signature)
+        if r.cls.startswith("q8") and m and (r.cls.startswith("q8dwconv") or r.cls.startswith("q8gconv")):
+            ms: dict[str, float] = {}
+            for t in r.trials:
+                a = t.get("algo", "/")
+                if "ms" not in t or "/" in a:
+                    continue
+                key = "gemm" if a.startswith("q8-gemm") else "own" if a.startswith(("q8-dwconv", "q8-gspc")) else None
+                if key:
+                    ms[key] = min(ms.get(key, float("inf")), float(t["ms"]))
+            g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups())))
+            q8.append(("dw", f"{g['KH']}x{g['KW']}", ms) if r.cls.startswith("q8dwconv")
+                      else ("gspc", g["K"] // g["G"], ms))
+            continue
         if ":f32:" not in r.signature:
             continue
         times = [(t["variant"], t["algo"], float(t["ms"])) for t in r.trials
@@ -139,7 +154,7 @@ def learned_constants(recs, target) -> dict[str, float]:
             if sum(1 for v in fam.values() if v) >= 2:
                 gspc.append((g["K"] // g["G"], g["SW"], {k: v for k, v in fam.items() if v}))
     return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse),
-            **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc)}
+            **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc), **costmodel.fit_q8conv(target, q8)}
 
 
 def local_tuned_options(options: CompileOptions) -> CompileOptions:

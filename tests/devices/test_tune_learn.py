@@ -213,7 +213,7 @@ def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path, 
         return {l["name"]: (l["algo"], l.get("details", {}).get("learned", "")) for l in json.loads(out)["layers"]}
 
     untuned = algos("--no-tuning")
-    assert [a for a, _ in untuned.values()] == ["gemm-1x1-6x16-avx2", "dwconv-c8-avx2", "gspc-ow-avx2"]
+    assert [a for a, _ in untuned.values()] == ["gemm-6x16-avx2", "dwconv-c8-avx2", "gspc-ow-avx2"]  # 1x1: packed
     assert not any(n for _, n in untuned.values())
     tuned = algos()
     assert [a for a, _ in tuned.values()] == ["spmm-1x1", "dwconv-3x3-avx2", "gspc-o4-avx2"]
@@ -222,3 +222,33 @@ def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path, 
     rc, out, err = run_cli("compile", str(model), "-o", str(tmp_path / "e"), "--target", "x86_64-avx2", "--explain")
     assert rc == 0, err
     assert all(w in out for w in ("learned:", "sparse-be-1x1", "dw-cb-px", "gspc-ow-k4")), out  # the table wraps
+
+
+def test_int8_path_is_learned():
+    """int8 depthwise and grouped layers that timed their own kernel against the packed GEMM: where the GEMM won
+    (on a key's layers overall), untuned layers of that window / channels per group take the GEMM."""
+    dw = "q8dwconv3x3s1:N1C32H6W24K32G32k3x3s1x1d1x1p1x1o6x24:uint8:t1"
+    dw2 = "q8dwconv3x3s1:N1C64H12W48K64G64k3x3s1x1d1x1p1x1o12x48:uint8:t1"
+    dw5 = "q8dwconv5x5s1:N1C32H6W24K32G32k5x5s1x1d2x2p4x4o6x24:uint8:t1"
+    gs = "q8gconv3x3s1:N1C64H20W20K64G16k3x3s1x1d1x1p1x1o20x20:uint8:t1"
+    recs = [rec(dw, "q8dwconv3x3s1", [trial("default", "q8-dwconv", 1.0), trial("q8-gemm", "q8-gemm", 0.6)]),
+            rec(dw2, "q8dwconv3x3s1", [trial("default", "q8-dwconv", 1.0), trial("q8-gemm", "q8-gemm", 1.2),
+                                       trial("par-serial", "q8-gemm/serial", 0.1)]),  # partitioning: ignored
+            rec(dw5, "q8dwconv5x5s1", [trial("default", "q8-dwconv", 0.5), trial("q8-gemm", "q8-gemm", 0.9)]),
+            rec(gs, "q8gconv3x3s1", [trial("default", "q8-gspc", 1.0), trial("q8-gemm", "q8-gemm", 0.7)])]
+    got = learned_constants(recs, T)
+    # 3x3: 0.6 and 1.2 against 1.0 -> geometric mean 0.85 < 1: the GEMM wins; 5x5 keeps the rule's kernel
+    assert got == {"q8-dwconv-k3x3": 0.0, "q8-gspc-k4": 0.0}
+    assert costmodel.fit_q8conv(T, [("dw", "3x3", {"own": 1.0})]) == {}  # no GEMM time: nothing learned
+    learned = tuple(got.items())
+    with using(CompileOptions()):
+        assert costmodel.choose_int8_conv(T, 32, 32, 32, (3, 3), 144).algo == "q8-dwconv"
+        assert costmodel.choose_int8_conv(T, 64, 64, 16, (3, 3), 400, gspc=True).algo == "q8-gspc"
+    with using(CompileOptions(learned=learned)):
+        c = costmodel.choose_int8_conv(T, 48, 48, 48, (3, 3), 900)
+        assert c.algo == "q8-gemm" and "fitted to this device" in c.why
+        assert costmodel.choose_int8_conv(T, 48, 48, 48, (5, 5), 900).algo == "q8-dwconv"
+        assert costmodel.choose_int8_conv(T, 64, 64, 16, (3, 3), 400, gspc=True).algo == "q8-gemm"
+        assert costmodel.choose_int8_conv(T, 64, 64, 8, (3, 3), 400, gspc=True).algo == "q8-gspc"  # 8 per group
+    with using(CompileOptions(learned=learned, tuning="off")):
+        assert costmodel.choose_int8_conv(T, 48, 48, 48, (3, 3), 900).algo == "q8-dwconv"
