@@ -124,8 +124,32 @@ def _silu_partner(g: Graph, n: Node, users: dict, prod: dict) -> Node | None:
     return mul if other is x else None
 
 
+def fuse_q8_luts(g: Graph) -> Graph:
+    """A u8 -> u8 table (EcQLut: HardSwish, HardSigmoid ... as 256 entries) whose only input is a
+    depthwise QLinearConv's output, used by it alone, moves into the conv (attr ec_lut): the depthwise
+    driver applies it to each chunk of output channels while they are in L1 (q8_dwconv_run_lut)."""
+    users, prod = g.consumers(), g.producers()
+    for c in list(g.nodes):
+        lut = c.input(1) if c.op == "EcQLut" else None
+        if lut is None or not lut.is_const or lut.size != 256:
+            continue
+        x, y = c.inputs[0], c.outputs[0]
+        p = prod.get(id(x))
+        if p is None or p.op != "QLinearConv" or p.attr("ec_lut") is not None or not _single_use(g, x, users):
+            continue
+        w = p.input(3)
+        if w is None or len(x.shape) != 4 or x.dtype != y.dtype or x.shape != y.shape or x.block or y.block or \
+                not (int(p.attr("group", 1)) == x.shape[1] == w.shape[0] and w.shape[1] == 1):
+            continue
+        p.attrs["ec_lut"] = lut.const.reshape(256)
+        _replace(g, p, c)
+    return g
+
+
 def fuse_epilogues(g: Graph) -> Graph:
-    """Move activations, SiLU (x*sigmoid(x)) and same-shape residual Adds into epilogue-capable producers."""
+    """Move activations, SiLU (x*sigmoid(x)) and same-shape residual Adds into epilogue-capable producers;
+    int8 tables into depthwise convs (fuse_q8_luts)."""
+    g = fuse_q8_luts(g)
     changed = True
     while changed:
         changed = False

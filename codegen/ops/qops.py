@@ -9,7 +9,7 @@ from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops.pool import window_pads
 from edgec.codegen.ops.qpack import act_clamp, add_multipliers, quantize_multiplier, to_u8_domain
-from edgec.codegen.ops.quant import _scalar
+from edgec.codegen.ops.quant import _scalar, lut_kernel
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -76,17 +76,7 @@ def emit_qgap(node: Node, ctx: EmitContext) -> str:
 def emit_qlut(node: Node, ctx: EmitContext) -> str:
     x, lut = node.inputs[0], node.inputs[1]
     y = node.outputs[0]
-    fn = "q8_lut"
-    if ctx.target.arch == "x86_64" and "avx512vbmi" in ctx.target.features:
-        fn = "q8_lut__avx512vbmi"
-        ctx.require("q8-eltwise/q8-lut-avx512vbmi.c")
-    elif ctx.target.arch == "aarch64":
-        fn = "q8_lut__neon"
-        ctx.require("q8-eltwise/q8-lut-neon.c")
-    elif ctx.target.arch == "x86_64" and "avx2" in ctx.target.features:
-        fn = "q8_lut__avx2"
-        ctx.require("q8-eltwise/q8-lut-avx2.c")
-    ctx.require(*FILES)
+    fn = lut_kernel(ctx)
     ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
     if lut.size == 256:
         return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"

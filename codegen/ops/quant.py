@@ -52,6 +52,30 @@ def _weights_s8(node: Node, w: Tensor, wz: Tensor | None) -> np.ndarray:
     raise EdgecError(f"node {node.name} ({node.op}): int8 weights need zero point 0 (symmetric quantization)")
 
 
+def lut_kernel(ctx: EmitContext) -> str:
+    """The target's u8 -> u8 table function (q8-eltwise.h), its files required."""
+    fn = "q8_lut"
+    if ctx.target.arch == "x86_64" and "avx512vbmi" in ctx.target.features:
+        fn = "q8_lut__avx512vbmi"
+        ctx.require("q8-eltwise/q8-lut-avx512vbmi.c")
+    elif ctx.target.arch == "aarch64":
+        fn = "q8_lut__neon"
+        ctx.require("q8-eltwise/q8-lut-neon.c")
+    elif ctx.target.arch == "x86_64" and "avx2" in ctx.target.features:
+        fn = "q8_lut__avx2"
+        ctx.require("q8-eltwise/q8-lut-avx2.c")
+    ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
+    return fn
+
+
+def _fused_lut(node: Node, ctx: EmitContext) -> tuple[str, str] | None:
+    """(table pointer, function) of a table fused into this conv (codegen/fuse.py fuse_q8_luts), or None."""
+    lut = node.attr("ec_lut")
+    if lut is None:
+        return None
+    return ctx.weight(f"{node.name}:lut", np.ascontiguousarray(lut, np.uint8)), lut_kernel(ctx)
+
+
 def _rq_ptrs(ctx: EmitContext, key: str, rows) -> tuple[str, str, str]:
     return (ctx.weight(f"{key}:bias", rows.bias), ctx.weight(f"{key}:mult", rows.mult),
             ctx.weight(f"{key}:shift", rows.shift))
@@ -113,14 +137,22 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None)
     if choice.algo == "q8-dwconv":
         return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
+    code = None
     if g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and (Ho, Wo) == (H, W) and \
             _spmm_kernel(ctx.target) is not None:
         sp = costmodel.choose_int8_sparse(ctx.target, wq.reshape(OC, C), _sparse_mode())
         if sp.algo == "q8-spmm":
-            return _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, sp)
-    if choice.algo == "q8-gspc":
-        return _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
-    return _emit_gemm_conv(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+            code = _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, sp)
+    if code is None and choice.algo == "q8-gspc":
+        code = _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+    if code is None:
+        code = _emit_gemm_conv(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+    lut = _fused_lut(node, ctx)  # a fused table outside the depthwise kernel: a pass after the conv
+    if lut:
+        ctx.note(fused_lut=lut[1])
+        Y = f"(uint8_t *){ctx.ptr(y)}"
+        code = "{\n" + code + f"}}\n{lut[1]}({y.size}u, {Y}, {lut[0]}, {Y});\n"
+    return code
 
 
 def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
@@ -142,10 +174,15 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     nbytes = max(s[1] * rows * ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32),
                  rows * flat_wp + 64 + (Ho - 1) * flat_wp + Wo)  # q8_dwconv_scratch_bytes
     scr = ctx.scratch(nbytes * THREAD_SLICES)
+    lut = _fused_lut(node, ctx)
     ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
+    if lut:
+        ctx.note(fused_lut=lut[1])
+    X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
+    run = (f"q8_dwconv_run_lut(q8_dwconv__{isa}, &p, {lut[0]}, {lut[1]}, " if lut else
+           f"q8_dwconv_run(q8_dwconv__{isa}, &p, ")
     return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
-            f"q8_dwconv_run(q8_dwconv__{isa}, &p, (const uint8_t *){ctx.ptr(node.inputs[0])}, "
-            f"(uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
+            f"{run}{X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
 def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:

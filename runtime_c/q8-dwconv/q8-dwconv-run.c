@@ -1,4 +1,5 @@
-/* Channel-parallel driver for the q8 depthwise kernels (per-thread padding scratch). */
+/* Channel-parallel driver for the q8 depthwise kernels (per-thread padding scratch), optionally with a
+ * fused output table. */
 #include "q8-dwconv.h"
 
 typedef struct {
@@ -6,6 +7,8 @@ typedef struct {
     const q8_dw_params *p;
     const uint8_t *x;
     uint8_t *y, *scratch;
+    const uint8_t *lut; /* NULL: no table */
+    q8_dw_lut_fn lf;
 } dw_job;
 
 static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
@@ -22,7 +25,25 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
         q.bias = p->bias + c0;
         q.mult = p->mult + c0;
         q.shift = p->shift + c0;
-        j->fn(&q, j->x + pl * p->H * p->W, j->y + pl * p->Ho * p->Wo, j->scratch + tid * q8_dwconv_scratch_bytes(p));
+        uint8_t *scr = j->scratch + tid * q8_dwconv_scratch_bytes(p);
+        const size_t hwo = (size_t)p->Ho * p->Wo;
+        if (!j->lut) {
+            j->fn(&q, j->x + pl * p->H * p->W, j->y + pl * hwo, scr);
+        } else { /* chunks of channels, the table over each while it is in L1 */
+            const size_t step = hwo >= Q8_DW_LUT_CHUNK ? 1 : Q8_DW_LUT_CHUNK / hwo;
+            for (size_t c = c0; c < c1; c += step) {
+                const size_t n = c1 - c < step ? c1 - c : step;
+                q8_dw_params r = q;
+                r.C = (int)n;
+                r.w = p->w + c * (size_t)p->kh * p->kw;
+                r.bias = p->bias + c;
+                r.mult = p->mult + c;
+                r.shift = p->shift + c;
+                uint8_t *yc = j->y + (pl + c - c0) * hwo;
+                j->fn(&r, j->x + (pl + c - c0) * p->H * p->W, yc, scr);
+                j->lf(n * hwo, yc, j->lut, yc);
+            }
+        }
         pl += c1 - c0;
     }
 }
@@ -30,6 +51,13 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
 void q8_dwconv_run(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
                    ec_pool *pool)
 {
-    dw_job j = {fn, p, x, y, scratch};
+    dw_job j = {fn, p, x, y, scratch, NULL, NULL};
+    ec_parallel_for_tid(pool, (size_t)p->batch * p->C, 4, dw_slice, &j);
+}
+
+void q8_dwconv_run_lut(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *lut, q8_dw_lut_fn lf,
+                       const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool)
+{
+    dw_job j = {fn, p, x, y, scratch, lut, lf};
     ec_parallel_for_tid(pool, (size_t)p->batch * p->C, 4, dw_slice, &j);
 }

@@ -261,8 +261,9 @@ def test_exact_qlinearmatmul_per_column_and_unrewritten_ops_named():
 
 def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
     """ppocr cls with 7-bit weights for x86_64-avx2: every depthwise layer (5x5 windows over 2-3 row maps,
-    where the kernel skips kernel rows in the padding) runs the vpmaddubsw kernel, and the model's output
-    is bit-identical to the build on the scalar reference kernels."""
+    where the kernel skips kernel rows in the padding) runs the vpmaddubsw kernel with the following
+    HardSwish table fused, and the model's output is bit-identical to the build on the scalar reference
+    kernels."""
     if not get_target("x86_64-avx2").runs_natively():
         pytest.skip("this CPU lacks AVX2")
     _ppocr_int8(ppocr_cls, tmp_path)  # writes pre13.onnx
@@ -276,6 +277,9 @@ def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
     b, y = _compile_run(q, "x86_64-avx2", x, tmp_path / "avx2", name="x")
     kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-dwconv"]
     assert kernels == ["q8_dwconv__avx2_maddubs"] * 11, kernels
+    # the HardSwish tables after the 8 depthwise convs without a Relu run inside the depthwise driver
+    fused = [l["details"].get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
+    assert fused.count("q8_lut__avx2") == 8, fused
     _, y_ref = _compile_run(q, "generic", x, tmp_path / "generic", name="x")  # the scalar reference kernels
     assert np.array_equal(y, y_ref)
     # the int8 chain's 1-LSB rounding differences (ties; SE scales in float) reach 3 LSB of the softmax

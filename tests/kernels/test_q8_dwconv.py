@@ -97,3 +97,24 @@ def test_q8_dwconv_vs_exact_qlinearconv(name, tmp_path):
         y = np.frombuffer((tmp_path / f"y{i}.bin").read_bytes(), np.uint8).reshape(shape).astype(np.int16)
         y -= 128 if xdt == np.int8 else 0
         assert np.abs(y - ref.astype(np.int16)).max() <= 1, case
+
+
+LUTS = {"scalar": "q8_lut", "avx2": "q8_lut__avx2", "avx2_maddubs": "q8_lut__avx2", "neon": "q8_lut__neon"}
+LUT_FILES = {"q8_lut__avx2": ["q8-eltwise/q8-lut-avx2.c"], "q8_lut__neon": ["q8-eltwise/q8-lut-neon.c"], "q8_lut": []}
+
+
+@pytest.mark.parametrize("name,extra", [("scalar", ()), ("avx2", SANITIZE), ("avx2_maddubs", ()),
+                                        ("avx2_maddubs", SANITIZE), ("neon", ())],
+                         ids=["scalar", "avx2-asan-ubsan", "avx2_maddubs", "avx2_maddubs-asan-ubsan", "neon"])
+def test_q8_dwconv_fused_lut_matches_separate_pass(name, extra, tmp_path):
+    """The depthwise driver with a fused table (per chunk of channels, 1 and 2 threads) equals the kernel
+    followed by the scalar table pass."""
+    isa = ISAS["avx2" if name == "avx2_maddubs" else name]
+    require(isa)
+    lut = LUTS[name]
+    srcs = ["q8_dw_lut_test.c", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c", "ec_threadpool.c",
+            "q8-eltwise/q8-eltwise-scalar.c", *LUT_FILES[lut]]
+    srcs += [f"q8-dwconv/q8-dwconv-{name.replace('_', '-')}.c"] if name != "scalar" else []
+    exe = build(isa, tmp_path / "dwl", srcs, {"KERNEL": f"q8_dwconv__{name}", "LUT": lut}, extra)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "10/10 cases match" in r.stdout, r.stdout + r.stderr
