@@ -101,6 +101,9 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     bias = ctx.weight(f"nchwc-bias-{b}:{node.name}",
                       _pad_vec(bias_t.const.astype(np.float32) if bias_t is not None else None, g["K"], b))
     N, C, K = g["N"], g["C"], g["K"]
+    shuffled = int(node.attr("ec_in_shuffle", 0) or 0)  # codegen/layout.py folded a channel shuffle into this 1x1
+    if shuffled > 1 and (g["KH"], g["KW"]) != (1, 1):
+        raise EdgecError(f"internal: node {node.name} reads a shuffled input but is not a 1x1 conv")
     if g["G"] == C == K:
         taps, kc = g["KH"] * g["KW"], 1
         cb = _blocks(C, b)
@@ -116,6 +119,10 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         wp = _pack_1x1(w, C, K, g["G"], b)  # [K/c][WS][c]
         ws = wp.shape[1]
         rng = ranges_1x1(C, K, g["G"], b)
+        if shuffled > 1:  # rows of a block in the order the kernel reads them: shuffle group by group
+            for k, (lo, hi) in enumerate(rng):
+                order = [c - lo for i in range(shuffled) for c in range(lo, hi) if c % shuffled == i]
+                wp[k, :hi - lo] = wp[k, order]
         union = max(rng[min(k + 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, 2))  # a block pair's channels
         hw = g["Ho"] * g["Wo"]
         pairs = -(-kb // 2)
@@ -130,7 +137,7 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         half_l1 = ctx.target.l1d_bytes // 2
         kc = union if 8 * union * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
-            f"-g{g['G']}" if g["G"] > 1 else "")
+            f"-g{g['G']}" if g["G"] > 1 else "") + (f"-shuffled{shuffled}" if shuffled > 1 else "")
     else:
         raise EdgecError(f"internal: node {node.name} (Conv) has no channel-blocked kernel")
     wptr = ctx.weight(f"nchwc-w-{b}:{node.name}", wp)
@@ -141,7 +148,8 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
     shape = ", ".join(f"{g[k]}u" for k in keys.split())
     groups = 1 if g["G"] == C == K else g["G"]  # depthwise ignores it
-    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, {fn}}};\n"
+    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, "
+            f"{max(shuffled, 1)}u, {fn}}};\n"
             f"const f32_nchwc_conv_args A = {{{ctx.ptr(x)}, {ctx.ptr(y)}, {wptr}, "
             f"{epilogue_fields(node, ctx, bias)}}};\n"
             f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")

@@ -23,11 +23,18 @@ void f32_nchwc_conv1x1__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_co
   for (size_t k = k0; k < EC_MIN(kb, k0 + 2); k++) {
     size_t lo, hi; /* the block's input channels: its lanes' groups, weights zero outside a lane's own */
     f32_nchwc_1x1_range(s, k, &lo, &hi);
+    const size_t G = s->IS > 1 ? s->IS : 1, cs = s->C / G;
     for (size_t p = p0; p < p1; p++)
       for (size_t l = 0; l < CB; l++) {
         float acc = a->bias[k * CB + l];
-        for (size_t c = lo; c < hi; c++)
-          acc += a->x[((n * cbn + c / CB) * HW + p) * CB + c % CB] * a->w[(k * s->WS + c - lo) * CB + l];
+        size_t row = 0; /* shuffled input (IS > 1): the conv's channels c = j * G + i of [lo, hi), shuffle group
+                           by group; each is input channel i * cs + j */
+        for (size_t i = 0; i < G; i++)
+          for (size_t c = lo; c < hi; c++) {
+            if (G > 1 && c % G != i) continue;
+            const size_t z = G > 1 ? i * cs + c / G : c;
+            acc += a->x[((n * cbn + z / CB) * HW + p) * CB + z % CB] * a->w[(k * s->WS + row++) * CB + l];
+          }
         const size_t o = ((n * kb + k) * HW + p) * CB + l;
         a->y[o] = ec_epi_value(acc, a->res ? a->res + o : NULL, a->res_before_act, a->act);
       }

@@ -59,13 +59,21 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
     c_ = cb_ * EC_VL + l1_;                                                                                      \
   }
 
-/* pt pixels x kt (1 or 2) output blocks A, B over the input channels [c0, c1) of a pass: A alone reads
- * [a0, a1), both read [b0, a1) ... see f32_nchwc_1x1_blocks; constants after inlining, so the accumulators
- * stay in registers */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *wa,
-                                              const float *wb, const float *bias, float *y, const float *res,
-                                              size_t HW, const size_t pt, const size_t kt, const size_t seg[6],
-                                              size_t la, size_t lb, int first, int last) {
+#ifndef NCHWC_1X1_RUN
+#define NCHWC_1X1_RUN
+/* one contiguous run of input channels for blocks A and B: A alone reads [seg[0], seg[1]), both [seg[2], seg[3]),
+ * B alone [seg[4], seg[5]); wa, wb: the blocks' weight rows for channels la, lb */
+typedef struct {
+  size_t seg[6], la, lb;
+  const float *wa, *wb;
+} f32_nchwc_1x1_run;
+#endif
+
+/* pt pixels x kt (1 or 2) output blocks A, B over nr runs of input channels; constants after inlining, so the
+ * accumulators stay in registers */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *bias,
+                                              float *y, const float *res, size_t HW, const size_t pt, const size_t kt,
+                                              const f32_nchwc_1x1_run *runs, size_t nr, int first, int last) {
   const size_t ystride = HW * EC_VL;
   ec_v acc[NCHWC_PT][2];
   if (first) {
@@ -77,24 +85,27 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
     for (size_t p = 0; p < pt; p++)
       acc[p][0] = ec_vld(y + p * EC_VL), acc[p][1] = kt > 1 ? ec_vld(y + ystride + p * EC_VL) : ec_vzero();
   }
-  /* seg: [A alone), [both), [B alone) as channel ranges; wa, wb: the blocks' weight rows, from channel la, lb */
-  NCHWC_1X1_SEG(0, wa + (seg[0] - la) * EC_VL, seg[0], seg[1])
-  if (kt > 1) {
-    for (size_t c = seg[2]; c < seg[3];) { /* both blocks: one broadcast, two FMAs */
-      const size_t cb = c / EC_VL, l1 = EC_MIN((size_t)EC_VL, seg[3] - cb * EC_VL);
-      const float *xb = x + cb * HW * EC_VL;
-      for (size_t l = c % EC_VL; l < l1; l++) {
-        const ec_v w0 = ec_vld(wa + (cb * EC_VL + l - la) * EC_VL), w1 = ec_vld(wb + (cb * EC_VL + l - lb) * EC_VL);
-        NCHWC_UNROLL
-        for (size_t p = 0; p < pt; p++) {
-          const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
-          acc[p][0] = ec_vfma(acc[p][0], xv, w0);
-          acc[p][1] = ec_vfma(acc[p][1], xv, w1);
+  for (size_t r = 0; r < nr; r++) {
+    const size_t *seg = runs[r].seg, la = runs[r].la, lb = runs[r].lb;
+    const float *wa = runs[r].wa, *wb = runs[r].wb;
+    NCHWC_1X1_SEG(0, wa + (seg[0] - la) * EC_VL, seg[0], seg[1])
+    if (kt > 1) {
+      for (size_t c = seg[2]; c < seg[3];) { /* both blocks: one broadcast, two FMAs */
+        const size_t cb = c / EC_VL, l1 = EC_MIN((size_t)EC_VL, seg[3] - cb * EC_VL);
+        const float *xb = x + cb * HW * EC_VL;
+        for (size_t l = c % EC_VL; l < l1; l++) {
+          const ec_v w0 = ec_vld(wa + (cb * EC_VL + l - la) * EC_VL), w1 = ec_vld(wb + (cb * EC_VL + l - lb) * EC_VL);
+          NCHWC_UNROLL
+          for (size_t p = 0; p < pt; p++) {
+            const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
+            acc[p][0] = ec_vfma(acc[p][0], xv, w0);
+            acc[p][1] = ec_vfma(acc[p][1], xv, w1);
+          }
         }
+        c = cb * EC_VL + l1;
       }
-      c = cb * EC_VL + l1;
+      NCHWC_1X1_SEG(1, wb + (seg[4] - lb) * EC_VL, seg[4], seg[5])
     }
-    NCHWC_1X1_SEG(1, wb + (seg[4] - lb) * EC_VL, seg[4], seg[5])
   }
   if (!last) {
     NCHWC_UNROLL
@@ -113,10 +124,26 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
   }
 }
 
+/* the pixels [p0, p1) of a tile row over the given runs */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_row)(const f32_nchwc_conv_args *a, const float *x, const float *bias,
+                                             float *y, const float *res, size_t HW, const size_t kt, size_t p0,
+                                             size_t p1, const f32_nchwc_1x1_run *runs, size_t nr, int first,
+                                             int last) {
+  size_t p = p0;
+  for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
+    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW, NCHWC_PT,
+                                 kt, runs, nr, first, last);
+  for (; p < p1; p++)
+    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW, 1, kt,
+                                 runs, nr, first, last);
+}
+
 /* output blocks k (and k + 1 when kt = 2) of image n over pixels [p0, p1). Block A = k reads [la, ha), B = k + 1
- * reads [lb, hb) (la <= lb, ha <= hb: groups are contiguous): in each pass over [la, hb), A alone takes
- * [la, min(ha, lb)), both take [lb, ha), B alone [max(ha, lb), hb); whole-block groups split by a group edge
- * have no common part, a block straddling two groups reads both (its other lanes' weights are zero) */
+ * reads [lb, hb) (la <= lb, ha <= hb: groups are contiguous): A alone takes [la, min(ha, lb)), both take
+ * [lb, ha), B alone [max(ha, lb), hb); whole-block groups split by a group edge have no common part, a block
+ * straddling two groups reads both (its other lanes' weights are zero). With a shuffled input (IS > 1: the
+ * input holds the channels of the shuffle's input, a channel c of the conv's being input channel
+ * (c % IS) * (C/IS) + c / IS) a range is IS runs, one per shuffle group, each split the same way. */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
                                                 size_t n, size_t k, const size_t kt, size_t p0, size_t p1) {
   const size_t HW = s->Ho * s->Wo, kb = EC_DIV_UP(s->K, (size_t)EC_VL);
@@ -130,19 +157,30 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
   const size_t yoff = (n * kb + k) * HW * EC_VL;
   float *y = a->y + yoff;
   const float *res = a->res ? a->res + yoff : NULL;
+  if (s->IS > 1) { /* one pass: the runs of each shuffle group, weight rows in run order */
+    f32_nchwc_1x1_run runs[NCHWC_MAX_RUNS];
+    const size_t G = s->IS, cs = s->C / G;
+    size_t ra = 0, rb = 0; /* weight rows used so far */
+    for (size_t i = 0; i < G; i++) {
+      /* channels c = j * G + i of [lo, hi) are input channels i * cs + j, j in [(lo + G-1 - i) / G, (hi + G-1 - i) / G) */
+      const size_t a0 = i * cs + (la + G - 1 - i) / G, a1 = i * cs + (ha + G - 1 - i) / G;
+      const size_t b0 = kt > 1 ? i * cs + (lb + G - 1 - i) / G : a1, b1 = kt > 1 ? i * cs + (hb + G - 1 - i) / G : a1;
+      f32_nchwc_1x1_run *r = &runs[i];
+      r->seg[0] = a0, r->seg[1] = EC_MIN(a1, b0), r->seg[2] = EC_MAX(a0, b0), r->seg[3] = a1;
+      r->seg[4] = EC_MAX(a1, b0), r->seg[5] = b1;
+      r->la = a0, r->lb = b0, r->wa = wa + ra * EC_VL, r->wb = wb + rb * EC_VL;
+      ra += a1 - a0, rb += b1 - b0;
+    }
+    NCHWC_FN(f32_nchwc_1x1_row)(a, x, bias, y, res, HW, kt, p0, p1, runs, G, 1, 1);
+    return;
+  }
   /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
   for (size_t c0 = la; c0 < hb; c0 += s->KC) {
     const size_t c1 = EC_MIN(hb, c0 + s->KC);
-    size_t seg[6] = {c0, EC_MIN(c1, EC_MIN(ha, lb)), EC_MAX(c0, lb), EC_MIN(c1, ha), EC_MAX(c0, EC_MAX(ha, lb)), c1};
-    if (kt == 1) seg[1] = EC_MIN(c1, ha);
-    const int first = c0 == la, last = c1 == hb;
-    size_t p = p0;
-    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, wa, wb, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL,
-                                   HW, NCHWC_PT, kt, seg, la, lb, first, last);
-    for (; p < p1; p++)
-      NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, wa, wb, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL,
-                                   HW, 1, kt, seg, la, lb, first, last);
+    f32_nchwc_1x1_run r = {{c0, EC_MIN(c1, EC_MIN(ha, lb)), EC_MAX(c0, lb), EC_MIN(c1, ha), EC_MAX(c0, EC_MAX(ha, lb)), c1},
+                           la, lb, wa, wb};
+    if (kt == 1) r.seg[1] = EC_MIN(c1, ha);
+    NCHWC_FN(f32_nchwc_1x1_row)(a, x, bias, y, res, HW, kt, p0, p1, &r, 1, c0 == la, c1 == hb);
   }
 }
 

@@ -42,8 +42,11 @@ struct f32_nchwc_conv_shape {
   size_t G;  /* 1x1 groups (any: a group need not be whole blocks) */
   size_t KC; /* 1x1: input channels per pass over a block pair's channels (the last pass may be shorter) */
   size_t WS; /* 1x1: weight rows per output block, the widest block's hi - lo */
+  size_t IS; /* 1x1: > 1: the input is that of a channel shuffle of IS groups (at most NCHWC_MAX_RUNS), fused */
   f32_nchwc_conv_fn fn;
 };
+
+#define NCHWC_MAX_RUNS 16
 
 /* 1x1: the input channels [lo, hi) output block k reads, the groups of its first and last real lanes */
 EC_INLINE void f32_nchwc_1x1_range(const f32_nchwc_conv_shape *s, size_t k, size_t *lo, size_t *hi) {

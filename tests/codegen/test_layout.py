@@ -195,8 +195,10 @@ def test_graphs_match_onnxruntime_in_both_layouts(case, mode, tmp_path):
         if case == "grouped_1x1":
             assert sum(l["algo"].startswith("conv1x1-nchwc") and "-g" in l["algo"] for l in blocked) == 2
         if case == "shuffle_units":  # one region: shuffles, partial-block groups and the Concat all blocked
-            assert sum(l["algo"].startswith("shuffle-nchwc-g3") for l in blocked) == 2
-            assert sum(l["algo"].startswith("conv1x1-nchwc") and l["algo"].endswith("-g3") for l in blocked) == 4
+            # each shuffle folded into the depthwise conv after it and the 1x1 after that
+            assert not any(l["op"] == "ChannelShuffle" for l in blocked)
+            g3 = [l["algo"] for l in blocked if l["algo"].startswith("conv1x1-nchwc") and "-g3" in l["algo"]]
+            assert len(g3) == 4 and sum(a.endswith("-shuffled3") for a in g3) == 2
             assert any(l["op"] == "Concat" and l["algo"] == "copy-nchwc" for l in blocked)
             assert sum(l["op"] == "LayoutReorder" for l in blocked) == 2
 
@@ -381,10 +383,13 @@ def test_threads_split_blocked_layers(tmp_path):
     r = verify(mixed(tmp_path / "m.onnx", c=37, h=23, w=19), out_dir=tmp_path / "p", cflags=STRICT, threads=2,
                rtol=1e-4, atol=1e-5, options=CompileOptions(layout="nchwc", threads=2))
     assert r.ok, r.outputs
+    r = verify(shuffle_units(tmp_path / "s.onnx"), out_dir=tmp_path / "q", cflags=STRICT, threads=2,
+               rtol=1e-4, atol=1e-5, options=CompileOptions(layout="nchwc", threads=2))
+    assert r.ok, r.outputs
 
 
 @pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
-@pytest.mark.parametrize("case", ["mixed", "residual_edge"])
+@pytest.mark.parametrize("case", ["mixed", "residual_edge", "shuffle_units"])
 def test_neon_under_qemu(target, case, tmp_path):
     import shutil
     t = get_target(target)
@@ -437,7 +442,8 @@ def test_light_models_both_layouts(onnx_light, name, mode, tmp_path):
     if name == "shufflenet" and mode != "nchw" and LANES == 8:  # one region from the stem's MaxPool to the last AveragePool
         assert {l["op"] for l in layers if l not in blocked} == {"Conv", "Reshape", "Gemm", "Softmax"}
         assert sum(l["op"] == "LayoutReorder" for l in blocked) == 2
-        assert sum(l["algo"].startswith("shuffle-nchwc") for l in blocked) == 16
+        assert not any(l["op"] == "ChannelShuffle" for l in layers)  # all 16 folded into their 1x1 convs
+        assert sum(l["algo"].endswith("-shuffled4") for l in blocked) == 16
 
 
 def test_auto_blocks_shufflenet_whole(onnx_light):

@@ -71,8 +71,8 @@ static const ec_act ACTS[] = {{EC_ACT_NONE, 0, 0}, {EC_ACT_RELU, 0, 0}, {EC_ACT_
 
 /* 1x1 (dense or grouped, groups of any width) or depthwise conv; weights/bias packed as the emitter does */
 static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
-                      size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC) {
-  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, NULL};
+                      size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC, size_t IS) {
+  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, IS, NULL};
   s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
   const size_t taps = KH * KW, kb = nblk(K), HWo = s.Ho * s.Wo, ny = N * kb * HWo * LANES;
   for (size_t k = 0; k < kb && !dw; k++) { /* rows per block: the widest block's input range */
@@ -89,10 +89,14 @@ static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, 
       for (size_t t = 0; t < taps; t++) wp[(k / LANES * taps + t) * LANES + k % LANES] = 0.0f;
   }
   for (size_t k = 0; k < kb * LANES && !dw; k++) { /* 1x1: zero where the lane's group does not read c */
-    size_t lo, hi;
+    size_t lo, hi, row = 0;
     f32_nchwc_1x1_range(&s, k / LANES, &lo, &hi);
-    for (size_t c = lo; c < lo + s.WS; c++)
-      if (k >= K || c >= hi || c / (C / G) != k / (K / G)) wp[(k / LANES * s.WS + c - lo) * LANES + k % LANES] = 0.0f;
+    const size_t sg = IS > 1 ? IS : 1; /* rows in shuffle-group order (c = j * IS + i, group i first) */
+    for (size_t i = 0; i < sg; i++)
+      for (size_t c = lo; c < hi; c++)
+        if (c % sg == i && (k >= K || c / (C / G) != k / (K / G))) wp[(k / LANES * s.WS + row++) * LANES + k % LANES] = 0.0f;
+        else if (c % sg == i) row++;
+    for (; row < s.WS; row++) wp[(k / LANES * s.WS + row) * LANES + k % LANES] = 0.0f;
   }
   float *rr = falloc(N * K * HWo), *r = res ? blocked(rr, N, K, HWo) : NULL;
   float *y0 = falloc(ny), *y1 = falloc(ny);
@@ -110,8 +114,8 @@ static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, 
   }
   f32_nchwc_conv_run(&s, &a1, items, &pool);
   char what[64];
-  snprintf(what, sizeof what, "%s k%zux%zu s%zu d%zu p%zu g%zu act%d res%d%d", dw ? "dwconv" : "conv1x1", KH, KW,
-           S, D, P, G, ai, res, before);
+  snprintf(what, sizeof what, "%s k%zux%zu s%zu d%zu p%zu g%zu is%zu act%d res%d%d", dw ? "dwconv" : "conv1x1", KH,
+           KW, S, D, P, G, IS, ai, res, before);
   check(what, err(y1, y0, ny), 1e-5, "C%zu K%zu H%zu W%zu", C, K, H, W);
   free(xr), free(x), free(wp), free(bias), free(rr), free(r), free(y0), free(y1);
 }
@@ -181,18 +185,23 @@ int main(int argc, char **argv) {
       for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
         const size_t H = hw == 0 ? 1 : hw == 1 ? 7 : 13, W = hw == 0 ? 1 : hw == 1 ? 5 : 11;
         test_conv(0, 1 + (hw == 1), C, chans[kc], H, W, 1, 1, 1, 1, 0, hw == 2 ? 18 : 6, (int)((ci + kc + hw) % 6),
-                  (int)(kc % 2), (int)(hw % 2), 1, kc % 2 ? LANES : C); /* one pass, or one per block */
+                  (int)(kc % 2), (int)(hw % 2), 1, kc % 2 ? LANES : C, 0); /* one pass, or one per block */
       }
     for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
       test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
-                (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES);
+                (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES, 0);
     /* groups that are not whole blocks (ShuffleNet: 24->112, 136->136, 272->272 in 4 groups): blocks straddling
      * a group edge, a group narrower than a block, input ranges starting mid-block; one pass or several */
     static const size_t PG[][3] = {{24, 112, 4}, {136, 136, 4}, {20, 36, 4}, {9, 15, 3}, {30, 10, 5}, {12, 12, 6}};
     const size_t *pg = PG[ci];
     for (size_t hw = 0; hw < 2; hw++)
       test_conv(0, 1 + hw, pg[0], pg[1], hw ? 7 : 13, hw ? 5 : 11, 1, 1, 1, 1, 0, hw ? 12 : 30, (int)((ci + hw) % 6),
-                (int)(hw + ci) % 2, (int)(ci % 2), pg[2], hw ? LANES + 3 : 0);
+                (int)(hw + ci) % 2, (int)(ci % 2), pg[2], hw ? LANES + 3 : 0, 0);
+    /* the input of a fused channel shuffle (ShuffleNet: 4 groups), with the conv's groups or without */
+    for (size_t is = 2; is <= 4; is++)
+      if (pg[0] % is == 0)
+        test_conv(0, 1, pg[0], pg[1], 7, 5, 1, 1, 1, 1, 0, 12, (int)((ci + is) % 6), (int)(is % 2), 1,
+                  is == 3 ? 1 : pg[2], 0, is);
     for (size_t g = 1; g <= 4; g++)
       if (C % g == 0) test_shuffle(1 + (g == 2), C, g, g == 3 ? 1 : 7 * 5);
     test_shuffle(1, 4 * C, 4, 13);
@@ -204,7 +213,7 @@ int main(int argc, char **argv) {
             const size_t H = 9 + S, W = 10 + 2 * D + (k % 2);
             if ((KS[k][0] - 1) * D + 1 > H + 2 * P || (KS[k][1] - 1) * D + 1 > W + 2 * P) continue;
             test_conv(1, 1 + (S == 2), C, C, H, W, KS[k][0], KS[k][1], S, D, P, 1 + S, (int)((k + S + P) % 6),
-                      (int)((S + D) % 2), (int)(P % 2), 1, C);
+                      (int)((S + D) % 2), (int)(P % 2), 1, C, 0);
             test_pool(1, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, 0);
             test_pool(0, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, (int)(P % 2));
           }
