@@ -138,7 +138,9 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     if choice.algo == "q8-dwconv":
         return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
     code = None
-    if g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and (Ho, Wo) == (H, W) and \
+    if g == 1 and k == [1, 1] and (H, W, Ho, Wo) == (1, 1, 1, 1) and _gemv_kernel(ctx.target) is not None:
+        code = _emit_gemv(node, ctx, wq.reshape(OC, C), b, scales, N, q, macs)  # squeeze-excite convs
+    if code is None and g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and (Ho, Wo) == (H, W) and \
             _spmm_kernel(ctx.target) is not None:
         sp = costmodel.choose_int8_sparse(ctx.target, wq.reshape(OC, C), _sparse_mode())
         if sp.algo == "q8-spmm":
@@ -183,6 +185,27 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
            f"q8_dwconv_run(q8_dwconv__{isa}, &p, ")
     return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
             f"{run}{X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
+
+
+def _gemv_kernel(target) -> str | None:
+    return "q8_gemv__avx2" if target.arch == "x86_64" and "avx2" in target.features else None
+
+
+def _emit_gemv(node: Node, ctx: EmitContext, w2d, b, scales, batch: int, q, macs, rows: int = 1) -> str:
+    """One-pixel conv / one-row GEMM as matrix-vector products (runtime_c/q8-gemm/q8-gemv.h): the packed
+    GEMM's 16-pixel tiles would compute 15 padding columns."""
+    zx, zy, lo, hi = q
+    M, K = w2d.shape
+    fn = _gemv_kernel(ctx.target)
+    ctx.require("q8-gemm/q8-gemv.h", "q8-gemm/q8-gemv-scalar.c", "q8-gemm/q8-gemv-avx2.c")
+    r = row_params(w2d, b, zx, scales, False)
+    wp = ctx.weight(f"{node.name}:wv", np.ascontiguousarray(w2d, np.int8))
+    bp, mp, sp = _rq_ptrs(ctx, node.name, r)
+    ctx.note(algo="q8-gemv", macs=macs, kernel=fn)
+    X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
+    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}}};\n"
+            f"for (size_t b = 0; b < {batch * rows}u; b++)\n"
+            f"    {fn}({M}u, {K}u, {wp}, {X} + b * {K}u, {Y} + b * {M}u, &rq);\n")
 
 
 def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:

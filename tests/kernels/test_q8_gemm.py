@@ -156,3 +156,14 @@ def test_neon_mlal_bound_and_dispatch():
     assert gemm_variant(a72, np.full((4, 9), 127, np.int8)) == Q8_GEMM_NEON_MLAL
     assert gemm_variant(a72, np.full((4, 9), -128, np.int8))[0] == "q8_gemm_4x8__neon"
     assert gemm_variant(get_target("aarch64-v82"), np.full((4, 9), 1, np.int8))[0] == "q8_gemm_4x8__neondot"
+
+
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_gemv_avx2_matches_reference(extra, tmp_path):
+    """The one-pixel (squeeze-excite) matrix-vector kernel equals its scalar reference on any weights."""
+    isa = ISAS["avx2"]
+    require(isa)
+    exe = build(isa, tmp_path / "gemv", ["q8_gemv_test.c", "q8-gemm/q8-gemv-scalar.c", "q8-gemm/q8-gemv-avx2.c"],
+                {"KERNEL": "q8_gemv__avx2", "KERNEL_NAME": '"avx2"'}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and "98/98 cases match" in r.stdout, r.stdout + r.stderr

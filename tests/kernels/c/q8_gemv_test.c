@@ -1,0 +1,45 @@
+/* q8 GEMV variant KERNEL vs the scalar reference, bit-exact: M and K around the 4-row and 16-k steps
+ * (1..67 rows, 1..300 k), weights at -128 / 127 against x = 255 / 0, clamp on/off. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "q8-gemm/q8-gemv.h"
+
+static uint32_t rng = 7;
+static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+
+static int run1(size_t M, size_t K, int extreme)
+{
+    int8_t *w = malloc(M * K);
+    uint8_t *x = malloc(K), *y0 = malloc(M), *y1 = malloc(M);
+    int32_t *bias = malloc(4 * M), *mult = malloc(4 * M), *shift = malloc(4 * M);
+    for (size_t i = 0; i < M * K; i++) w[i] = extreme ? (int8_t)(i % 3 ? -128 : 127) : (int8_t)rnd();
+    for (size_t k = 0; k < K; k++) x[k] = extreme ? (uint8_t)(k % 3 ? 255 : 0) : (uint8_t)rnd();
+    for (size_t m = 0; m < M; m++) {
+        bias[m] = (int32_t)(rnd() % 200001) - 100000;
+        mult[m] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
+        shift[m] = 31 + (int32_t)(rnd() % 16);
+    }
+    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255};
+    if (rnd() & 1) { rq.qmin = rq.zp; rq.qmax = 240; }
+    q8_gemv__scalar(M, K, w, x, y0, &rq);
+    KERNEL(M, K, w, x, y1, &rq);
+    const int bad = memcmp(y0, y1, M) != 0;
+    if (bad)
+        printf("MISMATCH M=%zu K=%zu extreme=%d\n", M, K, extreme);
+    free(w); free(x); free(y0); free(y1); free(bias); free(mult); free(shift);
+    return bad;
+}
+
+int main(void)
+{
+    static const size_t Ms[] = {1, 3, 4, 5, 8, 50, 67}, Ks[] = {1, 15, 16, 17, 33, 200, 300};
+    int fails = 0, n = 0;
+    for (int i = 0; i < 7; i++)
+        for (int j = 0; j < 7; j++)
+            for (int e = 0; e < 2; e++, n++)
+                fails += run1(Ms[i], Ks[j], e);
+    printf("%s: %d/%d cases match\n", KERNEL_NAME, n - fails, n);
+    return fails != 0;
+}
