@@ -25,6 +25,11 @@ Q8_GEMM = {
 }
 
 
+# one-pixel convs / one-row GEMMs (runtime_c/q8-gemm/q8-gemv.h): ISA -> (function, file); the scalar
+# reference q8_gemv__scalar (q8-gemv-scalar.c) is what the tests compare each one with
+Q8_GEMV = {"avx2": ("q8_gemv__avx2", "q8-gemm/q8-gemv-avx2.c")}
+
+
 # u8 x s8 vpmaddubsw GEMM for AVX2 without VNNI: exact only on weights whose k-pairs cannot saturate
 # the int16 pair sum (maddubs_exact); measured 1.4-3.7x q8_gemm_4x8__avx2 (benchmarks/bench_int8.py --micro)
 Q8_GEMM_MADDUBS = ("q8_gemm_4x16__avx2_maddubs", "q8-gemm/q8-gemm-4x16-avx2-maddubs.c", False)

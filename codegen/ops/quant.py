@@ -13,8 +13,8 @@ from edgec.codegen import costmodel
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (act_clamp, ceil4, gemm_variant, maddubs_exact, maddubs_target, pack_w,
-                                     requant_scales, row_params, to_u8_domain)
+from edgec.codegen.ops.qpack import (Q8_GEMV, act_clamp, ceil4, gemm_variant, maddubs_exact, maddubs_target,
+                                     pack_w, requant_scales, row_params, to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -187,8 +187,8 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
             f"{run}{X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
-def _gemv_kernel(target) -> str | None:
-    return "q8_gemv__avx2" if target.arch == "x86_64" and "avx2" in target.features else None
+def _gemv_kernel(target) -> tuple[str, str] | None:
+    return Q8_GEMV["avx2"] if target.arch == "x86_64" and "avx2" in target.features else None
 
 
 def _emit_gemv(node: Node, ctx: EmitContext, w2d, b, scales, batch: int, q, macs, rows: int = 1) -> str:
@@ -196,8 +196,8 @@ def _emit_gemv(node: Node, ctx: EmitContext, w2d, b, scales, batch: int, q, macs
     GEMM's 16-pixel tiles would compute 15 padding columns."""
     zx, zy, lo, hi = q
     M, K = w2d.shape
-    fn = _gemv_kernel(ctx.target)
-    ctx.require("q8-gemm/q8-gemv.h", "q8-gemm/q8-gemv-scalar.c", "q8-gemm/q8-gemv-avx2.c")
+    fn, src = _gemv_kernel(ctx.target)
+    ctx.require("q8-gemm/q8-gemv.h", "q8-gemm/q8-gemv-scalar.c", src)
     r = row_params(w2d, b, zx, scales, False)
     wp = ctx.weight(f"{node.name}:wv", np.ascontiguousarray(w2d, np.int8))
     bp, mp, sp = _rq_ptrs(ctx, node.name, r)

@@ -10,6 +10,8 @@ import pytest
 
 from qkit import A72, ISAS, SANITIZE, build, require, run
 
+from edgec.codegen.ops.qpack import Q8_GEMV
+
 VARIANTS = {  # isa -> (function, file, reads X signed)
     "scalar": ("q8_gemm_4x8__scalar", "q8-gemm/q8-gemm-4x8-scalar.c", 0),
     "avx2": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", 0),
@@ -158,12 +160,14 @@ def test_neon_mlal_bound_and_dispatch():
     assert gemm_variant(get_target("aarch64-v82"), np.full((4, 9), 1, np.int8))[0] == "q8_gemm_4x8__neondot"
 
 
+@pytest.mark.parametrize("name", sorted(Q8_GEMV))
 @pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
-def test_q8_gemv_avx2_matches_reference(extra, tmp_path):
-    """The one-pixel (squeeze-excite) matrix-vector kernel equals its scalar reference on any weights."""
-    isa = ISAS["avx2"]
+def test_q8_gemv_matches_reference(name, extra, tmp_path):
+    """Each one-pixel (squeeze-excite) matrix-vector kernel equals the scalar reference on any weights."""
+    isa = ISAS[name]
     require(isa)
-    exe = build(isa, tmp_path / "gemv", ["q8_gemv_test.c", "q8-gemm/q8-gemv-scalar.c", "q8-gemm/q8-gemv-avx2.c"],
-                {"KERNEL": "q8_gemv__avx2", "KERNEL_NAME": '"avx2"'}, extra)
+    fn, src = Q8_GEMV[name]
+    exe = build(isa, tmp_path / "gemv", ["q8_gemv_test.c", "q8-gemm/q8-gemv-scalar.c", src],
+                {"KERNEL": fn, "KERNEL_NAME": f'"{name}"'}, extra)
     r = run(isa, exe)
     assert r.returncode == 0 and "98/98 cases match" in r.stdout, r.stdout + r.stderr
