@@ -84,7 +84,7 @@ def test_kernel_matches_reference(k, tmp_path):
     assert "cases ok" in r.stdout
 
 
-@pytest.mark.parametrize("name", ["f32_gemm_ukernel_4x4__scalar", "f32_gspc_row__scalar",
+@pytest.mark.parametrize("name", ["f32_gemm_ukernel_4x4__scalar", "f32_gemm_ukernel_6x16__avx2", "f32_gspc_row__scalar",
                                   "f32_dwconv_kxk__scalar", "f32_gspc_row_o8__avx2", "f32_dwconv_3x3__avx2",
                                   "f32_gspc_mg_row__scalar", "f32_gspc_mg_row_g4x2__avx2"])
 def test_sanitizers(name, tmp_path):
