@@ -27,15 +27,18 @@ LAYOUT_MODES = ("auto", "nchw", "nchwc")  # codegen/layout.py
 # work partitioning: serial (one thread for the layer), or split only over column / tile blocks (cols) or
 # over output-channel chunks (rows) where the layer's driver offers both
 PAR_MODES = ("auto", "serial", "cols", "rows")
+# 1x1 stride-1 unpadded convs: B panels packed (each copy overlapping the previous panel's GEMM) or the
+# input rows read in place
+GEMM1X1_MODES = ("auto", "pack", "inplace")
 
 # field -> environment variable that fills it
 ENV = {"sparse": "EDGEC_SPARSE", "gspc": "EDGEC_GSPC", "dw": "EDGEC_DW", "conv": "EDGEC_CONV",
-       "q8conv": "EDGEC_Q8CONV", "par": "EDGEC_PAR", "layout": "EDGEC_LAYOUT", "tuning_db": "EDGEC_TUNING_DB",
+       "q8conv": "EDGEC_Q8CONV", "par": "EDGEC_PAR", "gemm1x1": "EDGEC_GEMM1X1", "layout": "EDGEC_LAYOUT", "tuning_db": "EDGEC_TUNING_DB",
        "tuning": "EDGEC_TUNING"}
 _CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": CONV_MODES,
-            "q8conv": Q8CONV_MODES, "par": PAR_MODES, "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
+            "q8conv": Q8CONV_MODES, "par": PAR_MODES, "gemm1x1": GEMM1X1_MODES, "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
 # the fields a tuning record may force for one layer (codegen/variants.py)
-PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par")
+PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par", "gemm1x1")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class CompileOptions:
     q8conv: str = "auto"          # int8 convs: force the GEMM, GSPC or depthwise path where it runs
     layout: str = "auto"          # activations: NCHW, channel-blocked NCHWc regions, or the pass's choice
     par: str = "auto"             # covered layers (codegen/variants.py): one thread, or one split axis
+    gemm1x1: str = "auto"         # 1x1 stride-1 convs: packed B panels (auto) or the input read in place
     tuning_db: str | None = None  # JSON of measured per-layer choices, consulted before the cost model
     tuning: str = "auto"          # auto: apply the device's tuning records (filled into `tuned`); off: ignore them
     # tuning records that apply: (layer signature, forced fields as "k=v;k=v", explain text), sorted

@@ -218,6 +218,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
         else not algo.startswith(("spmm", "spmv")),
         "q8conv": lambda m: algo == m,
         "par": lambda m: algo.endswith(f"/{m}"),
+        "gemm1x1": lambda m: algo.startswith("gemm") and ("-1x1-" in algo) == (m == "inplace"),
     }
     assert v.family in checks, f"registry family {v.family} has no check here"
     return checks[v.family](forced[v.family] if v.family != "conv3x3" else forced["conv"])
@@ -225,7 +226,8 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
 
 def _odd_f32_model(path):
     """One layer per input, odd sizes: 3x3 stride-1 convs, grouped and depthwise convs, 1x1 convs and one-row
-    Gemm/MatMul pruned in 4x4 blocks (60%), strided convs and an in-place 1x1 on 8x8 for the split axes."""
+    Gemm/MatMul pruned in 4x4 blocks (60%), strided convs, 1x1s for the packed / in-place choice
+    and a short 3x3 on the in-place stride-1 path for the split axes."""
     rng = np.random.default_rng(11)
     nodes, inits, ins, outs = [], [], [], []
 
@@ -278,6 +280,9 @@ def _odd_f32_model(path):
     conv(7, 24, (31, 33), s=2)
     conv(9, 16, (19, 23), s=2)
     conv(27, 21, (8, 8), ks=1, relu=False)
+    for c, k, hw in ((19, 22, (9, 10)), (22, 26, (7, 12))):  # 1x1 B panels packed or read in place
+        conv(c, k, hw, ks=1)
+    conv(16, 20, (4, 10))  # 3x3 on the in-place stride-1 path with few column blocks (split axes)
     g = helper.make_graph(nodes, "odd", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
                           inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
