@@ -13,7 +13,24 @@ static inline uint8_t clamp_u8(int32_t v, int32_t lo, int32_t hi)
 
 void q8_quantize(size_t n, const float *x, float scale, int32_t zp, uint8_t *y)
 {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#if defined(__AVX2__)
+    /* the same float operations 32 at a time (nearbyintf did not vectorise: 4x slower) */
+    const __m256 sv = _mm256_set1_ps(scale), zv = _mm256_set1_ps((float)zp), lo = _mm256_setzero_ps(),
+                 hi = _mm256_set1_ps(255.0f);
+    for (; i + 32 <= n; i += 32) {
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i + 8 * k), sv);
+            v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zv);
+            q[k] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi)); /* NaN -> 0 */
+        }
+        /* packs work per 128-bit half: [0 1 4 5 | 2 3 6 7] in 8-byte units, then put in order */
+        const __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i *)(y + i), _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+#endif
+    for (; i < n; i++) {
         float v = nearbyintf(x[i] / scale) + (float)zp;
         v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v; /* clamp in float: NaN-free, no int overflow */
         y[i] = (uint8_t)v;

@@ -24,6 +24,31 @@ def lib(tmp_path_factory):
     return ctypes.CDLL(str(so))
 
 
+@pytest.fixture(scope="module")
+def lib_avx2(tmp_path_factory):
+    """The same file built for AVX2 (its vector paths: Quantize, SE Mul, GlobalAveragePool)."""
+    require(ISAS["avx2"])
+    so = build(ISAS["avx2"], tmp_path_factory.mktemp("q8e2") / "libq8e2.so", ["q8-eltwise/q8-eltwise-scalar.c"],
+               extra=("-shared", "-fPIC"))
+    return ctypes.CDLL(str(so))
+
+
+def test_quantize_avx2_matches_onnxruntime(lib_avx2):
+    """QuantizeLinear's AVX2 path: ties to even, saturation, NaN-free, tails short of 32 elements."""
+    rng = np.random.default_rng(5)
+    for n in (1, 31, 32, 33, 4099):
+        x = rng.normal(0, 40, n).astype(np.float32)
+        x[:min(n, 8)] = [0.25, 0.75, -0.25, -0.75, 1e9, -1e9, 63.75, -50.25][:min(n, 8)]
+        for s, z in ((np.float32(0.5), np.uint8(100)), (np.float32(0.0371), np.uint8(3))):
+            ref = _ort([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])],
+                       [_vi("x", TensorProto.FLOAT, x.shape)], {"s": s, "z": z}, [_vi("y", TensorProto.UINT8, x.shape)],
+                       {"x": x})
+            y = np.empty(x.size, np.uint8)
+            lib_avx2.q8_quantize(ctypes.c_size_t(x.size), x.ctypes.data_as(P), ctypes.c_float(s), int(z),
+                                 y.ctypes.data_as(P))
+            assert np.array_equal(y, ref), (n, s)
+
+
 def _ort(nodes, inputs, inits, outs, feeds, ms=False):
     opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
     g = helper.make_graph(nodes, "t", inputs, outs, [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
