@@ -9,6 +9,7 @@ hits every column; the peak is re-measured each round and the best round's peak 
     python benchmarks/bench_gemm.py --md
     python benchmarks/bench_gemm.py --threads 2 --rounds 5
     python benchmarks/bench_gemm.py --split --md   # spatial-pack layers: im2col vs GEMM, thread CPU time
+    python benchmarks/bench_gemm.py --cpu --md     # CPU time per inference instead of wall time (a busy host)
 
 Read `% peak` (edgec) against the 85% target; shapes are ResNet-50 / MobileNet-style pointwise layers.
 """
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +201,34 @@ def matmul_model(path: Path, m: int, k: int, n: int) -> tuple[Path, int]:
     return path, 2 * m * k * n
 
 
+def edgec_cpu_ms(bench: Path, threads: int, runs: int, warmup: int) -> float:
+    """CPU time per inference: user + sys of the bench child over `runs` runs minus that of one run (start-up
+    and weight loading cancel out; time spent waiting for a core on a shared host does not count)."""
+    def child_cpu(n: int) -> float:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        time_edgec(bench, threads, n, warmup)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
+    return (child_cpu(runs + 1) - child_cpu(1)) / runs
+
+
+def ort_cpu_ms(path: Path, feeds: dict, threads: int, runs: int, warmup: int) -> float:
+    """onnxruntime's CPU time per inference (this process's, so 1 thread only: no pool threads spin)."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    for _ in range(warmup):
+        sess.run(None, feeds)
+    t0 = time.process_time()
+    for _ in range(runs):
+        sess.run(None, feeds)
+    return (time.process_time() - t0) * 1e3 / runs
+
+
 def host() -> str:
     model = platform.processor() or platform.machine()
     try:
@@ -218,9 +249,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--md", action="store_true")
     ap.add_argument("--only", help="substring of the layer names to run")
+    ap.add_argument("--cpu", action="store_true",
+                    help="CPU time per inference (edgec: the bench child's user+sys; onnxruntime: this process's), "
+                         "1 thread: for a shared, loaded host")
     ap.add_argument("--split", action="store_true",
                     help="spatial-pack layers: packing and GEMM timed apart in thread CPU time (1 thread)")
     a = ap.parse_args()
+    if a.cpu and a.threads != 1:
+        ap.error("--cpu measures 1 thread")
     target = get_target("native")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -243,11 +279,16 @@ def main() -> int:
         for _ in range(a.rounds):
             peaks.append(fma_peak(peak_bins, a.threads, target))
             for name, path, flops, algo, bench in built:
-                rows[name]["edgec"].append(median(time_edgec(bench, a.threads, a.runs, a.warmup)["runs_ms"]))
                 feeds = random_inputs(path)
+                if a.cpu:
+                    rows[name]["edgec"].append(edgec_cpu_ms(bench, 1, a.runs, a.warmup))
+                    rows[name]["ort"].append(ort_cpu_ms(path, feeds, 1, a.runs, a.warmup))
+                    continue
+                rows[name]["edgec"].append(median(time_edgec(bench, a.threads, a.runs, a.warmup)["runs_ms"]))
                 rows[name]["ort"].append(median(time_onnxruntime(path, feeds, a.threads, a.runs, a.warmup)))
         peak = max(peaks)
-        print(f"# host: {host()}, {target.name} ({target.isa}), {a.threads} thread(s); load {open('/proc/loadavg').read().split()[0]}")
+        print(f"# host: {host()}, {target.name} ({target.isa}), {a.threads} thread(s); load {open('/proc/loadavg').read().split()[0]}; "
+              f"{'CPU time per inference' if a.cpu else 'wall time, median of runs'}")
         print(f"# measured FMA peak: {peak:.1f} GFLOP/s (rounds: {', '.join(f'{p:.1f}' for p in peaks)})")
         head = ["layer", "edgec algo", "edgec ms", "edgec GFLOP/s", "% peak", "ort ms", "ort % peak", "ort/edgec"]
         if a.md:
