@@ -1,9 +1,12 @@
 """Layout pass: NCHW or channel-blocked NCHWc per region of the lowered graph.
 
 A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
-depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 convs, dense or grouped with whole blocks
-of channels per group (fused epilogue and residual included), MaxPool/AveragePool, GlobalAveragePool,
-same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1] tensor, and standalone activations. Inside a
+depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 convs, dense or grouped (a block straddling
+a group edge reads both groups, up to MAX_STRADDLE times the conv's MACs; fused epilogue and residual
+included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1]
+tensor, standalone activations, channel shuffles (fuse_shuffles; inside a region folded into the depthwise and
+1x1 convs after them where they can be, _fold_shuffles) and channel Concats whose inputs but the last are whole
+blocks. Inside a
 chosen region every tensor is blocked (c = the target's f32 vector lanes); each region edge gets one
 LayoutReorder node: into the region for every NCHW tensor it reads, out of it for every tensor read
 outside it or returned by the graph. Graph inputs and outputs stay NCHW.

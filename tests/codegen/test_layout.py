@@ -499,6 +499,10 @@ def test_avx512_blocked_project_builds(tmp_path):
     assert any(l.get("details", {}).get("layout") == "nchw16c" for l in b.layers)
     build_project(tmp_path / "c", "x86_64-avx512", cflags=STRICT)
     assert (tmp_path / "c" / "runner").exists()
+    b = compile_model(shuffle_units(tmp_path / "s.onnx", b=16), tmp_path / "s",
+                      options=CompileOptions(target="x86_64-avx512", layout="nchwc"))
+    assert any(l["algo"].endswith("-shuffled3") for l in b.layers)
+    build_project(tmp_path / "s", "x86_64-avx512", cflags=STRICT)
 
 
 @needs_vectors
