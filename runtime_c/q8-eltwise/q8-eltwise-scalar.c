@@ -76,6 +76,18 @@ void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b
         const __m256 sv = _mm256_set1_ps(s), zyv = _mm256_set1_ps((float)zy), lov = _mm256_set1_ps(lo),
                      hiv = _mm256_set1_ps(hi);
         const __m256i zav = _mm256_set1_epi32(za);
+        for (; i + 32 <= inner; i += 32) { /* 4 x 8 lanes, packed to bytes together */
+            __m256i q[4];
+            for (int k = 0; k < 4; k++) {
+                const __m128i a8 = _mm_loadl_epi64((const __m128i *)(a + o * inner + i + 8 * k));
+                __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(a8), zav));
+                v = _mm256_add_ps(_mm256_round_ps(_mm256_mul_ps(v, sv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zyv);
+                q[k] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lov), hiv));
+            }
+            const __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(y + o * inner + i),
+                                _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+        }
         for (; i + 8 <= inner; i += 8) {
             const __m128i a8 = _mm_loadl_epi64((const __m128i *)(a + o * inner + i));
             __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(a8), zav));
