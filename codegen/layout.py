@@ -304,6 +304,29 @@ def estimate(g: Graph, region: list[Node], target) -> tuple[float, float]:
     return nchw, blocked
 
 
+def trim_edges(g: Graph, region: list[Node], target) -> list[Node]:
+    """The region without the pools at its input edge that are cheaper outside it: a strided pool reading an
+    NCHW tensor lets the reorder move past it to its output, stride^2 times smaller (ShuffleNet's stem MaxPool:
+    24x112x112 reordered in, or 24x56x56 after it)."""
+    from edgec.codegen import costmodel
+    prod = g.producers()
+    members = list(region)
+    while len(members) > 1:
+        ids = {id(n) for n in members}
+        _, whole = estimate(g, members, target)
+        for n in members:
+            if kind(n, target) != "pool" or any(id(prod[id(t)]) in ids for t in _operands(n) if id(t) in prod):
+                continue
+            rest = [m for m in members if m is not n]
+            nchw, _ = costmodel.layout_node_cost(target, "pool", block_width(target), y_shape=n.outputs[0].shape)
+            if estimate(g, rest, target)[1] + nchw < whole:
+                members = rest
+                break
+        else:
+            return members
+    return members
+
+
 def pays(g: Graph, region: list[Node], target) -> bool:
     """layout=auto: the region holds a depthwise conv and its estimated time blocked, reorders included, is below
     its NCHW time. Regions of 1x1 convs and pools alone stay NCHW: where the estimate blocked SqueezeNet's fire
@@ -324,6 +347,8 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     fuse_shuffles(g)
     chosen: set[int] = set()
     for r in regions(g, target):
+        if mode == "auto":
+            r = trim_edges(g, r, target)
         if mode == "nchwc" or pays(g, r, target):
             chosen.update(id(n) for n in r)
     if not chosen:
