@@ -223,6 +223,71 @@ def _prune(model: onnx.ModelProto) -> None:
         model.graph.node.extend(keep)
 
 
+def _rising(n: onnx.NodeProto, consts: dict) -> bool:
+    """n is an elementwise non-decreasing function of its first input (other operands scalar constants)."""
+    c = [consts.get(i) for i in n.input[1:] if i]
+    if any(v is None or v.size != 1 for v in c):
+        return False
+    if n.op_type == "DequantizeLinear":
+        return len(c) >= 1 and float(c[0].reshape(-1)[0]) > 0
+    if n.op_type in ("Div", "Mul"):
+        return len(c) == 1 and float(c[0].reshape(-1)[0]) > 0
+    if n.op_type in ("Add", "Sub"):
+        return len(c) == 1
+    return n.op_type in ("Relu", "Clip", "Identity")
+
+
+def _pool_first(model: onnx.ModelProto) -> bool:
+    """DequantizeLinear(u8 t) -> non-decreasing elementwise ops -> MaxPool becomes MaxPool(t) -> the same ops:
+    max commutes with a non-decreasing function exactly (float rounding is monotonic too; padding never
+    wins either way), so the pool runs on bytes and the chain, now ending at a QuantizeLinear, can become
+    a table (ppocr cls's last HardSwish: DequantizeLinear -> Div -> MaxPool in float)."""
+    if next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0) < 12:
+        return False  # MaxPool takes 8-bit inputs from opset 12
+    consts = constant_tensors(model)
+    nodes = list(model.graph.node)
+    prod = {o: n for n in nodes for o in n.output}
+    users = defaultdict(list)
+    for n in nodes:
+        for i in n.input:
+            users[i].append(n)
+    outs = {o.name for o in model.graph.output}
+    changed = False
+    for m in nodes:
+        if m.op_type != "MaxPool" or len(m.output) != 1 or not m.input:
+            continue
+        chain, t = [], m.input[0]
+        while t in prod and t not in outs and len(users[t]) == 1 and _rising(prod[t], consts):
+            chain.append(prod[t])
+            if prod[t].op_type == "DequantizeLinear":
+                break
+            t = prod[t].input[0]
+        if len(chain) < 2 or chain[-1].op_type != "DequantizeLinear" or chain[-1].input[0] in consts:
+            continue  # a lone DequantizeLinear -> MaxPool is EcQMaxPool's case already
+        src, y = chain[-1].input[0], m.output[0]
+        pooled = f"{y}__u8pool"
+        new = [helper.make_node("MaxPool", [src], [pooled], name=(m.name or y) + "__u8",
+                                **{a.name: helper.get_attribute_value(a) for a in m.attribute})]
+        prev = pooled
+        for k, n in enumerate(reversed(chain)):
+            out = y if k == len(chain) - 1 else f"{n.output[0]}__pooled"
+            new.append(helper.make_node(n.op_type, [prev, *n.input[1:]], [out], name=(n.name or out) + "__pooled",
+                                        **{a.name: helper.get_attribute_value(a) for a in n.attribute}))
+            prev = out
+        at = nodes.index(m)
+        gone = {id(x) for x in chain} | {id(m)}
+        nodes = [x for x in nodes[:at] if id(x) not in gone] + new + [x for x in nodes[at + 1:] if id(x) not in gone]
+        stale = {n.output[0] for n in chain}
+        keep = [v for v in model.graph.value_info if v.name not in stale]
+        del model.graph.value_info[:]
+        model.graph.value_info.extend(keep)
+        changed = True
+    if changed:
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+    return changed
+
+
 def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     """Rewrite QDQ regions into integer nodes (returns a new model; float models come back unchanged)."""
     model = qoperator_to_qdq(model)
@@ -230,6 +295,8 @@ def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     if not any(n.op_type == "DequantizeLinear" for n in model.graph.node):
         return model
     model = onnx.ModelProto.FromString(model.SerializeToString())
+    if _pool_first(model):
+        model = onnx.shape_inference.infer_shapes(model)
     g = _Graph(model)
     if fuse_luts(model, g.consts, g.shapes, g.new_inits):
         model.graph.initializer.extend(g.new_inits)

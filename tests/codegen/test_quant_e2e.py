@@ -157,6 +157,34 @@ def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
+@pytest.mark.parametrize("div,pool", [(6.0, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+                                      (0.7, dict(kernel_shape=[2, 2], strides=[2, 2]))])
+def test_float_maxpool_after_rising_chain_runs_on_bytes(div, pool, tmp_path):
+    """DequantizeLinear -> Div by a positive constant -> MaxPool -> QuantizeLinear (ppocr cls's last
+    HardSwish before its pool): the pool runs on the bytes, the chain as a table after it; exactly the
+    float result (max commutes with a non-decreasing function)."""
+    rng = np.random.default_rng(9)
+    shape = [1, 5, 9, 11]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s1", "z1"], ["xf"]),
+             helper.make_node("Div", ["xf", "c"], ["d"]),
+             helper.make_node("MaxPool", ["d"], ["p"], **pool),
+             helper.make_node("QuantizeLinear", ["p", "s2", "z2"], ["pq"]),
+             helper.make_node("DequantizeLinear", ["pq", "s2", "z2"], ["y"])]
+    inits = [numpy_helper.from_array(np.float32(0.05), "s1"), numpy_helper.from_array(np.uint8(77), "z1"),
+             numpy_helper.from_array(np.float32(div), "c"), numpy_helper.from_array(np.float32(0.013), "s2"),
+             numpy_helper.from_array(np.uint8(20), "z2")]
+    g = helper.make_graph(nodes, "pool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    onnx.save(m, tmp_path / "m.onnx")
+    x = rng.normal(0, 3, shape).astype(np.float32)
+    b, y = _compile_run(tmp_path / "m.onnx", "native", x, tmp_path, name="x")
+    algos = [l["algo"] for l in b.layers]
+    assert "q8-maxpool" in algos and "q8-lut" in algos and not any("maxpool2d" in a for a in algos), algos
+    assert np.array_equal(y, exact(tmp_path / "m.onnx", {"x": x}))
+
+
 def _ppocr_int8(ppocr_cls, d):
     """ppocr cls: BN folded (onnxruntime pre-processing), opset 13 (per-axis Q/DQ), then QDQ int8."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
