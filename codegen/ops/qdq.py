@@ -13,7 +13,8 @@ the op's only consumer a QuantizeLinear with per-tensor parameters):
     MaxPool                -> EcQMaxPool               (input and output share scale / zero point)
     Flatten/Reshape/Squeeze/Unsqueeze/Transpose        (same parameters) run on the int8 tensor
 Before that, float islands that are elementwise functions of one int8 tensor (HardSwish, Sigmoid,
-requantization) become 256-entry tables (codegen/ops/qlut.py).
+requantization) become 256-entry tables (codegen/ops/qlut.py); a MaxPool after such a non-decreasing
+chain first moves before it, onto the int8 tensor (_pool_first).
 Anything else keeps its DequantizeLinear / QuantizeLinear pair and runs in float. QOperator models
 (com.microsoft QLinearAdd, QGemm, ...) are first rewritten into this QDQ form (codegen/ops/qop.py).
 """
