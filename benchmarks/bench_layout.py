@@ -5,8 +5,8 @@
 Each layout's build (EDGEC_LAYOUT, CompileOptions.layout) runs single-threaded in --rounds interleaved rounds;
 its time per inference is the process CPU time (user + sys, getrusage of the child) of --runs runs minus that
 of one run, over --runs - 1: on a shared host this counts only the cycles the model got, not the waits. The
-per-op split (reorders, depthwise, GEMM-path and blocked 1x1 convs, the rest) comes from a PROFILE=1 build's
-per-layer medians (wall)."""
+per-op split (reorders, depthwise, GEMM-path and blocked 1x1 convs, channel shuffles as Transpose or
+ChannelShuffle layers, the rest) comes from a PROFILE=1 build's per-layer medians (wall)."""
 
 from __future__ import annotations
 
@@ -38,11 +38,12 @@ def cpu_ms(binary: Path, runs: int) -> float:
 def split(binary: Path) -> dict:
     out = json.loads(subprocess.run([str(binary), "--runs", "30", "--warmup", "3", "--threads", "1"], check=True,
                                     capture_output=True, text=True).stdout)
-    parts = {"reorder": 0.0, "dwconv": 0.0, "gemm/1x1": 0.0, "other": 0.0}
+    parts = {"reorder": 0.0, "dwconv": 0.0, "gemm/1x1": 0.0, "shuffle": 0.0, "other": 0.0}
     for layer in out["layers"]:
         a = layer["algo"]
         key = ("reorder" if a.startswith("reorder") else "dwconv" if a.startswith("dwconv")
-               else "gemm/1x1" if "1x1" in a or a.startswith("gemm") else "other")
+               else "gemm/1x1" if "1x1" in a or a.startswith("gemm")
+               else "shuffle" if a.startswith(("shuffle", "transpose")) else "other")
         parts[key] += layer["ms"]
     return parts
 
