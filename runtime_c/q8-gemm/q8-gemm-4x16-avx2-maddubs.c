@@ -11,7 +11,8 @@
  *
  * Tile: 4 rows x 16 pixels (8 accumulators; 2 X loads + 4 weight broadcasts per 4 k). The packed X
  * lanes are [pixel][4 k], so each int32 lane is one pixel. Small-K layers (most 1x1 convs of mobile
- * models) are bound by requantization, so two rows are requantized and packed together. */
+ * models) are bound by requantization, so two rows are requantized and packed together, with each
+ * 4-row block's biases and multipliers broadcast once (not per tile). */
 #include <immintrin.h>
 
 #include "q8-gemm.h"
@@ -19,7 +20,7 @@
 
 #define Q8_MADDUBS_ROW(r)                                                                         \
     do {                                                                                          \
-        const __m256i wr = _mm256_set1_epi32(wk[r]);                                              \
+        const __m256i wr = _mm256_broadcastd_epi32(_mm_loadu_si32(wk + 4 * (r)));                \
         a##r##0 = _mm256_add_epi32(a##r##0, _mm256_madd_epi16(_mm256_maddubs_epi16(x0, wr), ones)); \
         a##r##1 = _mm256_add_epi32(a##r##1, _mm256_madd_epi16(_mm256_maddubs_epi16(x1, wr), ones)); \
     } while (0)
@@ -49,29 +50,88 @@ static inline void q8_maddubs_out2(__m256i a0, __m256i a1, __m256i b0, __m256i b
     }
 }
 
+/* Per-row requantization constants for shifts >= 33 (the short form of q8_rq32_avx2), set once per
+ * 4-row block: stores through Y (bytes) may alias rq, so they would otherwise be reloaded and
+ * re-broadcast for every tile, which costs as much as the K loop at K = 16. */
+typedef struct {
+    __m256i mult, rnd;
+    __m128i cnt;
+} q8_rowrq;
+
+static inline __m256i q8_rq32_row(__m256i acc, const q8_rowrq *r)
+{
+    const __m256i ev = _mm256_mul_epi32(acc, r->mult), od = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), r->mult);
+    const __m256i hi = _mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xAA);
+    return _mm256_sra_epi32(_mm256_add_epi32(hi, r->rnd), r->cnt);
+}
+
+/* q8_maddubs_out2 with the row constants given */
+static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m256i b1, const q8_rowrq *ra,
+                                        const q8_rowrq *rb, __m256i zp, __m256i lo, __m256i hi, size_t rows,
+                                        size_t n, uint8_t *y, size_t y_stride)
+{
+    __m256i ta = _mm256_packs_epi32(q8_rq32_row(a0, ra), q8_rq32_row(a1, ra));
+    __m256i tb = _mm256_packs_epi32(q8_rq32_row(b0, rb), q8_rq32_row(b1, rb));
+    __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(ta, zp), _mm256_adds_epi16(tb, zp));
+    v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    v = _mm256_min_epu8(_mm256_max_epu8(v, lo), hi);
+    if (n >= 16) {
+        _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(v));
+        if (rows > 1)
+            _mm_storeu_si128((__m128i *)(y + y_stride), _mm256_extracti128_si256(v, 1));
+        return;
+    }
+    uint8_t t[32];
+    _mm256_storeu_si256((__m256i *)t, v);
+    memcpy(y, t, n);
+    if (rows > 1)
+        memcpy(y + y_stride, t + 16, n);
+}
+
 void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
 {
     const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i zp = _mm256_set1_epi16((int16_t)rq->zp), lo = _mm256_set1_epi8((char)rq->qmin);
+    const __m256i hi = _mm256_set1_epi8((char)rq->qmax);
     for (size_t m0 = 0; m0 < M; m0 += 4) {
         const int8_t *w = Wp + (m0 / 4) * K4 * 16;
+        q8_rowrq rr[4];
+        int fast = 1;
+        for (int r = 0; r < 4; r++) {
+            const int32_t s = rq->shift[m0 + r];
+            const int ok = s >= 33 && s <= 62;
+            fast &= ok || m0 + r >= M; /* rows past M are computed but not stored */
+            rr[r].mult = _mm256_set1_epi32(rq->mult[m0 + r]);
+            rr[r].rnd = _mm256_set1_epi32(ok ? 1 << (s - 33) : 0);
+            rr[r].cnt = _mm_cvtsi32_si128(ok ? s - 32 : 0);
+        }
+        const __m256i b0 = _mm256_set1_epi32(rq->bias[m0]), b1 = _mm256_set1_epi32(rq->bias[m0 + 1]);
+        const __m256i b2 = _mm256_set1_epi32(rq->bias[m0 + 2]), b3 = _mm256_set1_epi32(rq->bias[m0 + 3]);
         for (size_t n0 = 0; n0 < N; n0 += 16) { /* np is a multiple of 16: padding lanes are zero */
             /* accumulators start at the rows' biases */
-            __m256i a00 = _mm256_set1_epi32(rq->bias[m0]), a01 = a00, a10 = _mm256_set1_epi32(rq->bias[m0 + 1]);
-            __m256i a11 = a10, a20 = _mm256_set1_epi32(rq->bias[m0 + 2]), a21 = a20;
-            __m256i a30 = _mm256_set1_epi32(rq->bias[m0 + 3]), a31 = a30;
+            __m256i a00 = b0, a01 = b0, a10 = b1, a11 = b1, a20 = b2, a21 = b2, a30 = b3, a31 = b3;
             const uint8_t *x = Xp + n0 * 4;
             for (size_t k4 = 0; k4 < K4; k4++, x += np * 4) {
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
                 const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
-                int32_t wk[4]; /* the 4 rows' 4 weights, each broadcast to every pixel */
-                memcpy(wk, w + k4 * 16, 16);
+                /* 4 rows x 4 weights; each row's broadcast straight from memory (a load, where an int32
+                 * copy went through a general register and a vector shuffle per row) */
+                const int8_t *wk = w + k4 * 16;
                 Q8_MADDUBS_ROW(0);
                 Q8_MADDUBS_ROW(1);
                 Q8_MADDUBS_ROW(2);
                 Q8_MADDUBS_ROW(3);
             }
             uint8_t *y = Y + n0;
+            if (fast) {
+                const size_t rows = M - m0;
+                q8_maddubs_out2_rows(a00, a01, a10, a11, &rr[0], &rr[1], zp, lo, hi, rows, N - n0, y + m0 * y_stride, y_stride);
+                if (rows > 2)
+                    q8_maddubs_out2_rows(a20, a21, a30, a31, &rr[2], &rr[3], zp, lo, hi, rows - 2, N - n0,
+                                         y + (m0 + 2) * y_stride, y_stride);
+                continue;
+            }
             q8_maddubs_out2(a00, a01, a10, a11, m0, M, N - n0, y, y_stride, rq);
             if (m0 + 2 < M)
                 q8_maddubs_out2(a20, a21, a30, a31, m0 + 2, M, N - n0, y, y_stride, rq);
