@@ -142,7 +142,14 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     kc = k_block(t, kg, nr)
     if transposed(g, mr, nr, kernels.igemm_kernel(t).params["nr"]):
         return _emit_convt(node, ctx, g, w, macs, k, kc)
+    # Column block packed once and re-read per K block: a quarter of L2. With one K block the driver packs
+    # each panel while the previous one computes, into a ring of two panels (f32_conv_ring), so the block
+    # has at least 8 panels to overlap (3x3 s2 128 @56 had one: 0.97x -> 0.91x the time); more than the L2
+    # budget measured slower (the 7x7 s2 stem at 416-1568 columns: 0.83-0.95x of 208, bench_gemm.py --split).
+    ring = kc >= kg
     nc = max(nr, min((t.l2_bytes // 4) // (kg * 4) // nr * nr, -(-howo // nr) * nr))
+    if ring:
+        nc = max(nc, min(8 * nr, -(-howo // nr) * nr))
     nc, msplit = split_work(g["N"] * G, howo, nc, nr, kpg, mr)
     # each M chunk would pack its B block again: split columns only, unless a record forces rows
     msplit = msplit if options.active().par == "rows" else 1
@@ -156,7 +163,7 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     x, y, epi = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0]), epilogue_fields(node, ctx, _bias(node, ctx))
     if use_indirect(g, kernels.igemm_kernel(ctx.target).params["nr"]):
         return _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi)
-    per = kg * nc
+    per = kg * (min(nc, 2 * nr) if ring else nc)
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(k.file, "f32-conv/f32-conv.h")
     ctx.note(algo=f"{kind}-{k.tile}-{k.isa}", macs=macs, kernel=k.name, kc=kc, nc=nc, msplit=msplit)

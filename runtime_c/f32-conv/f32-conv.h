@@ -46,55 +46,59 @@ EC_INLINE size_t f32_conv_items(const f32_conv_shape *s) {
   return s->N * s->G * EC_DIV_UP(s->Ho * s->Wo, s->NC) * s->MSPLIT;
 }
 
-/* im2col of output columns [n0, n0+nc) straight into [nc/NR][Kg][NR] panels. A panel's
+/* im2col rows of one NR panel: output columns [col, col+w) (w <= NR, the rest zero), B rows
+ * k = (c, kh, kw) for the (c, kh) units [u0, u1) of Cpg*KH (each unit is KW rows). The panel's
  * columns split into runs along one output row; each run reads one input row segment. */
+EC_INLINE void f32_conv_im2col_rows(const f32_conv_shape *s, const float *EC_RESTRICT x, size_t col0, size_t w,
+                                    size_t u0, size_t u1, float *EC_RESTRICT dp) {
+  const size_t NR = s->NR;
+  const ptrdiff_t SW = (ptrdiff_t)s->SW, W = (ptrdiff_t)s->W;
+  for (size_t j = 0; j < w;) {
+    /* run: columns j.. on output row oh starting at column ow */
+    const size_t col = col0 + j, oh = col / s->Wo, ow = col % s->Wo;
+    const size_t len = EC_MIN(w - j, s->Wo - ow);
+    const ptrdiff_t iw0 = (ptrdiff_t)ow * SW - (ptrdiff_t)s->PL;
+    for (size_t u = u0; u < u1; u++) {
+      const size_t c = u / s->KH, kh = u % s->KH;
+      const float *xc = x + c * s->H * s->W;
+      const ptrdiff_t ih = (ptrdiff_t)(oh * s->SH + kh * s->DH) - (ptrdiff_t)s->PT;
+      float *d = dp + u * s->KW * NR + j;
+      if (ih < 0 || ih >= (ptrdiff_t)s->H) {
+        for (size_t kw = 0; kw < s->KW; kw++)
+          for (size_t q = 0; q < len; q++) d[kw * NR + q] = 0.0f;
+        continue;
+      }
+      const float *row = xc + ih * W;
+      for (size_t kw = 0; kw < s->KW; kw++) {
+        const ptrdiff_t b = iw0 + (ptrdiff_t)(kw * s->DW); /* iw of q = b + q*SW */
+        ptrdiff_t lo = b >= 0 ? 0 : (-b + SW - 1) / SW;
+        ptrdiff_t hi = b >= W ? 0 : (W - b + SW - 1) / SW;
+        if (lo > (ptrdiff_t)len) lo = (ptrdiff_t)len;
+        if (hi > (ptrdiff_t)len) hi = (ptrdiff_t)len;
+        if (hi < lo) hi = lo;
+        float *dk = d + kw * NR;
+        for (ptrdiff_t q = 0; q < lo; q++) dk[q] = 0.0f;
+        for (ptrdiff_t q = lo; q < hi; q++) dk[q] = row[b + q * SW];
+        for (ptrdiff_t q = hi; q < (ptrdiff_t)len; q++) dk[q] = 0.0f;
+      }
+    }
+    j += len;
+  }
+  for (size_t k = u0 * s->KW; k < u1 * s->KW && w < NR; k++)
+    for (size_t q = w; q < NR; q++) dp[k * NR + q] = 0.0f;
+}
+
+/* im2col of output columns [n0, n0+nc) straight into [nc/NR][Kg][NR] panels, all at once. */
 EC_INLINE void f32_conv_pack_b(const f32_conv_shape *s, const float *EC_RESTRICT x, size_t n0,
                                size_t nc, float *EC_RESTRICT dst) {
   const size_t Cpg = s->C / s->G, Kg = Cpg * s->KH * s->KW, HoWo = s->Ho * s->Wo, NR = s->NR;
-  const ptrdiff_t SW = (ptrdiff_t)s->SW, W = (ptrdiff_t)s->W;
   if (s->KH == 1 && s->KW == 1 && s->SH == 1 && s->SW == 1 && s->PT == 0 && s->PL == 0 &&
       s->Ho == s->H && s->Wo == s->W) {
     f32_gemm_pack_b(Kg, HoWo, x, s->H * s->W, 1, n0, nc, NR, dst);
     return;
   }
-  for (size_t j0 = 0; j0 < nc; j0 += NR) {
-    float *dp = dst + j0 * Kg;
-    const size_t w = EC_MIN(NR, nc - j0);
-    for (size_t j = 0; j < w;) {
-      /* run: columns j.. on output row oh starting at column ow */
-      const size_t col = n0 + j0 + j, oh = col / s->Wo, ow = col % s->Wo;
-      const size_t len = EC_MIN(w - j, s->Wo - ow);
-      const ptrdiff_t iw0 = (ptrdiff_t)ow * SW - (ptrdiff_t)s->PL;
-      for (size_t c = 0; c < Cpg; c++) {
-        const float *xc = x + c * s->H * s->W;
-        for (size_t kh = 0; kh < s->KH; kh++) {
-          const ptrdiff_t ih = (ptrdiff_t)(oh * s->SH + kh * s->DH) - (ptrdiff_t)s->PT;
-          float *d = dp + ((c * s->KH + kh) * s->KW) * NR + j;
-          if (ih < 0 || ih >= (ptrdiff_t)s->H) {
-            for (size_t kw = 0; kw < s->KW; kw++)
-              for (size_t q = 0; q < len; q++) d[kw * NR + q] = 0.0f;
-            continue;
-          }
-          const float *row = xc + ih * W;
-          for (size_t kw = 0; kw < s->KW; kw++) {
-            const ptrdiff_t b = iw0 + (ptrdiff_t)(kw * s->DW); /* iw of q = b + q*SW */
-            ptrdiff_t lo = b >= 0 ? 0 : (-b + SW - 1) / SW;
-            ptrdiff_t hi = b >= W ? 0 : (W - b + SW - 1) / SW;
-            if (lo > (ptrdiff_t)len) lo = (ptrdiff_t)len;
-            if (hi > (ptrdiff_t)len) hi = (ptrdiff_t)len;
-            if (hi < lo) hi = lo;
-            float *dk = d + kw * NR;
-            for (ptrdiff_t q = 0; q < lo; q++) dk[q] = 0.0f;
-            for (ptrdiff_t q = lo; q < hi; q++) dk[q] = row[b + q * SW];
-            for (ptrdiff_t q = hi; q < (ptrdiff_t)len; q++) dk[q] = 0.0f;
-          }
-        }
-      }
-      j += len;
-    }
-    for (size_t k = 0; k < Kg && w < NR; k++)
-      for (size_t q = w; q < NR; q++) dp[k * NR + q] = 0.0f;
-  }
+  for (size_t j0 = 0; j0 < nc; j0 += NR)
+    f32_conv_im2col_rows(s, x, n0 + j0, EC_MIN(NR, nc - j0), 0, Cpg * s->KH, dst + j0 * Kg);
 }
 
 EC_INLINE int f32_conv_is_1x1(const f32_conv_shape *s) {
@@ -115,29 +119,48 @@ EC_INLINE void f32_conv_1x1_pack_rows(const float *EC_RESTRICT x, size_t hw, siz
   }
 }
 
-/* 1x1 stride-1 GEMM over columns [n0, n0+nc): panel p+1 is copied from the input while panel p's row
- * strips run, a slice of its rows before each strip, so the copy's cache misses (strided input rows,
- * from L3) overlap the microkernel's FMAs instead of being a pass of their own (23% of a 256->64 @56
- * layer packed up front, bench_gemm.py --split). Same tiles, same K blocks, same arithmetic. */
-EC_INLINE void f32_conv_1x1_block(const f32_conv_shape *s, const float *x, size_t m0, size_t m1, const float *w,
-                                  float *bp, size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e) {
-  const size_t MR = s->MR, NR = s->NR, KC = s->KC, K = s->C / s->G, hw = s->H * s->W;
+/* One K block: the drivers keep two B panels (a ring), not the whole column block. */
+EC_INLINE int f32_conv_ring(const f32_conv_shape *s) { return s->KC >= s->C / s->G * s->KH * s->KW; }
+
+/* Units [u0, u1) of the B panel holding columns [col, col+w): 1x1 stride 1, a unit is one row (a
+ * copy of an input channel's segment); otherwise one (c, kh) im2col unit of KW rows. */
+EC_INLINE void f32_conv_pack_units(const f32_conv_shape *s, const float *EC_RESTRICT x, size_t col, size_t w,
+                                   size_t u0, size_t u1, float *EC_RESTRICT dst) {
+  if (f32_conv_is_1x1(s))
+    f32_conv_1x1_pack_rows(x, s->H * s->W, col, w, s->NR, u0, u1, dst);
+  else
+    f32_conv_im2col_rows(s, x, col, w, u0, u1, dst);
+}
+
+/* GEMM over columns [n0, n0+nc): panel p+1 is packed from the input while panel p's row strips run,
+ * so the packing's cache misses (strided input rows, from L3) overlap the microkernel's FMAs instead of
+ * being a pass of their own (packed up front: 23% of a 256->64 @56 layer, 23% of the 7x7 s2 stem).
+ * 1x1 stride 1 copies a slice of rows before each strip; im2col packs the whole next panel before the
+ * first strip (sliced per strip, the 7x7 s2 stem ran 15% slower than packed up front; whole, 2% faster).
+ * With one K block (kc = K) each panel is dead once its strips ran, so the block lives in a ring of two
+ * panels (f32_conv_ring): any number of columns per work item, 2 x K x NR floats of scratch.
+ * Same tiles, same K blocks, same arithmetic. */
+EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, size_t m0, size_t m1, const float *w,
+                                    float *bp, size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e) {
+  const size_t MR = s->MR, NR = s->NR, KC = s->KC, Cpg = s->C / s->G, K = Cpg * s->KH * s->KW;
+  const size_t units = f32_conv_is_1x1(s) ? K : Cpg * s->KH;
   const size_t panels = EC_DIV_UP(nc, NR), strips = EC_DIV_UP(m1 - m0, MR);
-  const size_t slice = EC_DIV_UP(K, strips);
-  f32_conv_1x1_pack_rows(x, hw, n0, EC_MIN(NR, nc), NR, 0, K, bp);
+  const size_t slice = f32_conv_is_1x1(s) ? EC_DIV_UP(units, strips) : units;
+  const int ring = f32_conv_ring(s); /* panel p at (p & 1) * NR * K, else p * NR * K */
+  f32_conv_pack_units(s, x, n0, EC_MIN(NR, nc), 0, units, bp);
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = EC_MIN(KC, K - k0);
     const int last = k0 + kc == K;
     for (size_t p = 0; p < panels; p++) {
       const size_t j0 = p * NR, nr = EC_MIN(NR, nc - j0);
-      const float *pb = bp + j0 * K + k0 * NR;
+      const float *pb = bp + (ring ? (p & 1) : p) * NR * K + k0 * NR;
       const int ahead = k0 == 0 && p + 1 < panels;
       const size_t nj = j0 + NR, nw = ahead ? EC_MIN(NR, nc - nj) : 0;
       size_t r = 0;
       for (size_t i0 = m0; i0 < m1; i0 += MR) {
         if (ahead) {
-          const size_t r1 = EC_MIN(K, r + slice);
-          f32_conv_1x1_pack_rows(x, hw, n0 + nj, nw, NR, r, r1, bp + nj * K);
+          const size_t r1 = EC_MIN(units, r + slice);
+          f32_conv_pack_units(s, x, n0 + nj, nw, r, r1, bp + (ring ? ((p + 1) & 1) : p + 1) * NR * K);
           r = r1;
         }
         const size_t mr = EC_MIN(MR, m1 - i0);
@@ -176,8 +199,6 @@ EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_arg
   const size_t n0 = p0 * s->NR, nc = EC_MIN(p1 * s->NR, HoWo) - n0;
   float *bp = a->scratch + tid * a->scratch_floats_per_thread;
   const float *xg = a->x + (n * s->C + g * Cpg) * s->H * s->W;
-  const int ahead = f32_conv_is_1x1(s);
-  if (!ahead) f32_conv_pack_b(s, xg, n0, nc, bp);
   const size_t yoff = (n * s->K + g * Kpg) * HoWo;
   f32_gemm_epi e;
   e.bias_r = a->bias ? a->bias + g * Kpg : NULL;
@@ -186,11 +207,7 @@ EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_arg
   e.res_before_act = a->res_before_act;
   e.act = a->act;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, s->MR) * Kg;
-  if (ahead) {
-    f32_conv_1x1_block(s, xg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
-    return;
-  }
-  f32_gemm_block(s->uk, s->MR, s->NR, s->KC, Kg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
+  f32_conv_block_ahead(s, xg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
 }
 
 EC_INLINE void f32_conv_gemm_item_nb(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,

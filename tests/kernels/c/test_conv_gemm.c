@@ -23,7 +23,8 @@ static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act,
   pack_w(p, w, wp);
   f32_conv_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->SH, p->SW,
                       p->DH, p->DW, p->PT, p->PL, T_MR, T_NR, KC, NC, MSPLIT, T_UK};
-  const size_t threads = 2, per = Kg * EC_ROUND_UP(NC, T_NR);
+  /* one K block: the driver keeps a ring of two B panels, and gets only that much scratch here */
+  const size_t threads = 2, per = Kg * (KC >= Kg ? EC_MIN(EC_ROUND_UP(NC, T_NR), 2 * T_NR) : EC_ROUND_UP(NC, T_NR));
   float *scratch = falloc(threads * per);
   f32_conv_args a = {x, y, wp, b, use_res ? r : NULL, before, act, scratch, per};
   for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
@@ -91,6 +92,13 @@ int main(int argc, char **argv) {
   for (size_t ai = 0; ai < N_ACTS; ai++) {
     conv_p p = {1, 8, 4, 5, T_MR + 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0}; /* asymmetric pads */
     fails += run(&p, 1000, T_NR * 4, 1, k_acts[ai], 1, (int)ai % 2), cases++;
+  }
+  for (size_t v = 0; v < 4; v++) { /* im2col panels packed ahead: stem-like 7x7 s2 and a dilated 3x3, odd
+                                      * sizes, many panels per block, ring (one K block) and K blocks */
+    conv_p st = {1 + v % 2, 3, 23 + v, 21, 2 * T_MR + 1 + v, 1, 7, 7, 2, 2, 1, 1, 3, 3, 2, 3};
+    fails += run(&st, v < 2 ? 1000 : 50, T_NR * (5 + v), 1 + v % 2, k_acts[v % N_ACTS], (int)v % 2, 1), cases++;
+    conv_p dl = {1, 5, 13, 11 + v, 9 + 2 * v, 1, 3, 3, 1 + v % 2, 2, 2, 2, 2, 1, 1, 2};
+    fails += run(&dl, v % 2 ? 1000 : 17, T_NR * (3 + v), 1, k_acts[(v + 1) % N_ACTS], 1, (int)v % 2), cases++;
   }
   printf("%d/%d cases ok\n", cases - fails, cases);
   return fails != 0;
