@@ -45,14 +45,15 @@ MADDUBS = "q8-gemm/q8-gemm-4x16-avx2-maddubs.c"
 SAT_REF = "q8-gemm/q8-gemm-4x8-scalar-maddubs.c"
 
 
-def _maddubs_run(tmp_path, tag, kernel, ref, wmin, wmax, isa_name="avx2", extra=()):
+def _maddubs_run(tmp_path, tag, kernel, ref, wmin, wmax, isa_name="avx2", extra=(), defines=None):
     isa = ISAS[isa_name]
     require(isa)
     files = ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c", SAT_REF]
     if kernel == "q8_gemm_4x16__avx2_maddubs":
         files.append(MADDUBS)
     exe = build(isa, tmp_path / tag, files, {"KERNEL": kernel, "REF": ref, "KERNEL_NAME": f'"{tag}"', "X_SIGNED": "0",
-                                             "WMIN": f"({wmin})", "WMAX": str(wmax), "NMODES": "6"}, extra)
+                                             "WMIN": f"({wmin})", "WMAX": str(wmax), "NMODES": "6", **(defines or {})},
+                 extra)
     r = run(isa, exe, timeout=300)
     m = re.search(r"(\d+)/(\d+) cases match", r.stdout)
     assert m, r.stdout[-2000:] + r.stderr[-2000:]
@@ -85,6 +86,15 @@ def test_maddubs_differs_on_8bit_weights(tmp_path):
 def test_maddubs_clean_under_sanitizers(tmp_path):
     ok, n, r = _maddubs_run(tmp_path, "san", "q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar", -64, 64,
                             extra=SANITIZE)
+    assert r.returncode == 0 and ok == n == 4860, r.stdout[-2000:] + r.stderr[-4000:]
+
+
+def test_maddubs_block_requant_path_under_sanitizers(tmp_path):
+    """Every row's shift >= 33 (up to the maximum 62): each 4-row block takes the kernel's path with its
+    requantization constants set up once per block (with random shifts from 31 some blocks take the
+    general path); exact against the scalar GEMM, odd shapes, under ASan/UBSan."""
+    ok, n, r = _maddubs_run(tmp_path, "s33", "q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar", -64, 64,
+                            extra=SANITIZE, defines={"SHIFT_MIN": "33", "SHIFT_SPAN": "30"})
     assert r.returncode == 0 and ok == n == 4860, r.stdout[-2000:] + r.stderr[-4000:]
 
 

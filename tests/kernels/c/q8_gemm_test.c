@@ -17,6 +17,12 @@
 #ifndef WMAX
 #define WMAX 127
 #endif
+#ifndef SHIFT_MIN /* requantization shifts drawn from [SHIFT_MIN, SHIFT_MIN + SHIFT_SPAN) */
+#define SHIFT_MIN 31
+#endif
+#ifndef SHIFT_SPAN
+#define SHIFT_SPAN 14
+#endif
 #ifndef NMODES
 #define NMODES 4 /* 6 adds the pair-bound and (WMIN, X = 0) extremes */
 #endif
@@ -50,7 +56,7 @@ static int run(size_t M, size_t N, size_t K, int mode)
         b0[m] = bias - zx * sw;
         b1[m] = b0[m] + (X_SIGNED ? 128 * sw : 0);
         mult[m] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
-        shift[m] = 31 + (int32_t)(rnd() % 14);
+        shift[m] = SHIFT_MIN + (int32_t)(rnd() % SHIFT_SPAN);
     }
     q8_rq rq0 = {b0, mult, shift, (int32_t)(rnd() & 255), 0, 255};
     if (mode == 3) { rq0.qmin = 20; rq0.qmax = 200; }
