@@ -50,9 +50,11 @@ static inline void q8_maddubs_out2(__m256i a0, __m256i a1, __m256i b0, __m256i b
     }
 }
 
-/* Per-row requantization constants for shifts >= 33 (the short form of q8_rq32_avx2), set once per
- * 4-row block: stores through Y (bytes) may alias rq, so they would otherwise be reloaded and
- * re-broadcast for every tile, which costs as much as the K loop at K = 16. */
+/* Per-row requantization constants for shifts in [33, 54] (the short form of q8_rq32_avx2), set once
+ * per 4-row block: stores through Y (bytes) may alias rq, so they would otherwise be reloaded and
+ * re-broadcast for every tile, which costs as much as the K loop at K = 16. rnd also carries the zero
+ * point: (hi + 2^(c-1) + zp * 2^c) >> c = ((hi + 2^(c-1)) >> c) + zp, c = s - 32, and with |hi| <= 2^30,
+ * zp <= 255, c <= 22 the sum stays below 2^31. */
 typedef struct {
     __m256i mult, rnd;
     __m128i cnt;
@@ -65,16 +67,18 @@ static inline __m256i q8_rq32_row(__m256i acc, const q8_rowrq *r)
     return _mm256_sra_epi32(_mm256_add_epi32(hi, r->rnd), r->cnt);
 }
 
-/* q8_maddubs_out2 with the row constants given */
+/* q8_maddubs_out2 with the row constants given (zero point already added: saturating to int16 and
+ * then to u8 clamps v + zp as adding it after the int16 step did); the clamp only for fused activations */
 static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m256i b1, const q8_rowrq *ra,
-                                        const q8_rowrq *rb, __m256i zp, __m256i lo, __m256i hi, size_t rows,
+                                        const q8_rowrq *rb, int clamp, __m256i lo, __m256i hi, size_t rows,
                                         size_t n, uint8_t *y, size_t y_stride)
 {
     __m256i ta = _mm256_packs_epi32(q8_rq32_row(a0, ra), q8_rq32_row(a1, ra));
     __m256i tb = _mm256_packs_epi32(q8_rq32_row(b0, rb), q8_rq32_row(b1, rb));
-    __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(ta, zp), _mm256_adds_epi16(tb, zp));
+    __m256i v = _mm256_packus_epi16(ta, tb);
     v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    v = _mm256_min_epu8(_mm256_max_epu8(v, lo), hi);
+    if (clamp)
+        v = _mm256_min_epu8(_mm256_max_epu8(v, lo), hi);
     if (n >= 16) {
         _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(v));
         if (rows > 1)
@@ -92,18 +96,19 @@ void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp,
                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
 {
     const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i zp = _mm256_set1_epi16((int16_t)rq->zp), lo = _mm256_set1_epi8((char)rq->qmin);
+    const __m256i lo = _mm256_set1_epi8((char)rq->qmin);
     const __m256i hi = _mm256_set1_epi8((char)rq->qmax);
+    const int clamp = rq->qmin > 0 || rq->qmax < 255;
     for (size_t m0 = 0; m0 < M; m0 += 4) {
         const int8_t *w = Wp + (m0 / 4) * K4 * 16;
         q8_rowrq rr[4];
         int fast = 1;
         for (int r = 0; r < 4; r++) {
             const int32_t s = rq->shift[m0 + r];
-            const int ok = s >= 33 && s <= 62;
+            const int ok = s >= 33 && s <= 54;
             fast &= ok || m0 + r >= M; /* rows past M are computed but not stored */
             rr[r].mult = _mm256_set1_epi32(rq->mult[m0 + r]);
-            rr[r].rnd = _mm256_set1_epi32(ok ? 1 << (s - 33) : 0);
+            rr[r].rnd = _mm256_set1_epi32(ok ? (1 << (s - 33)) + (rq->zp << (s - 32)) : 0);
             rr[r].cnt = _mm_cvtsi32_si128(ok ? s - 32 : 0);
         }
         const __m256i b0 = _mm256_set1_epi32(rq->bias[m0]), b1 = _mm256_set1_epi32(rq->bias[m0 + 1]);
@@ -126,9 +131,9 @@ void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp,
             uint8_t *y = Y + n0;
             if (fast) {
                 const size_t rows = M - m0;
-                q8_maddubs_out2_rows(a00, a01, a10, a11, &rr[0], &rr[1], zp, lo, hi, rows, N - n0, y + m0 * y_stride, y_stride);
+                q8_maddubs_out2_rows(a00, a01, a10, a11, &rr[0], &rr[1], clamp, lo, hi, rows, N - n0, y + m0 * y_stride, y_stride);
                 if (rows > 2)
-                    q8_maddubs_out2_rows(a20, a21, a30, a31, &rr[2], &rr[3], zp, lo, hi, rows - 2, N - n0,
+                    q8_maddubs_out2_rows(a20, a21, a30, a31, &rr[2], &rr[3], clamp, lo, hi, rows - 2, N - n0,
                                          y + (m0 + 2) * y_stride, y_stride);
                 continue;
             }
