@@ -5,6 +5,8 @@ compiled by edgec vs onnxruntime on the same models in the same run.
     python benchmarks/bench_gspc.py --full          # every layer shape of WRN-40-2, ResNet34, MobileNetV2
     python benchmarks/bench_gspc.py --threads 1,2 --runs 50 --depth 4 --md
     python benchmarks/bench_gspc.py --shape 128:28:1 --shape 64:56:1   # chosen shapes only
+    python benchmarks/bench_gspc.py --shape 128:28:1 --variants auto,conv=direct+gspc=tile,conv=winograd-f23
+        # each grouped g compiled under each forced path (EDGEC_CONV / EDGEC_GSPC fields), CPU time per run
 
 Each model is `depth` stacked (grouped 3x3 conv C->C + ReLU) layers (1 for strided shapes).
 Per g it prints the median ms of edgec and onnxruntime, their ratio, and edgec's time against
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import median, time_edgec, time_onnxruntime  # noqa: E402
 
 from edgec.codegen import build_project, compile_model  # noqa: E402
+from edgec.codegen.options import CompileOptions  # noqa: E402
 
 # (channels, input H=W, stride) x count, from gspc.md
 SCALING = {
@@ -94,6 +99,57 @@ def bench_shape(c, h, stride, depth, threads_list, runs, warmup, target, tmp: Pa
     return rows
 
 
+def cpu_ms_per_run(bench: Path, runs: int, warmup: int) -> tuple[float, float]:
+    """(CPU ms per inference, median wall ms) of the bench program on 1 thread: the child's user+sys over
+    runs+1 inferences minus one inference's, so load start-up and weight reads cancel; on a shared host
+    CPU time moves less than wall time."""
+    def run(n: int) -> tuple[float, dict]:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run([str(bench), "--runs", str(n), "--warmup", str(warmup), "--threads", "1"],
+                             capture_output=True, text=True, check=True).stdout
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, json.loads(out)
+    one, _ = run(1)
+    many, rep = run(runs + 1)
+    return (many - one) / runs * 1e3, median(rep["runs_ms"])
+
+
+def bench_variants(c, h, stride, depth, variants, runs, warmup, target, tmp: Path) -> list[dict]:
+    """Each grouped g (1 < g < c) compiled under each variant ("auto" or field=value+field=value of
+    CompileOptions, e.g. conv=winograd-f23, conv=direct+gspc=tile), timed in two alternating rounds
+    (best of the two kept), beside onnxruntime."""
+    rows = []
+    for g in [g for g in (2, 4, 8, 16) if g < c]:
+        path = stack_model(tmp / f"v{c}_{h}_{stride}_{g}.onnx", c, h, stride, g, depth)
+        builds = []
+        for v in variants:
+            fields = dict(kv.split("=", 1) for kv in v.split("+")) if v != "auto" else {}
+            opts = CompileOptions.from_env(target=target, threads=1, **fields)
+            b = compile_model(path, tmp / f"v{c}_{h}_{stride}_{g}_{len(builds)}", options=opts)
+            builds.append((v, b.layers[0]["algo"], build_project(b.dir, target, jobs=2)["bench"]))
+        best = {}
+        for _ in range(2):
+            for v, algo, bench in builds:
+                cpu, wall = cpu_ms_per_run(bench, runs, warmup)
+                old = best.get(v)
+                best[v] = (min(cpu, old[0]), min(wall, old[1])) if old else (cpu, wall)
+        feeds = {"x": np.random.default_rng(1).standard_normal((1, c, h, h)).astype(np.float32)}
+        o = median(time_onnxruntime(path, feeds, 1, runs, warmup))
+        fastest = min(b[0] for b in best.values())
+        for v, algo, _ in builds:
+            rows.append(dict(c=c, h=h, stride=stride, depth=depth, g=g, variant=v, algo=algo, cpu_ms=best[v][0],
+                             wall_ms=best[v][1], ort_ms=o, vs_fastest=best[v][0] / fastest))
+    return rows
+
+
+def print_variants(rows: list[dict]) -> None:
+    head = ["layer", "g", "variant", "algo", "edgec CPU ms", "wall ms", "ort ms", "CPU/fastest"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for r in rows:
+        print(f"| {r['c']}x{r['h']}s{r['stride']}x{r['depth']} | {r['g']} | {r['variant']} | {r['algo']} | "
+              f"{r['cpu_ms']:.3f} | {r['wall_ms']:.3f} | {r['ort_ms']:.3f} | {r['vs_fastest']:.2f} |")
+
+
 def print_rows(rows: list[dict], md: bool) -> None:
     head = ["layer", "thr", "g", "algo", "edgec ms", "ort ms", "edgec/ort", "expected ms", "meas/exp"]
     if md:
@@ -128,6 +184,8 @@ def main() -> int:
     ap.add_argument("--shape", action="append", default=[], metavar="C:H:S",
                     help="only this layer shape (repeatable), e.g. 128:28:1")
     ap.add_argument("--json", type=Path, help="also write every row to this file")
+    ap.add_argument("--variants", help="comma-separated forced paths per grouped g (1 thread, CPU time): "
+                                       "auto or field=value[+field=value], e.g. conv=winograd-f43")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     sets = SCALING if a.full else SUBSET
@@ -138,6 +196,13 @@ def main() -> int:
         for net, shapes in sets.items():
             for c, h, s, _count in shapes:
                 depth = a.depth if s == 1 else 1
+                if a.variants:
+                    rs = bench_variants(c, h, s, depth, a.variants.split(","), a.runs, a.warmup, a.target,
+                                        Path(tmp))
+                    print(f"# {net} {c}ch {h}x{h} stride {s}: forced paths", flush=True)
+                    print_variants(rs)
+                    rows += rs
+                    continue
                 rs = bench_shape(c, h, s, depth, threads, a.runs, a.warmup, a.target, Path(tmp))
                 print(f"# {net} {c}ch {h}x{h} stride {s}", flush=True)
                 print_rows(sorted(rs, key=lambda r: (r["threads"], r["g"])), a.md)

@@ -133,11 +133,12 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     u = ctx.weight(f"conv-wino{m}-n{nr}:{node.name}", pack_u(transform_weights(w, m), g["G"], nr))
     xp = ctx.scratch((g["N"] * g["C"] * m * hp * q + 32) * 4)  # f32_winograd_xp_floats (F32_WINOGRAD_XP_PAD)
     a2, pad = (m + 2) ** 2, 16  # F32_WINOGRAD_PAD
-    per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // tile_unit(mr, nr) + 2) * pad)  # f32_winograd_tmp_floats
+    # f32_winograd_tmp_floats, with room for f32_winograd_xi_stride's extra pad on V and on M
+    per = a2 * ((cpg + b["KB"]) * b["TB"] + (b["TB"] // tile_unit(mr, nr) + 4) * pad)
     # V of every tile ahead of the per-thread slices (f32_winograd_vall_floats): the driver's phase-parallel
     # split for layers whose strips do not share out among the threads; not for maps whose V alone is large
     strips = -(-th * tw // mr)
-    vall = g["N"] * g["G"] * a2 * (strips * (cpg * mr + pad) + pad)
+    vall = g["N"] * g["G"] * a2 * (strips * (cpg * mr + pad) + 2 * pad)
     phase = int(options.active().threads > 1 and vall * 4 <= PHASE_MAX_BYTES)
     tmp = ctx.scratch((kernels.SCRATCH_THREADS * per + phase * vall) * 4)
     ctx.require(gk.file, wk.file, "f32-winograd/f32-winograd.h")
