@@ -160,8 +160,8 @@ def conv_model(path: Path, c: int, k: int, hw: int, ks: int, stride: int, pad: i
 
 def split_run(tmp: Path, target, peak: float, md: bool) -> None:
     """Spatial-pack layers: im2col packing and GEMM timed apart (thread CPU time, best of 9), with the
-    blocking edgec's emitter chose for the layer, and the layer as its driver runs (1x1 stride 1: each panel's
-    copy overlapping the previous panel's GEMM)."""
+    blocking edgec's emitter chose for the layer, and the layer as its driver runs (each panel's
+    pack overlapping the previous panel's GEMM)."""
     from edgec.codegen import kernels
     from edgec.runtime_c import root as runtime_root
 

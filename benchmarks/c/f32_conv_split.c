@@ -2,7 +2,7 @@
  * CPU time (a shared host's preemption does not count). The shape comes in as -D constants, so the
  * driver folds every bound as it does in generated code. Built and run by benchmarks/bench_gemm.py
  * --split; prints "pack_ms gemm_ms run_ms" (best of REPS each), run_ms being the driver's items as generated
- * code runs them on one thread (a 1x1 stride-1 layer then copies each panel while the previous one computes). */
+ * code runs them on one thread (each panel then packed while the previous one computes). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>

@@ -241,7 +241,7 @@ def use_indirect(g: dict, nr: int) -> bool:
         return False
     if g["KH"] * g["KW"] == 1:
         # 1x1 packs unless forced in place (EDGEC_GEMM1X1, a tuning record): the copy of panel p+1 overlaps
-        # panel p's row strips (f32_conv_1x1_block) and the microkernel then streams contiguous panels; reading
+        # panel p's row strips (f32_conv_block_ahead) and the microkernel then streams contiguous panels; reading
         # B rows in place (one cache line and often one page per row) ran 5-11% slower at 28x28 and 24x24
         # (bench_gemm.py, Zen 3).
         return is_direct(g) and options.active().gemm1x1 == "inplace"

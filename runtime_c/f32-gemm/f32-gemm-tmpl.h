@@ -3,17 +3,29 @@
  * acc[MR][NV] stays in registers once the constant loops are unrolled.
  * With INDIRECT defined the B rows are read in place at b + koff[k] (f32-igemm). */
 #define NR (NV * EC_VL)
+#define TMPL_CAT_(x, y) x##y
+#define TMPL_CAT(x, y) TMPL_CAT_(x, y)
+#define ROWS_FN TMPL_CAT(FN, _rows)
 
+/* R rows (a constant once inlined): a tile of mr < MR rows runs R = mr rows of FMAs, not MR (the last
+ * 1-row tile of a 49-pixel 7x7 map, f32-convt, did 6 rows' work). Each row's arithmetic is the same
+ * whatever R, so outputs do not depend on where tiles are cut. A is still packed MR rows per k. */
 #ifdef INDIRECT
-F32_IGEMM_DECL(FN) {
 #define B_ROW(k) (b + koff[k])
+#define ROWS_ARGS nr, kc, a, b, koff, c, ldc, accumulate, ep
+EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a, const float *EC_RESTRICT b,
+                       const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c, size_t ldc, int accumulate,
+                       const ec_tile_epi *ep) {
 #else
-F32_GEMM_DECL(FN) {
 #define B_ROW(k) (b + (k) * NR)
+#define ROWS_ARGS nr, kc, a, b, c, ldc, accumulate, ep
+EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a, const float *EC_RESTRICT b,
+                       float *EC_RESTRICT c, size_t ldc, int accumulate, const ec_tile_epi *ep) {
 #endif
+  const size_t mr = (size_t)R;
   ec_v acc[MR][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; i++)
+  for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) acc[i][v] = ec_vzero();
   for (size_t k = 0; k < kc; k++) {
@@ -22,18 +34,18 @@ F32_GEMM_DECL(FN) {
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) bv[v] = ec_vld(bk + v * EC_VL);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
       const ec_v av = ec_vset1(a[i]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++) acc[i][v] = ec_vfma(acc[i][v], av, bv[v]);
     }
     a += MR;
   }
-  if (mr == MR && nr == NR) {
+  if (nr == NR) {
     /* Full tile: each epilogue step is one branch over the whole register tile, not one per
      * vector (with short K the per-vector checks cost ~15% of the call). */
 #define TILE_LOOP(stmt)                                                                           \
-  _Pragma("GCC unroll 16") for (int i = 0; i < MR; i++)                                         \
+  _Pragma("GCC unroll 16") for (int i = 0; i < R; i++)                                          \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) stmt
     if (accumulate) TILE_LOOP(acc[i][v] = ec_vadd(acc[i][v], ec_vld(c + i * ldc + v * EC_VL)));
     if (ep) {
@@ -56,7 +68,7 @@ F32_GEMM_DECL(FN) {
    * (indexed by i and v here, it lived on the stack for every tile: 10% of a K = 64 layer, 64->256 @56). */
   float tile[MR * NR] EC_ALIGNED(64);
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; i++)
+  for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) ec_vst(tile + i * NR + v * EC_VL, acc[i][v]);
   for (size_t i = 0; i < mr; i++) {
@@ -75,5 +87,53 @@ F32_GEMM_DECL(FN) {
     }
   }
 }
+
+#ifdef INDIRECT
+F32_IGEMM_DECL(FN) {
+#else
+F32_GEMM_DECL(FN) {
+#endif
+  switch (mr) {
+#if MR > 1
+  case 1: ROWS_FN(1, ROWS_ARGS); return;
+#endif
+#if MR > 2
+  case 2: ROWS_FN(2, ROWS_ARGS); return;
+#endif
+#if MR > 3
+  case 3: ROWS_FN(3, ROWS_ARGS); return;
+#endif
+#if MR > 4
+  case 4: ROWS_FN(4, ROWS_ARGS); return;
+#endif
+#if MR > 5
+  case 5: ROWS_FN(5, ROWS_ARGS); return;
+#endif
+#if MR > 6
+  case 6: ROWS_FN(6, ROWS_ARGS); return;
+#endif
+#if MR > 7
+  case 7: ROWS_FN(7, ROWS_ARGS); return;
+#endif
+#if MR > 8
+  case 8: ROWS_FN(8, ROWS_ARGS); return;
+#endif
+#if MR > 9
+  case 9: ROWS_FN(9, ROWS_ARGS); return;
+#endif
+#if MR > 10
+  case 10: ROWS_FN(10, ROWS_ARGS); return;
+#endif
+#if MR > 11
+  case 11: ROWS_FN(11, ROWS_ARGS); return;
+#endif
+#if MR > 12
+#error "f32-gemm-tmpl.h: row cases go up to MR = 12"
+#endif
+  default: ROWS_FN(MR, ROWS_ARGS); return;
+  }
+}
 #undef NR
 #undef B_ROW
+#undef ROWS_ARGS
+#undef ROWS_FN
