@@ -14,6 +14,37 @@
 #include "q8-dwconv.h"
 #include "../q8-requant/q8-rq-avx2.h"
 
+/* Four taps of 32 pixels into the accumulators: bytes interleaved per pixel, vpmaddubsw adds the tap pairs,
+ * vpmaddwd with ones the two pairs. Lanes: a[0] pixels 0-3|16-19, a[1] 4-7|20-23, a[2] 8-11|24-27,
+ * a[3] 12-15|28-31. */
+static inline void mac4(__m256i a[4], __m256i x0, __m256i x1, __m256i x2, __m256i x3, __m256i wv, __m256i ones)
+{
+    const __m256i l01 = _mm256_unpacklo_epi8(x0, x1), h01 = _mm256_unpackhi_epi8(x0, x1);
+    const __m256i l23 = _mm256_unpacklo_epi8(x2, x3), h23 = _mm256_unpackhi_epi8(x2, x3);
+    a[0] = _mm256_add_epi32(a[0], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpacklo_epi16(l01, l23), wv), ones));
+    a[1] = _mm256_add_epi32(a[1], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpackhi_epi16(l01, l23), wv), ones));
+    a[2] = _mm256_add_epi32(a[2], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpacklo_epi16(h01, h23), wv), ones));
+    a[3] = _mm256_add_epi32(a[3], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpackhi_epi16(h01, h23), wv), ones));
+}
+
+/* Requantizes the accumulators of mac4 and stores the first n (<= 32) pixels: the packs keep each 128-bit
+ * half ([0-3 4-7 | 16-19 20-23], [8-11 12-15 | 24-27 28-31]), which puts the bytes in order. */
+static inline void rq_store32(const __m256i a[4], int32_t mult, int32_t shift, __m256i zp, __m256i lo8, __m256i hi8,
+                              uint8_t *y, int n)
+{
+    const __m256i lo = _mm256_packs_epi32(q8_rq32_avx2(a[0], mult, shift), q8_rq32_avx2(a[1], mult, shift));
+    const __m256i hi = _mm256_packs_epi32(q8_rq32_avx2(a[2], mult, shift), q8_rq32_avx2(a[3], mult, shift));
+    __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(lo, zp), _mm256_adds_epi16(hi, zp));
+    v = _mm256_min_epu8(_mm256_max_epu8(v, lo8), hi8);
+    if (n >= 32) {
+        _mm256_storeu_si256((__m256i *)y, v);
+    } else {
+        uint8_t t32[32];
+        _mm256_storeu_si256((__m256i *)t32, v);
+        memcpy(y, t32, (size_t)n);
+    }
+}
+
 static void dw_row(const q8_dw_params *p, int c, int T, const uint8_t *const *tap, const int32_t *wpair,
                    uint8_t *yr, const q8_rq *rq)
 {
@@ -27,35 +58,16 @@ static void dw_row(const q8_dw_params *p, int c, int T, const uint8_t *const *ta
     }
     const __m256i ones = _mm256_set1_epi16(1), zp = _mm256_set1_epi16((int16_t)rq->zp);
     const int32_t mult = rq->mult[c], shift = rq->shift[c];
+    const __m256i lo8 = _mm256_set1_epi8((char)rq->qmin), hi8 = _mm256_set1_epi8((char)rq->qmax);
     for (int ow0 = 0; ow0 < p->Wo; ow0 += 32) {
-        /* lanes: a0 pixels 0-3|16-19, a1 4-7|20-23, a2 8-11|24-27, a3 12-15|28-31 */
-        __m256i a0 = _mm256_set1_epi32(p->bias[c]), a1 = a0, a2 = a0, a3 = a0;
-        for (int t = 0; t < T; t += 4) {
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(tp[t] + ow0));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(tp[t + 1] + ow0));
-            const __m256i x2 = _mm256_loadu_si256((const __m256i *)(tp[t + 2] + ow0));
-            const __m256i x3 = _mm256_loadu_si256((const __m256i *)(tp[t + 3] + ow0));
-            const __m256i l01 = _mm256_unpacklo_epi8(x0, x1), h01 = _mm256_unpackhi_epi8(x0, x1);
-            const __m256i l23 = _mm256_unpacklo_epi8(x2, x3), h23 = _mm256_unpackhi_epi8(x2, x3);
-            const __m256i wv = _mm256_set1_epi32(w4[t / 4]);
-            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpacklo_epi16(l01, l23), wv), ones));
-            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpackhi_epi16(l01, l23), wv), ones));
-            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpacklo_epi16(h01, h23), wv), ones));
-            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpackhi_epi16(h01, h23), wv), ones));
-        }
-        /* packs keep each 128-bit half: [0-3 4-7 | 16-19 20-23], [8-11 12-15 | 24-27 28-31] -> bytes in order */
-        const __m256i lo = _mm256_packs_epi32(q8_rq32_avx2(a0, mult, shift), q8_rq32_avx2(a1, mult, shift));
-        const __m256i hi = _mm256_packs_epi32(q8_rq32_avx2(a2, mult, shift), q8_rq32_avx2(a3, mult, shift));
-        __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(lo, zp), _mm256_adds_epi16(hi, zp));
-        v = _mm256_min_epu8(_mm256_max_epu8(v, _mm256_set1_epi8((char)rq->qmin)), _mm256_set1_epi8((char)rq->qmax));
-        const int n = p->Wo - ow0 < 32 ? p->Wo - ow0 : 32;
-        if (n == 32) {
-            _mm256_storeu_si256((__m256i *)(yr + ow0), v);
-        } else {
-            uint8_t t32[32];
-            _mm256_storeu_si256((__m256i *)t32, v);
-            memcpy(yr + ow0, t32, (size_t)n);
-        }
+        const __m256i b0 = _mm256_set1_epi32(p->bias[c]);
+        __m256i a[4] = {b0, b0, b0, b0};
+        for (int t = 0; t < T; t += 4)
+            mac4(a, _mm256_loadu_si256((const __m256i *)(tp[t] + ow0)),
+                 _mm256_loadu_si256((const __m256i *)(tp[t + 1] + ow0)),
+                 _mm256_loadu_si256((const __m256i *)(tp[t + 2] + ow0)),
+                 _mm256_loadu_si256((const __m256i *)(tp[t + 3] + ow0)), _mm256_set1_epi32(w4[t / 4]), ones);
+        rq_store32(a, mult, shift, zp, lo8, hi8, yr + ow0, p->Wo - ow0);
     }
 }
 
@@ -69,32 +81,15 @@ static inline void dw_row_groups(int Wo, int G, const uint8_t *buf, ptrdiff_t ro
     const __m256i lo8 = _mm256_set1_epi8((char)rq->qmin), hi8 = _mm256_set1_epi8((char)rq->qmax);
     for (int ow0 = 0; ow0 < Wo; ow0 += 32) {
         const uint8_t *b = buf + (row + ow0);
-        __m256i a0 = _mm256_set1_epi32(bias), a1 = a0, a2 = a0, a3 = a0;
+        const __m256i b0 = _mm256_set1_epi32(bias);
+        __m256i a[4] = {b0, b0, b0, b0};
         for (int g = 0; g < G; g++) {
             const int32_t *o = off + 4 * g;
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(b + o[0]));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(b + o[1]));
-            const __m256i x2 = _mm256_loadu_si256((const __m256i *)(b + o[2]));
-            const __m256i x3 = _mm256_loadu_si256((const __m256i *)(b + o[3]));
-            const __m256i l01 = _mm256_unpacklo_epi8(x0, x1), h01 = _mm256_unpackhi_epi8(x0, x1);
-            const __m256i l23 = _mm256_unpacklo_epi8(x2, x3), h23 = _mm256_unpackhi_epi8(x2, x3);
-            const __m256i wv = _mm256_set1_epi32(w4[g]);
-            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpacklo_epi16(l01, l23), wv), ones));
-            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpackhi_epi16(l01, l23), wv), ones));
-            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpacklo_epi16(h01, h23), wv), ones));
-            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_unpackhi_epi16(h01, h23), wv), ones));
+            mac4(a, _mm256_loadu_si256((const __m256i *)(b + o[0])), _mm256_loadu_si256((const __m256i *)(b + o[1])),
+                 _mm256_loadu_si256((const __m256i *)(b + o[2])), _mm256_loadu_si256((const __m256i *)(b + o[3])),
+                 _mm256_set1_epi32(w4[g]), ones);
         }
-        const __m256i lo = _mm256_packs_epi32(q8_rq32_avx2(a0, mult, shift), q8_rq32_avx2(a1, mult, shift));
-        const __m256i hi = _mm256_packs_epi32(q8_rq32_avx2(a2, mult, shift), q8_rq32_avx2(a3, mult, shift));
-        __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(lo, zp), _mm256_adds_epi16(hi, zp));
-        v = _mm256_min_epu8(_mm256_max_epu8(v, lo8), hi8);
-        if (Wo - ow0 >= 32) {
-            _mm256_storeu_si256((__m256i *)(yr + ow0), v);
-        } else {
-            uint8_t t32[32];
-            _mm256_storeu_si256((__m256i *)t32, v);
-            memcpy(yr + ow0, t32, (size_t)(Wo - ow0));
-        }
+        rq_store32(a, mult, shift, zp, lo8, hi8, yr + ow0, Wo - ow0);
     }
 }
 
