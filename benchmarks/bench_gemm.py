@@ -30,7 +30,7 @@ from onnx import TensorProto, helper, numpy_helper, save
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import median, random_inputs, time_edgec, time_onnxruntime  # noqa: E402
+from common import median, ort_session, random_inputs, time_edgec, time_onnxruntime  # noqa: E402
 
 from edgec.codegen import build_project, compile_model  # noqa: E402
 from edgec.codegen.options import CompileOptions  # noqa: E402
@@ -216,13 +216,7 @@ def edgec_cpu_ms(bench: Path, threads: int, runs: int, warmup: int) -> float:
 
 def ort_cpu_ms(path: Path, feeds: dict, threads: int, runs: int, warmup: int) -> float:
     """onnxruntime's CPU time per inference (this process's, so 1 thread only: no pool threads spin)."""
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    sess = ort_session(path, threads)
     for _ in range(warmup):
         sess.run(None, feeds)
     t0 = time.process_time()

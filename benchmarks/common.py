@@ -23,14 +23,20 @@ def random_inputs(model_path: Path, shapes: dict | None = None, seed: int = 0) -
     return {i.name: rng.standard_normal(i.shape).astype(i.dtype) for i in graph_inputs(model)}
 
 
-def time_onnxruntime(model_path: Path, feeds: dict, threads: int, runs: int, warmup: int) -> list[float]:
-    """Per-run milliseconds with intra-op threads = `threads`, sequential execution, all graph optimizations."""
+def ort_session(model_path: Path, threads: int) -> "ort.InferenceSession":
+    """onnxruntime as the benchmarks run it: intra-op threads = `threads`, sequential execution, all graph
+    optimizations, CPU provider."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    sess = ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
+
+
+def time_onnxruntime(model_path: Path, feeds: dict, threads: int, runs: int, warmup: int) -> list[float]:
+    """Per-run milliseconds of ort_session(model_path, threads)."""
+    sess = ort_session(model_path, threads)
     for _ in range(warmup):
         sess.run(None, feeds)
     times = []
