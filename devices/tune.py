@@ -104,26 +104,18 @@ def learned_constants(recs, target) -> dict[str, float]:
     conv3, sparse, dw, gspc, q8 = [], [], [], [], []
     for r in recs:
         m = _GEOMETRY.search(r.signature)
-        if r.cls.startswith("q8") and m and (r.cls.startswith("q8dwconv") or r.cls.startswith("q8gconv")):
-            ms: dict[str, float] = {}
-            for t in r.trials:
-                a = t.get("algo", "/")
-                if "ms" not in t or "/" in a:
-                    continue
-                key = "gemm" if a.startswith("q8-gemm") else "own" if a.startswith(("q8-dwconv", "q8-gspc")) else None
-                if key:
-                    ms[key] = min(ms.get(key, float("inf")), float(t["ms"]))
-            g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups())))
+        g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups()))) if m else None
+        times = [(t["variant"], t["algo"], float(t["ms"])) for t in r.trials
+                 if "ms" in t and "/" not in t.get("algo", "/")]
+        if g and r.cls.startswith(("q8dwconv", "q8gconv")):
+            own = [t for _, a, t in times if a.startswith(("q8-dwconv", "q8-gspc"))]
+            gemm = [t for _, a, t in times if a.startswith("q8-gemm")]
+            ms = {k: min(v) for k, v in (("own", own), ("gemm", gemm)) if v}
             q8.append(("dw", f"{g['KH']}x{g['KW']}", ms) if r.cls.startswith("q8dwconv")
                       else ("gspc", g["K"] // g["G"], ms))
             continue
-        if ":f32:" not in r.signature:
+        if ":f32:" not in r.signature or not times:
             continue
-        times = [(t["variant"], t["algo"], float(t["ms"])) for t in r.trials
-                 if "ms" in t and "/" not in t.get("algo", "/")]
-        if not times:
-            continue
-        g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups()))) if m else None
 
         def fastest(pred) -> float | None:
             ms = [t for v, a, t in times if pred(v, a)]
