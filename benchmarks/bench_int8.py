@@ -14,7 +14,15 @@ int8 output in output LSB, argmax agreement, and top-1 on the digits test set (3
 random input, no labels). onnxruntime's own optimized int8 run is shown beside it, labelled as such:
 its integer kernels differ between CPUs (u8 x s8 saturation on x86 without VNNI).
 
-    python benchmarks/bench_int8.py [--runs 50] [--threads 1] [--models digits,ppocr]
+Other engines' int8 on the same QDQ models (third table; `--engines openvino,mnn`, the `bench` extra): each
+engine's output is first held against the exact QDQ result (max error in output LSB, top-1 agreement; an engine
+whose top-1 differs or that is more than --engine-lsb LSB off is reported and not timed), then timed the same way
+as in bench_models.py (median of --runs runs after warm-up, same thread count). OpenVINO reads the QDQ ONNX model
+and runs it in int8 (its CPU plugin turns the Q/DQ pairs into u8 x i8 convolutions; the table counts the
+convolutions whose runtime precision is u8/i8, so a silently dequantized run shows). MNN is tried through
+MNNConvert; a converter that cannot take the QDQ model is reported with its error.
+
+    python benchmarks/bench_int8.py [--runs 50] [--threads 1] [--models digits,ppocr] [--engines openvino,mnn]
     python benchmarks/bench_int8.py --micro   # q8 GEMM microbenchmark: vpmaddwd vs vpmaddubsw kernels
 """
 
@@ -105,6 +113,50 @@ def int8_accuracy(q: Path, out: Path, target: str, iname: str, x: np.ndarray, la
     return r
 
 
+def _ov_int8_convs(runner) -> str:
+    """'n/m': of OpenVINO's m compiled convolutions (and fully connected layers), n run in u8/i8."""
+    ops = runner.step.__self__.get_compiled_model().get_runtime_model().get_ops()  # step is InferRequest.infer
+    convs = [op.get_rt_info() for op in ops
+             if op.get_rt_info()["layerType"].astype(str) in ("Convolution", "FullyConnected")]
+    n = sum(1 for i in convs if i["runtimePrecision"].astype(str) in ("u8", "i8"))
+    return f"{n}/{len(convs)}"
+
+
+def engines_int8(qm: Path, names: list[str], iname: str, x: np.ndarray, threads: int, runs: int, lsb: float,
+                 work: Path) -> list[dict]:
+    """Each other engine's run of the QDQ model qm: checked against the exact QDQ result, then timed."""
+    import engines as E
+
+    out_names, (ref,), _ = exact_outputs(qm, {iname: x})
+    step = output_steps(onnx.load(str(qm))).get(out_names[0]) or 1.0
+    rows = []
+    for n in names:
+        e = E.ENGINES[n]()
+        r = {"engine": n, "version": "", "ms": None, "why": "", "lsb": None, "int8": "-"}
+        rows.append(r)
+        why = e.missing()
+        if why:
+            r["why"] = f"missing: {why}"
+            continue
+        r["version"] = e.version()
+        try:
+            run = e.prepare(qm, {iname: x}, threads, work / n)
+            y = np.asarray(run.outputs()[0], np.float64).reshape(ref.shape)
+        except Exception as ex:  # converter or runtime errors of a third-party engine: one line, the run goes on
+            text = str(ex).strip().splitlines()
+            r["why"] = "cannot run: " + (text[0] if text else type(ex).__name__)[:160]
+            continue
+        if n == "openvino":
+            r["int8"] = _ov_int8_convs(run)
+        r["lsb"] = float(np.abs(y - ref).max() / step)
+        agree = bool(np.all(y.argmax(1) == ref.argmax(1)))
+        if not agree or r["lsb"] > lsb:
+            r["why"] = f"wrong output: {r['lsb']:.0f} LSB off the exact QDQ result" + ("" if agree else ", top-1 differs")
+            continue
+        r["ms"] = median(run.time(runs, 10))
+    return rows
+
+
 def micro() -> None:
     """Build and run benchmarks/c/q8_gemm_micro.c natively (AVX2): the same packed operands through the
     vpmaddwd and vpmaddubsw q8 GEMMs."""
@@ -126,11 +178,21 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default="digits,ppocr")
     ap.add_argument("--micro", action="store_true", help="only the q8 GEMM microbenchmark")
+    ap.add_argument("--engines", default="openvino,mnn",
+                    help="other engines' int8 on the same QDQ models (comma-separated; '' for none)")
+    ap.add_argument("--engine-lsb", type=float, default=16.0,
+                    help="an engine more than this many output LSB off the exact QDQ result is not timed")
     a = ap.parse_args()
     if a.micro:
         micro()
         return
     int8_target = "x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native"
+    eng = [n.strip() for n in a.engines.split(",") if n.strip()]
+    if eng:
+        import engines as E
+        bad = [n for n in eng if n not in E.ENGINES or n in ("edgec", "onnxruntime")]
+        if bad:
+            ap.error(f"--engines: {bad[0]!r} is not another engine; choose from openvino, ncnn, mnn")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -146,6 +208,8 @@ def main() -> None:
                 r["edgec_fp16w"], r["w_fp16"] = (edgec_ms(h, work / f"{name}_e16", "native", shapes, a.threads, a.runs)
                                                   if not tag else (None, None))
                 r.update(int8_accuracy(qm, work / f"{name}_acc{tag.strip()}", int8_target, iname, xe, labels))
+                r["engines"] = engines_int8(qm, eng, iname, x, a.threads, a.runs, a.engine_lsb,
+                                            work / f"{name}_eng{tag.strip()}")
                 rows.append(r)
     print(f"threads {a.threads}, median of {a.runs} runs, ms; edgec int8 target {int8_target}\n")
     print("| model | ort fp32 | ort int8 | edgec fp32 | edgec int8 | edgec fp16-weights | int8 vs edgec fp32 | "
@@ -167,6 +231,19 @@ def main() -> None:
                 else "- (no labels)")
         print(f"| {r['model']} | {r['lsb_edgec']:.0f} | {r['agree_edgec']:.4f} | {r['lsb_ort']:.0f} | "
               f"{r['agree_ort']:.4f} | {top1} |")
+    if eng:
+        from engines import ratio_words
+        print(f"\nother engines' int8 on the same QDQ model, threads {a.threads}, median of {a.runs} runs, ms; output "
+              f"checked against the exact QDQ arithmetic first (top-1 must agree, at most {a.engine_lsb:g} LSB)\n")
+        print("| model | engine | convs in int8 | max err (LSB) | engine int8 | edgec int8 | edgec vs engine |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            for e in r["engines"]:
+                lsb = f"{e['lsb']:.0f}" if e["lsb"] is not None else "-"
+                ms = f"{e['ms']:.4f}" if e["ms"] is not None else "not timed"
+                cmp = (ratio_words(r["edgec_int8"], e["engine"], e["ms"]) if e["ms"] is not None else e["why"])
+                print(f"| {r['model']} | {e['engine']} {e['version']} | {e['int8']} | {lsb} | {ms} | "
+                      f"{r['edgec_int8']:.4f} | {cmp} |")
 
 
 if __name__ == "__main__":

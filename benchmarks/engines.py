@@ -70,7 +70,7 @@ def _run_tool(cmd: list[str], cwd: Path, what: str) -> None:
     except subprocess.TimeoutExpired:
         raise EngineError(f"{what} did not finish within {CONVERT_TIMEOUT_S} s") from None
     if proc.returncode != 0:
-        raise EngineError(f"{what} failed: {_tail(proc.stderr + proc.stdout)}")
+        raise EngineError(f"{what} failed: {_tail(proc.stdout + chr(10) + proc.stderr)}")  # the error is stderr's last line
 
 
 def _tool(name: str) -> str | None:
