@@ -103,22 +103,28 @@ def emit_model(model_path, options: CompileOptions, prefix: str, input_shapes=No
     return Emitted(prefix, options, g, ctx, layers, plan)
 
 
-def write_candidates(out_dir, builds: list[Emitted], names: list[str], algos: list[str]) -> Path:
-    """One C project holding several builds of the same model (edgec tune's candidates, one variant forced
-    in each) and the harness that checks and times them all in one program (templates/tune.c): each build
-    keeps its own symbol prefix, weights blob and workspace; the runtime kernels are compiled once.
-    names and algos label the builds in the harness's output."""
+def write_candidates(out_dir, builds: list[Emitted], names: list[str], algos: list[str],
+                     layers: list[int] | None = None) -> Path:
+    """One C project holding several builds (edgec tune's candidates, one variant forced in each) and the
+    harness that checks and times them all in one program (templates/tune.c): each build keeps its own
+    symbol prefix, weights blob and workspace; the runtime kernels are compiled once. layers[i] says which
+    layer model build i is of (default: all of one model); the builds of a layer share its interface, and the
+    layers' inputs follow each other on the program's command line. names and algos label the builds."""
     out_dir = Path(out_dir)
-    if not builds or len({b.prefix for b in builds}) != len(builds) or not len(builds) == len(names) == len(algos):
-        raise EdgecError("internal: candidate builds need distinct prefixes, one name and one algo each")
+    layers = list(layers) if layers is not None else [0] * len(builds)
+    if not builds or len({b.prefix for b in builds}) != len(builds) or \
+            not len(builds) == len(names) == len(algos) == len(layers) or \
+            sorted(set(layers)) != list(range(max(layers) + 1)):
+        raise EdgecError("internal: candidate builds need distinct prefixes, one name, algo and layer each")
     first = builds[0]
     target, threads = get_target(first.options.target), first.options.threads
-    for b in builds[1:]:  # one program: one target, one thread count, the same model interface
+    graphs: dict[int, object] = {}
+    for b, layer in zip(builds, layers):  # one program: one target, one thread count; per layer one interface
         if get_target(b.options.target).name != target.name or b.options.threads != threads:
             raise EdgecError("internal: candidate builds of one program must share target and threads")
-        if [t.shape for t in b.graph.inputs + b.graph.outputs] != [t.shape for t in first.graph.inputs +
-                                                                   first.graph.outputs]:
-            raise EdgecError("internal: candidate builds of one program must be of the same model")
+        g = graphs.setdefault(layer, b.graph)
+        if [t.shape for t in b.graph.inputs + b.graph.outputs] != [t.shape for t in g.inputs + g.outputs]:
+            raise EdgecError("internal: candidate builds of one layer must be of the same model")
     _check_writable(out_dir)
     runtime: list[str] = []
     for b, name in zip(builds, names):
@@ -127,7 +133,8 @@ def write_candidates(out_dir, builds: list[Emitted], names: list[str], algos: li
         for f in write_model(out_dir, b.prefix, b.graph, b.plan, b.ctx, b.layers, stamp, threads):
             if f not in runtime:
                 runtime.append(f)
-    write_tune_project(out_dir, [b.prefix for b in builds], names, algos, first.graph, target, runtime, threads)
+    write_tune_project(out_dir, [b.prefix for b in builds], names, algos, [graphs[i] for i in sorted(graphs)],
+                       target, runtime, threads, layers)
     return out_dir
 
 

@@ -196,11 +196,127 @@ def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str,
     args = ["make", "-j1", "-C", str(work), f"CC={cc}"] + (["PROFILE=1"] if profile else [])
     if ldflags:
         args.append(f"LDFLAGS={ldflags}")
+    objs = _runtime_objects(work, cc, profile)
+    fetch_objects(objs)
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         errs = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower()] or [last_line(proc.stderr)]
         raise EdgecError(f"building for {device.name} with {cc} failed: {errs[0][:300]}")
+    store_objects(objs)
     return {b: work / b for b in BINARIES}
+
+
+# -- compiled runtime kernels, shared by every local build ----------------------------------------------
+# A runtime kernel's object depends on its source and the headers it includes, the compile flags and the
+# compiler, nothing of the model: cached under a hash of those (cache_dir()/objects), so a build in a new
+# folder (another model, a tune's program, a new code generator with the same kernels) reuses every kernel
+# compiled before with the same compiler and flags instead of compiling it again.
+
+OBJECT_STATS = {"hits": 0, "stored": 0}  # since the process started (tests, benchmarks)
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiler_id(cc: str, _stamp: tuple) -> str:
+    """The compiler's resolved path and what it says of its version and target."""
+    path = shutil.which(cc) or cc
+    out = []
+    for flag in ("--version", "-dumpmachine"):
+        try:
+            out.append(subprocess.run([path, flag], capture_output=True, text=True, timeout=60).stdout)
+        except (OSError, subprocess.SubprocessError):
+            out.append("?")
+    return json.dumps([os.path.realpath(path), *out])
+
+
+def compiler_id(cc: str) -> str:
+    path = os.path.realpath(shutil.which(cc) or cc)
+    try:
+        st = os.stat(path)
+        stamp = (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (path, 0, 0)
+    return _compiler_id(cc, stamp)
+
+
+def _sources_hash(work: Path, rel: str) -> str:
+    """The source file and every header it includes, transitively (as the Makefile's -I. -Iruntime find them)."""
+    h, seen, todo = hashlib.sha256(), set(), [work / rel]
+    while todo:
+        p = todo.pop()
+        if p in seen or not p.is_file():
+            continue
+        seen.add(p)
+        data = p.read_bytes()
+        h.update(str(p.relative_to(work)).encode() + b"\0" + hashlib.sha256(data).digest())
+        for inc in _INCLUDE.findall(data.decode("utf-8", "replace")):
+            for d in (p.parent, work, work / "runtime"):
+                if (d / inc).is_file():
+                    todo.append(Path(os.path.normpath(d / inc)))
+                    break
+    return h.hexdigest()
+
+
+def object_key(work: Path, rel: str, cc: str, profile: bool) -> str:
+    """Cache key of runtime source rel's object in the project copy `work`: its sources, the Makefile's
+    compiler settings (everything before OBJDIR: flags, architecture, the compiler probe), the make
+    variables the environment can override, profiling, and the compiler."""
+    mk = (work / "Makefile").read_text()
+    prelude = mk[mk.find("\nifeq ($(origin CC)"):mk.find("\nOBJDIR")]
+    env = {k: os.environ.get(k) for k in ("CFLAGS", "ARCH_FLAGS", "EC_CFLAGS", "CPPFLAGS", "MAKEFLAGS")}
+    return _key(_sources_hash(work, rel), prelude, json.dumps(env, sort_keys=True), profile, compiler_id(cc)) + \
+        hashlib.sha256(rel.encode()).hexdigest()[:8]
+
+
+def _runtime_objects(work: Path, cc: str, profile: bool) -> list[tuple[Path, str, Path]]:
+    """(object in the build copy, its key, its cache file) of every runtime source the Makefile compiles."""
+    mk = (work / "Makefile").read_text()
+    m = re.search(r"^OBJDIR = (.*)$", mk, re.M)
+    if not m:
+        return []
+    objdir = work / "obj" / (Path(cc).name + ("-prof" if profile and "-prof" in m.group(1) else ""))
+    store = cache_dir() / "objects"
+    out = []
+    for rel in dict.fromkeys(re.findall(r"\bruntime/\S+?\.c\b", mk[:mk.find("\nOBJS")])):
+        if (work / rel).is_file():
+            key = object_key(work, rel, cc, profile)
+            out.append((objdir / (rel[:-2] + ".o"), key, store / key[:2] / f"{key}.o"))
+    return out
+
+
+def fetch_objects(objs: list[tuple[Path, str, Path]]) -> None:
+    """Before make: each runtime object of the build copy that was not built from exactly these sources,
+    flags and compiler (its .key file says what it was built from) comes from the cache, or is removed
+    so that make compiles it."""
+    for obj, key, cached in objs:
+        stamp = obj.with_name(obj.name + ".key")
+        if obj.is_file() and stamp.is_file() and stamp.read_text() == key:
+            continue
+        obj.unlink(missing_ok=True)
+        stamp.unlink(missing_ok=True)
+        if not cached.is_file():
+            continue
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        tmp = obj.with_name(obj.name + ".tmp")
+        shutil.copyfile(cached, tmp)  # a fresh time: newer than the sources, so make keeps it
+        os.replace(tmp, obj)
+        stamp.write_text(key)
+        OBJECT_STATS["hits"] += 1
+
+
+def store_objects(objs: list[tuple[Path, str, Path]]) -> None:
+    """After make: the objects it compiled into the cache (content-addressed: never rewritten; atomic)."""
+    for obj, key, cached in objs:
+        if not obj.is_file():
+            continue
+        obj.with_name(obj.name + ".key").write_text(key)
+        if cached.is_file():
+            continue
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+        shutil.copyfile(obj, tmp)
+        os.replace(tmp, cached)
+        OBJECT_STATS["stored"] += 1
 
 
 def _project_files(project: Path) -> list[Path]:

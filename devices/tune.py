@@ -341,7 +341,8 @@ class Candidate:
     ms: float | None = None
     rejected: str | None = None
     build: object = None  # codegen.project.Emitted until the program is written
-    index: int = -1       # in the layer's measurement program
+    index: int = -1       # in the measurement program
+    layer: int = 0        # which of the program's layer models it is a build of
 
 
 class Tuner:
@@ -359,7 +360,8 @@ class Tuner:
         self.after_run = after_run
         self.before_build = before_build  # (program's project folder): called after writing it, before make
         self.runs = runs
-        self.programs = 0  # measurement programs built (one per measured layer)
+        self.programs = 0  # measurement programs built (full tuning: one per layer; transfer: one in all)
+        self.program_layers: list[int] = []  # layers measured in each program
         self.t0 = time.monotonic()
         self.facts = tuningdb.device_facts(device, t, self.mode, threads)
         self.fp = tuningdb.fingerprint(self.facts)
@@ -380,10 +382,52 @@ class Tuner:
 
     # one layer: candidates -> measured record (or None when nothing could be measured)
     def measure(self, job: Job, names: list[str] | None = None, source: str = "measured") -> tuple[Record | None, str]:
+        return self.measure_many([(job, names)], source)[0]
+
+    def measure_many(self, todo: list[tuple[Job, list[str] | None]], source: str = "measured") \
+            -> list[tuple[Record | None, str]]:
+        """Several layers' candidates in ONE measurement program (one build, one upload, one run): each
+        layer's record as measure() would make it. Layers with fewer than two candidates left, or reached
+        after the budget ran out, get (None, why)."""
+        from edgec.files import cache_lock
+
+        out: list[tuple[Record | None, str]] = [(None, "budget")] * len(todo)
+        preps: list[tuple[int, Job, Path, list[Candidate], list[Candidate]]] = []
+        base = 0
+        for k, (job, names) in enumerate(todo):
+            r = self._prepare(job, names, base, len(preps))
+            if isinstance(r, str):
+                out[k] = (None, r)
+                if r == "budget":
+                    break
+                continue
+            path, cands, live = r
+            preps.append((k, job, path, cands, live))
+            base += len(live)
+        if not preps:
+            return out
+        if self.over_budget():
+            return out
+        refs = [self._reference(path) for _, _, path, _, _ in preps]
+        live = [c for p in preps for c in p[4]]
+        self.progress("program", candidates=len(live))
+        ws = self._workspace()
+        with cache_lock(ws):  # another tune of the same target writes and builds there too
+            project = self._program(ws, live)
+            if self.before_build is not None:
+                self.before_build(project)
+            dep = self._deploy(project, preps[0][2])
+        err = self._run(dep, live, [x for inputs, _ in refs for x in inputs], [want for _, want in refs])
+        for k, job, _, cands, lv in preps:
+            out[k] = (None, err) if err else self._record(job, cands, lv, source)
+        return out
+
+    def _prepare(self, job: Job, names: list[str] | None, base: int, layer: int):
+        """Code generation for one layer's candidates (their symbol prefixes from cand<base> on): (extracted
+        layer model, every candidate, the live ones) or why nothing is to be measured."""
         from edgec.codegen import variants
         from edgec.codegen.project import emit_model
         from edgec.codegen.targets import get_target
-        from edgec.files import cache_lock
 
         target = get_target(self.device.target)
         path = self.work / f"{re.sub(r'[^A-Za-z0-9]+', '_', job.signature)[:80]}.onnx"
@@ -393,38 +437,30 @@ class Tuner:
         if names is not None:  # a kernel+partitioning record transfers its kernel alone to a 1-thread layer
             want = set(names) | ({n.split("+")[0] for n in names} if self.threads == 1 else set())
             forcings = [(n, fs) for n, fs in forcings if n in want]
-        cands = [Candidate("default", "")] + [Candidate(n, fs) for n, fs in forcings]
+        cands = [Candidate("default", "", layer=layer)] + [Candidate(n, fs, layer=layer) for n, fs in forcings]
         by_algo: dict[str, Candidate] = {}
         for c in cands:  # codegen only: variants that emit the same kernel as another are left out of the program
             if self.over_budget():
-                return None, "budget"
+                return "budget"
             self.progress("candidate", name=c.name)
-            build = emit_model(path, self._options(job, c), f"cand{len(by_algo)}")
+            build = emit_model(path, self._options(job, c), f"cand{base + len(by_algo)}")
             mine = [l for l in build.table if l.get("details", {}).get("signature") == job.signature]
             if not mine:
-                return None, "the extracted layer compiles to another signature"
+                return "the extracted layer compiles to another signature"
             c.algo = mine[0]["algo"]
             if c.algo in by_algo:
                 c.rejected = f"same code as {by_algo[c.algo].name}"
                 continue
-            c.build, c.index = build, len(by_algo)
+            c.build, c.index = build, base + len(by_algo)
             by_algo[c.algo] = c
         live = [c for c in cands if c.rejected is None]
         if len(live) < 2:
-            return None, "one variant only"
-        if self.over_budget():
-            return None, "budget"
-        inputs, want = self._reference(path)
-        self.progress("program", candidates=len(live))
-        ws = self._workspace()
-        with cache_lock(ws):  # another tune of the same target writes and builds there too
-            project = self._program(ws, live)
-            if self.before_build is not None:
-                self.before_build(project)
-            dep = self._deploy(project, path)
-        err = self._run(dep, live, inputs, want)
-        if err:
-            return None, err
+            return "one variant only"
+        return path, cands, live
+
+    def _record(self, job: Job, cands: list[Candidate], live: list[Candidate], source: str) \
+            -> tuple[Record | None, str]:
+        """The layer's record from its measured candidates, committed at once."""
         ok = [c for c in live if c.rejected is None]
         if not ok or ok[0].name != "default":  # a bug to report, not a reason to stop tuning the other layers
             return None, f"the cost model's pick {live[0].algo} fails its check ({live[0].rejected})"
@@ -457,18 +493,20 @@ class Tuner:
         return cache_dir() / "builds" / f"tune-{tgt.name}-{key}"
 
     def _program(self, ws: Path, live: list[Candidate]) -> Path:
-        """The layer's measurement program: one C project holding every live candidate (in the workspace)."""
+        """The measurement program: one C project holding every live candidate of its layers (in the workspace)."""
         from edgec.codegen.project import write_candidates
 
         keep = {f"cand{c.index}" for c in live}
-        for f in ws.glob("cand*"):  # an earlier layer's candidates beyond this one's count
+        for f in ws.glob("cand*"):  # an earlier program's candidates beyond this one's count
             m = re.fullmatch(r"(cand\d+)(\.c|\.h|_weights\.bin)", f.name)
             if m and m.group(1) not in keep:
                 f.unlink()
-        write_candidates(ws, [c.build for c in live], [c.name for c in live], [c.algo for c in live])
+        write_candidates(ws, [c.build for c in live], [c.name for c in live], [c.algo for c in live],
+                         [c.layer for c in live])
         for c in live:
             c.build = None  # the weights are written; do not hold them for the rest of the tune
         self.programs += 1
+        self.program_layers.append(len({c.layer for c in live}))
         return ws
 
     def _deploy(self, project: Path, path: Path):
@@ -503,6 +541,7 @@ class Tuner:
         """Run the program once on the device: every candidate writes its outputs, which must match
         onnxruntime's (a wrong candidate is rejected and its time dropped), then all are timed in interleaved
         rounds. A candidate that crashes the program is rejected and the program runs again without it.
+        inputs: every layer's, layer after layer; want[l]: onnxruntime's outputs of layer l.
         Returns why nothing could be measured, or None."""
         import uuid
 
@@ -548,7 +587,7 @@ class Tuner:
                 todo = [c for c in todo if c.rejected is None]
             for c in live:
                 if c.rejected is None:
-                    c.rejected = self._check(c, remote, want)
+                    c.rejected = self._check(c, remote, want[c.layer])
                 if c.rejected is None:
                     if c.index not in timed:
                         c.rejected = "not timed"
@@ -681,6 +720,7 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
     pool = [r for r in tu.db.records(tu.fp) if r.model != model.name and (device.emulated or not r.emulated)]
     source_model = _choose_source_model(jobs, pool) if transfer_only else None
     best = 1.0
+    deferred: list[tuple[dict, Job, list[str]]] = []  # transfer: measured together, in one program
     for j in jobs:
         row = {"signature": j.signature, "class": j.cls, "layers": j.layers, "macs": j.macs,
                "default_algo": j.default_algo}
@@ -697,13 +737,9 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
             if not names:
                 row["source"] = f"no record of class {j.cls} to transfer: cost model's pick kept"
             else:
-                rec, why = tu.measure(j, names, source=f"transferred from {source_model}")
-                if rec is None:
-                    stopped = why == "budget"
-                    row["source"] = f"not measured: {why}"
-                else:
-                    measured += 1
-                    row.update(source=f"transferred from {source_model} ({', '.join(names)})", record=_rec_json(rec))
+                deferred.append((row, j, names))
+                rows.append(row)
+                continue
         else:
             rec, why = tu.measure(j)
             if rec is None:
@@ -716,12 +752,24 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
             best = max(best, row["record"]["speedup"])
         rows.append(row)
         prog("done-layer", row=row, best=best)
+    if deferred:
+        results = tu.measure_many([(j, names) for _, j, names in deferred], source=f"transferred from {source_model}")
+        for (row, j, names), (rec, why) in zip(deferred, results):
+            if rec is None:
+                stopped = stopped or why == "budget"
+                row["source"] = f"not measured: {why}"
+            else:
+                measured += 1
+                row.update(source=f"transferred from {source_model} ({', '.join(names)})", record=_rec_json(rec))
+                best = max(best, row["record"]["speedup"])
+            prog("done-layer", row=row, best=best)
     report = {"model": str(model), "device": device.name, "emulated": device.emulated, "fingerprint": tu.fp,
               "facts": tu.facts, "threads": threads, "mode": tu.mode, "transfer_only": transfer_only,
               "source_model": source_model, "layers": rows, "measured": measured, "resumed": resumed,
               "stopped_at_budget": stopped, "budget_s": budget}
     report["search_s"] = round(tu.elapsed(), 2)
-    report["programs"] = tu.programs  # measurement programs built: one per measured layer
+    report["programs"] = tu.programs  # measurement programs built: full tuning one per layer, transfer one
+    report["program_layers"] = tu.program_layers
     if final_bench:
         prog("final")
         u_dep, t_dep = tu.deploy_whole(False), tu.deploy_whole(True)

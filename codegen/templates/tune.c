@@ -1,7 +1,7 @@
 /* tune: ./tune IN_0.npy [IN_1.npy ...] --out DIR [--threads N] [--runs N] [--rounds N] [--warmup N]
  *             [--target-ms MS] [--only I,J,...]
- * Every candidate build of one layer in one program (edgec tune). Each candidate runs once on the inputs and
- * writes DIR/cand<i>_output_<j>.npy (printing {"cand": i, "written": n} as soon as they are on disk), then the
+ * Every candidate build of one or more layers in one program (edgec tune); the inputs are every layer's, layer
+ * after layer (tune_layers). Each candidate runs once on its layer's inputs and writes DIR/cand<i>_output_<j>.npy (printing {"cand": i, "written": n} as soon as they are on disk), then the
  * candidates are timed in interleaved rounds: round-robin over the candidates, each a few warm-up runs, then
  * timed runs, so a change of load on the device falls on all of them alike. At the end one JSON line per
  * candidate: the median and minimum of its per-run times over every round (monotonic clock).
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ec_npy arrs[TUNE_NUM_INPUTS + 1];
-    const void *ins[TUNE_NUM_INPUTS + 1];
+    const void *ins[TUNE_NUM_INPUTS + 1];  /* a candidate reads its layer's slice of these, and of outs */
     void *outs[TUNE_NUM_OUTPUTS + 1];
     char err[512];
     for (int i = 0; i < nin; i++) {
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
         }
         ins[i] = arrs[i].data;
     }
-    /* One workspace and one set of outputs for all: every candidate runs in the same memory. */
+    /* One workspace and one set of outputs per layer for all: every candidate runs in the same memory. */
     size_t ws_bytes = 64;
     for (int c = 0; c < TUNE_NUM_CANDS; c++)
         if (use[c] && tune_cands[c].workspace_bytes > ws_bytes) ws_bytes = tune_cands[c].workspace_bytes;
@@ -123,6 +123,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < TUNE_NUM_CANDS; c++) {
         started[c] = 0;
         if (use[c] && tune_cands[c].init(threads)) return die("could not start threads");
+        if (use[c] && (tune_cands[c].layer < 0 || tune_cands[c].layer >= TUNE_NUM_LAYERS)) return die("bad layer");
         started[c] = use[c];
     }
 
@@ -131,28 +132,31 @@ int main(int argc, char **argv)
     for (int c = 0; c < TUNE_NUM_CANDS; c++) {
         est_ms[c] = 0.0;
         if (!use[c]) continue;
-        for (int j = 0; j < TUNE_NUM_OUTPUTS; j++)
+        const tune_layer *L = &tune_layers[tune_cands[c].layer];
+        const void *const *cin = ins + L->in0;
+        void *const *cout = outs + L->out0;
+        for (int j = L->out0; j < L->out0 + L->n_out; j++)
             memset(outs[j], 0, tune_outputs[j].numel * (size_t)tune_outputs[j].elem_size);
-        if (tune_cands[c].run(ws, ins, outs)) {
+        if (tune_cands[c].run(ws, cin, cout)) {
             printf("{\"cand\": %d, \"error\": \"run failed\"}\n", c);
             fflush(stdout);
             use[c] = 0;
             continue;
         }
-        for (int j = 0; j < TUNE_NUM_OUTPUTS; j++) {
-            const tune_tensor_info *t = &tune_outputs[j];
+        for (int j = 0; j < L->n_out; j++) {
+            const tune_tensor_info *t = &tune_outputs[L->out0 + j];
             char path[4096];
             snprintf(path, sizeof(path), "%s/cand%d_output_%d.npy", out_dir, c, j);
             errno = 0;
-            if (ec_npy_write(path, t->npy_descr, t->rank, t->shape, outs[j], t->numel * (size_t)t->elem_size)) {
+            if (ec_npy_write(path, t->npy_descr, t->rank, t->shape, cout[j], t->numel * (size_t)t->elem_size)) {
                 fprintf(stderr, "tune: cannot write %s: %s\n", path, errno ? strerror(errno) : "write failed");
                 return 2;
             }
         }
-        printf("{\"cand\": %d, \"written\": %d}\n", c, TUNE_NUM_OUTPUTS);
+        printf("{\"cand\": %d, \"written\": %d}\n", c, L->n_out);
         fflush(stdout);  /* if a later candidate crashes, this one's outputs still count */
         double t0 = ec_now_ms();
-        tune_cands[c].run(ws, ins, outs);
+        tune_cands[c].run(ws, cin, cout);
         est_ms[c] = ec_now_ms() - t0;
     }
 
@@ -175,10 +179,13 @@ int main(int argc, char **argv)
         for (int r = 0; r < rounds; r++)
             for (int c = 0; c < TUNE_NUM_CANDS; c++) {
                 if (!use[c]) continue;
-                for (int w = 0; w < warmup; w++) tune_cands[c].run(ws, ins, outs);
+                const tune_layer *L = &tune_layers[tune_cands[c].layer];
+                const void *const *cin = ins + L->in0;
+                void *const *cout = outs + L->out0;
+                for (int w = 0; w < warmup; w++) tune_cands[c].run(ws, cin, cout);
                 for (int k = 0; k < per_round[c]; k++) {
                     double t0 = ec_now_ms();
-                    tune_cands[c].run(ws, ins, outs);
+                    tune_cands[c].run(ws, cin, cout);
                     times[c][r * per_round[c] + k] = ec_now_ms() - t0;
                 }
             }

@@ -378,3 +378,107 @@ def test_blocked_regions_are_not_tuned_per_layer(tmp_path):
     assert [l["details"].get("layout") for l in kept.layers] == [l["details"].get("layout") for l in base.layers]
     forced = compile_model(path, tmp_path / "forced", options=opts.with_(tuned=((sig, "dw=plane", "forced"),)))
     assert all(l["details"].get("layout", "nchw") == "nchw" for l in forced.layers if l["op"] == "Conv")
+
+
+def _source_records(dev, t, sigs_variants, model="src.onnx"):
+    """Records of this machine for `model` that forced the given variants (no trials of their own)."""
+    from edgec.devices.deploy import choose_mode
+
+    facts = tuningdb.device_facts(dev, t, choose_mode(dev, "auto"), 1)
+    fp = tuningdb.fingerprint(facts)
+    return [tuningdb.Record(fp, sig, cls, v, vf, f"{v}-kernel", 1.0, "cost-model-kernel", 1.5, "measured", model,
+                            dev.name, "2026-11-24", False, facts, [])
+            for sig, cls, v, vf in sigs_variants]
+
+
+def test_transfer_of_several_layers_is_one_program_with_per_layer_records(env, models, tmp_path, monkeypatch):
+    """Transfer measures every layer it transfers in one measurement program: one build, one upload, one run;
+    each candidate still checked against onnxruntime on its own extracted layer (a wrong one rejected), and
+    a record per layer. Full tuning of the same model builds one program per layer."""
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
+    dst = _cnn(tmp_path / "dst.onnx", [("conv", 16, 16, 1), ("conv", 16, 16, 16), ("pool",), ("conv", 16, 16, 1)],
+               [1, 16, 20, 20])
+    dev = Inventory().resolve(["local"])[0]
+    checked, corrupt = [], _corrupt("dw-cb")
+
+    def after_run(name, t, outs):
+        corrupt(name, t, outs)
+        checked.append((name, outs))
+
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
+        for r in _source_records(dev, t, [
+                ("conv3x3s1+relu:src-a", "conv3x3s1+relu", "direct", "conv=direct;sparse=dense"),
+                ("conv3x3s1+relu:src-b", "conv3x3s1+relu", "winograd-f23", "conv=winograd-f23;sparse=dense"),
+                ("dwconv3x3s1+relu:src-c", "dwconv3x3s1+relu", "dw-cb", "dw=cb")]):
+            db.put(r)
+        rep = tune(dst, dev, t, db=db, transfer_only=True, final_bench=False, after_run=after_run)
+        uploaded = [d for d in Path(t.workdir(), "builds").iterdir() if d.is_dir()]
+        recs = {r.signature: r for r in db.records() if r.model == "dst.onnx"}
+    rows = rep["layers"]
+    assert rep["source_model"] == "src.onnx" and len(rows) == 3
+    assert rep["measured"] == 3 and rep["programs"] == 1 and rep["program_layers"] == [3]
+    assert len(uploaded) == 1 and sorted(p.name for p in uploaded[0].iterdir() if p.name[0] != ".") == ["tune"]
+    assert set(recs) == {r["signature"] for r in rows}  # one record per layer, each from the one program
+    names = set()
+    for row in rows:
+        rec = recs[row["signature"]]
+        assert row["source"].startswith("transferred from src.onnx") and rec.source == "transferred from src.onnx"
+        live = [t for t in rec.trials if not t.get("rejected", "").startswith("same code as")]
+        assert live[0]["variant"] == "default" and len(live) >= 2
+        assert {t["variant"] for t in rec.trials} <= {"default", "direct", "winograd-f23", "dw-cb"}
+        for tr in live:
+            if tr["variant"] == "dw-cb":  # its output was damaged on the device: caught, never timed
+                assert tr["rejected"].startswith("wrong output") and "ms" not in tr
+            else:
+                assert tr["ms"] > 0 and "rejected" not in tr
+        names |= {(row["signature"], t["variant"]) for t in live}
+    # every live candidate of every layer was checked, its own output file, all from the one run
+    assert len({outs[0].rsplit("/", 1)[0] for _, outs in checked}) == 1
+    assert sorted(outs[0].rsplit("/", 1)[1] for _, outs in checked) == \
+        sorted(f"cand{i}_output_0.npy" for i in range(len(names)))
+    assert sorted(n for n, _ in checked) == sorted(v for _, v in names)
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "full.sqlite") as db:
+        full = tune(dst, dev, t, db=db, final_bench=False)
+    assert full["measured"] == full["programs"] == 3 and full["program_layers"] == [1, 1, 1]
+
+
+def test_runtime_objects_are_reused_across_searches_and_keyed_by_flags_and_compiler(env, models, tmp_path,
+                                                                                    monkeypatch):
+    """Compiled runtime kernels are cached by their sources, flags and compiler: a second search whose build
+    folders are gone compiles none again; another CFLAGS or compiler is another key."""
+    import shutil
+
+    from edgec.devices import deploy
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(cache))
+    dev = Inventory().resolve(["local"])[0]
+
+    def search(name):
+        before = dict(deploy.OBJECT_STATS)
+        with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / f"{name}.sqlite") as db:
+            rep = tune(models["dw"], dev, t, db=db, final_bench=False)
+        assert rep["measured"] == 1
+        (work,) = [d for d in (cache / "cross").iterdir() if d.is_dir() and d.name[0] != "."]
+        objs = sorted(work.glob("obj/*/runtime/**/*.o"))
+        return {k: deploy.OBJECT_STATS[k] - before[k] for k in before}, work, objs
+
+    first, work, objs = search("one")
+    assert objs and first == {"hits": 0, "stored": len(objs)}
+    cached = sorted((cache / "objects").glob("*/*.o"))
+    assert len(cached) == len(objs)
+    for d in ("cross", "builds"):  # a new workspace and build folder: only the object cache is left
+        shutil.rmtree(cache / d)
+    second, work, objs2 = search("two")
+    assert second == {"hits": len(objs), "stored": 0}
+    assert [o.read_bytes() for o in objs2] == [o.read_bytes() for o in objs]
+    rel = next(str(o.relative_to(work / "obj" / o.relative_to(work / "obj").parts[0]))[:-2] + ".c" for o in objs2)
+    key = deploy.object_key(work, rel, "cc", False)
+    assert deploy.object_key(work, rel, "clang", False) != key  # another compiler
+    assert deploy.object_key(work, rel, "cc", True) != key      # profiling builds
+    monkeypatch.setenv("CFLAGS", "-O2")
+    assert deploy.object_key(work, rel, "cc", False) != key
+    shutil.rmtree(cache / "cross")
+    third, _, objs3 = search("three")  # the same sources under other flags: compiled again, cached apart
+    assert third == {"hits": 0, "stored": len(objs3)}
+    assert len(list((cache / "objects").glob("*/*.o"))) == len(cached) + len(objs3)
