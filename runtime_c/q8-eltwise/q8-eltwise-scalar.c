@@ -100,6 +100,24 @@ void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b
         const __m256 sv = _mm256_set1_ps(s), zyv = _mm256_set1_ps((float)zy), lov = _mm256_set1_ps(lo),
                      hiv = _mm256_set1_ps(hi);
         const __m256i zav = _mm256_set1_epi32(za);
+        if (qmin == 0 && qmax == 255 && zy >= 0 && zy <= 255 && fabsf(s) <= 8.0e6f) {
+            /* no clamp in float: |(a - za) * s| <= 255 * 8e6 < 2^31, so vcvtps2dq rounds it to nearest even
+             * (= nearbyintf) without overflow; the int16 pack, the saturating + zy and the u8 pack then
+             * clamp to [0, 255] exactly as the float clamp does (4 fewer operations per 8 lanes) */
+            const __m256i zy16 = _mm256_set1_epi16((short)zy);
+            for (; i + 32 <= inner; i += 32) {
+                __m256i q[4];
+                for (int k = 0; k < 4; k++) {
+                    const __m128i a8 = _mm_loadl_epi64((const __m128i *)(a + o * inner + i + 8 * k));
+                    const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(a8), zav));
+                    q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v, sv));
+                }
+                const __m256i w = _mm256_packus_epi16(_mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), zy16),
+                                                      _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), zy16));
+                _mm256_storeu_si256((__m256i *)(y + o * inner + i),
+                                    _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+            }
+        }
         for (; i + 32 <= inner; i += 32) { /* 4 x 8 lanes, packed to bytes together */
             __m256i q[4];
             for (int k = 0; k < 4; k++) {

@@ -171,14 +171,16 @@ def test_q8_maxpool_simd_matches_portable(isa_name, fn, src, extra, tmp_path):
     assert r.returncode == 0 and "66/66 cases match" in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("isa_name", ["scalar", "avx2"])
-def test_q8_mul_outer_vector_path_matches_float_formula(isa_name, tmp_path):
-    """The AVX2 path of q8_mul_outer (SE-block scaling) computes the same float operations as the loop."""
+@pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx2", SANITIZE)],
+                         ids=["scalar", "avx2", "avx2-asan-ubsan"])
+def test_q8_mul_outer_vector_path_matches_float_formula(isa_name, extra, tmp_path):
+    """The AVX2 paths of q8_mul_outer (SE-block scaling; float clamp, or the unclamped one whose int16 and u8
+    packs saturate) give the loop's float formula bit for bit."""
     isa = ISAS[isa_name]
     require(isa)
-    exe = build(isa, tmp_path / "mul", ["q8_mul_test.c", "q8-eltwise/q8-eltwise-scalar.c"])
+    exe = build(isa, tmp_path / "mul", ["q8_mul_test.c", "q8-eltwise/q8-eltwise-scalar.c"], extra=extra)
     r = run(isa, exe)
-    assert r.returncode == 0 and "420/420 cases match" in r.stdout, r.stdout[-2000:] + r.stderr
+    assert r.returncode == 0 and "540/540 cases match" in r.stdout, r.stdout[-2000:] + r.stderr
 
 
 def test_q8_gavgpool_avx2_path_equals_portable(lib, tmp_path):
