@@ -21,7 +21,8 @@ C_TYPES = {
     "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
     "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t", "bool": "uint8_t",
 }
-_TOKEN = re.compile(r"@@([TS])(\d+)@@")
+_TOKEN = re.compile(r"@@([TSP])(\d+)@@")
+POOL_TOKEN = "@@P0@@"  # the pool a layer's drivers get: the printer makes it the model's pool or none
 
 
 def c_type(dtype) -> str:
@@ -50,7 +51,10 @@ class EmitContext:
         self.weights = bytearray()
         self.weight_offsets: dict[str, list[tuple[int, str, int]]] = {}  # key -> (offset, C type, bytes)
         self.weights_symbol = weights_symbol
-        self.pool = pool_expr
+        self.pool_expr = pool_expr
+        # emitters pass ctx.pool to drivers; for the model's pool (a name) the printer decides per layer whether
+        # the layer gets it (ops/_par.py); any other expression (no pool) is used as is
+        self.pool = POOL_TOKEN if re.fullmatch(r"\w+", pool_expr) else pool_expr
         self.required: list[str] = []
         self.tensors: list[Tensor] = []
         self._tensor_ids: dict[int, int] = {}
@@ -122,9 +126,12 @@ class EmitContext:
         self.layer.macs = max((o.size for o in node.outputs if o is not None), default=0)
         return self.layer
 
-    def resolve(self, text: str, tensor_expr, scratch_expr) -> str:
-        """Replace placeholders: tensor_expr(Tensor) / scratch_expr(id) give the final C expressions."""
+    def resolve(self, text: str, tensor_expr, scratch_expr, pool_expr: str | None = None) -> str:
+        """Replace placeholders: tensor_expr(Tensor) / scratch_expr(id) give the final C expressions, pool_expr
+        the layer's pool (default: the model's)."""
         def sub(m):
             k = int(m.group(2))
+            if m.group(1) == "P":
+                return self.pool_expr if pool_expr is None else pool_expr
             return tensor_expr(self.tensors[k]) if m.group(1) == "T" else scratch_expr(k)
         return _TOKEN.sub(sub, text)

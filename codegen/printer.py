@@ -16,7 +16,7 @@ import numpy as np
 
 from edgec import __version__
 from edgec.codegen.ctext import c_string as c_str, comment_word
-from edgec.codegen.emit import EmitContext, LayerInfo, c_type
+from edgec.codegen.emit import POOL_TOKEN, EmitContext, LayerInfo, c_type
 from edgec.codegen.ir import Graph, Tensor
 from edgec.codegen.memory import Plan
 from edgec.errors import EdgecError
@@ -126,7 +126,7 @@ def _layer_fn(p: str, i: int, info: LayerInfo, body: str, has_pool: bool) -> str
 
 
 def model_c(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerInfo], stamp: dict,
-            has_pool: bool) -> str:
+            has_pool: bool, threads: int = 1) -> str:
     P = p.upper()
     loc = plan.location
 
@@ -159,8 +159,14 @@ def model_c(p: str, g: Graph, plan: Plan, ctx: EmitContext, layers: list[LayerIn
             f"{l.macs}}}," for l in layers] + ["    {0, 0, 0, 0},"]
     out.append(f"const {p}_layer_info {p}_layers[] = {{\n" + "\n".join(rows) + "\n};")
     out.append(f"double {p}_layer_ms[{P}_NUM_LAYERS + 1];")
+    from edgec.codegen.ops import _par
+    from edgec.codegen.variants import SERIAL_POOL
+
     for i, info in enumerate(layers):
-        out.append(_layer_fn(p, i, info, _views(ctx.resolve(info.body, tensor_expr, scratch_expr)), has_pool))
+        # drivers handed the pool split a layer themselves: worth it only above the hand-off cost (ops/_par.py)
+        pool = ctx.pool_expr if POOL_TOKEN not in info.body or _par.driver_pooled(ctx.target, info, threads) \
+            else SERIAL_POOL
+        out.append(_layer_fn(p, i, info, _views(ctx.resolve(info.body, tensor_expr, scratch_expr, pool)), has_pool))
     out.append(_entry(p, layers, has_pool))
     return "\n\n".join(out) + "\n"
 
@@ -327,7 +333,7 @@ def write_model(out_dir: Path, p: str, g: Graph, plan: Plan, ctx: EmitContext, l
     files = runtime_files(ctx.required, extra)
     copy_runtime(out_dir, files)
     _put(out_dir / f"{p}.h", model_h(p, g, plan, ctx, layers, threads).encode())
-    _put(out_dir / f"{p}.c", model_c(p, g, plan, ctx, layers, stamp, has_pool).encode())
+    _put(out_dir / f"{p}.c", model_c(p, g, plan, ctx, layers, stamp, has_pool, threads).encode())
     _put(out_dir / weights_name(p), bytes(ctx.weights))
     for name in (f"{p}.h", f"{p}.c", weights_name(p)):
         (out_dir / name).chmod(0o644)  # atomic writes start private; a source tree is meant to be shared

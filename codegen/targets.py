@@ -26,6 +26,9 @@ class Target:
     qemu: tuple | None
     l1d_bytes: int
     l2_bytes: int
+    pool_job_us: float = 5.0          # handing one job to the thread pool (codegen/ops/_par.py)
+    f32_macs_per_us: float = 1000.0   # one core, small layers: the work a split must outweigh
+    f32_floats_per_us: float = 500.0
 
     def runs_natively(self) -> bool:
         """True when binaries for this target run on this machine without qemu."""
@@ -130,4 +133,5 @@ def get_target(name: str = "native") -> Target:
     return Target(name=name, arch=d["arch"], isa=d["isa"], features=tuple(d["features"]),
                   f32_lanes=int(d["f32_lanes"]), cc=d["cc"], cflags=tuple(d["cflags"]),
                   qemu=tuple(d["qemu"]) if d.get("qemu") else None,
-                  l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]))
+                  l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]),
+                  **{k: float(d[k]) for k in ("pool_job_us", "f32_macs_per_us", "f32_floats_per_us") if k in d})

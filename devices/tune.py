@@ -97,8 +97,9 @@ def learned_constants(recs, target) -> dict[str, float]:
       - the depthwise plane/channel-blocked switch: fp32 depthwise layers that timed both (fit_dw);
       - the GSPC family per channels-per-group count: grouped layers that timed two of tile/ow/mg (fit_gspc);
       - the int8 path: int8 depthwise / grouped layers that timed their own kernel and the packed GEMM
-        (fit_q8conv).
-    Partitioning variants (algorithm names with a '/') time the same kernels split otherwise: not used."""
+        (fit_q8conv);
+      - the pool's hand-off cost: layers timed on one thread and split (fit_pool_job).
+    Other than there, partitioning variants (algorithm names with a '/') are not used."""
     from edgec.codegen import costmodel
 
     conv3, sparse, dw, gspc, q8 = [], [], [], [], []
@@ -146,7 +147,27 @@ def learned_constants(recs, target) -> dict[str, float]:
             if sum(1 for v in fam.values() if v) >= 2:
                 gspc.append((g["K"] // g["G"], g["SW"], {k: v for k, v in fam.items() if v}))
     return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse),
-            **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc), **costmodel.fit_q8conv(target, q8)}
+            **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc), **costmodel.fit_q8conv(target, q8),
+            **fit_pool_job(recs, target)}
+
+
+def fit_pool_job(recs, target) -> dict[str, float]:
+    """The pool's hand-off cost on this device (codegen/ops/_par.py): multi-thread records whose trials timed a
+    kernel on one thread (algorithm ".../serial") and split (the same kernel, ".../cols" or ".../rows")."""
+    from edgec.codegen.ops import _par
+
+    samples = []
+    for r in recs:
+        m = re.search(r":t(\d+)(?::|$)", r.signature)
+        serial, split = {}, {}
+        for t in r.trials:
+            base, _, part = t.get("algo", "").partition("/")
+            if "ms" in t and part in ("serial", "cols", "rows"):
+                d = serial if part == "serial" else split
+                d[base] = min(d.get(base, math.inf), float(t["ms"]))
+        for base in serial.keys() & split.keys():
+            samples.append((int(m.group(1)) if m else 1, serial[base], split[base] < serial[base]))
+    return _par.fit_job_us(target, samples)
 
 
 def local_tuned_options(options: CompileOptions) -> CompileOptions:

@@ -1,21 +1,60 @@
-"""Whether an op's layer body runs split among the pool's threads (EmitContext.parallel), and in
-what chunks. Splits are over independent output items (planes, rows, element blocks), so results
-do not depend on the thread count."""
+"""Whether a layer runs split among the pool's threads, and in what chunks. Splits are over independent
+output items (planes, rows, element blocks), so results do not depend on the thread count.
+
+The decision weighs the layer's estimated one-thread time against what handing work to the pool costs
+(Target.pool_job_us, or this device's value fitted by `edgec tune`: learned constant pool-job-us): a
+split saves work * (1 - 1/threads) and costs one hand-off per pooled job."""
 
 from __future__ import annotations
 
 from edgec.codegen.emit import EmitContext
 
-# Below ~64 KB of traffic an op takes a few microseconds: handing out chunks would cost as much.
-MIN_FLOATS = 16384
 # Chunks per layer: claimed dynamically, 8 even out 2-4 threads and absorb a late-waking one.
 CHUNKS = 8
+# Pooled jobs a driver call may issue (packing or padding, then the layer): the hand-offs a split pays.
+DRIVER_JOBS = 2
 
 
-def split(ctx: EmitContext, items: int, work_floats: int, min_floats: int = MIN_FLOATS) -> bool:
-    """Mark the layer parallel over `items` when it moves at least `min_floats` floats; the body
-    then uses ec_b, ec_e (item range) and ec_tid (thread index)."""
-    if items < 2 or work_floats < min_floats:
+def job_us(target) -> float:
+    from edgec.codegen.costmodel import learned_value
+
+    return learned_value("pool-job-us", target.pool_job_us)
+
+
+def worth_splitting(target, work_us: float, jobs: int = 1, threads: int | None = None) -> bool:
+    """A layer of `work_us` one-thread time gains from the pool. Builds run at any thread count up to
+    the one compiled for; a 1-thread build is still judged for 2."""
+    from edgec.codegen.options import active
+
+    threads = max(2, active().threads if threads is None else threads)
+    return work_us * (1 - 1 / threads) > jobs * job_us(target)
+
+
+def layer_us(target, macs: int, floats: int) -> float:
+    """Estimated one-thread time of a layer that does `macs` multiply-adds and moves `floats` values."""
+    return max(macs / target.f32_macs_per_us, floats / target.f32_floats_per_us)
+
+
+def driver_pooled(target, info, threads: int) -> bool:
+    """Whether a layer whose drivers take the pool (ctx.pool) is handed it, or runs on the calling thread;
+    notes a layer kept on one thread. A partitioning forced by a tuning record or EDGEC_PAR stands."""
+    if info.details.get("partition"):
+        return True
+    floats = sum(t.size for t in info.node.operands() if not t.is_const) + \
+        sum(t.size for t in info.node.outputs if t is not None)
+    us = layer_us(target, info.macs, floats)
+    if worth_splitting(target, us, DRIVER_JOBS, threads):
+        return True
+    info.details["threads"] = (f"one: est. {us:.1f} us of work, below {DRIVER_JOBS} pool hand-offs of "
+                               f"{job_us(target):g} us")
+    return False
+
+
+def split(ctx: EmitContext, items: int, work_floats: int) -> bool:
+    """Mark the layer parallel over `items` when its `work_floats` (floats moved, weighted by the op's
+    cost per float) outweigh the hand-off; the body then uses ec_b, ec_e (item range) and ec_tid
+    (thread index)."""
+    if items < 2 or not worth_splitting(ctx.target, work_floats / ctx.target.f32_floats_per_us):
         return False
     ctx.parallel(items, -(-items // CHUNKS))
     return True
@@ -24,3 +63,15 @@ def split(ctx: EmitContext, items: int, work_floats: int, min_floats: int = MIN_
 def flat_items(size: int, block: int = 64) -> int:
     """Blocks of `block` elements covering a flat tensor of `size` (the last one partial)."""
     return -(-size // block)
+
+
+def fit_job_us(target, samples) -> dict[str, float]:
+    """The hand-off cost fitted to a device's tuned layers: samples (threads, one-thread ms, the split won
+    against the same kernel on one thread). The rule splits a layer when its time saved, ms * (1 - 1/threads),
+    outweighs DRIVER_JOBS hand-offs: the hand-off that the measurements contradict least (the target's value
+    when it is among those)."""
+    from edgec.codegen.costmodel import fit_threshold
+
+    points = [(ms * 1e3 * (1 - 1 / threads) / DRIVER_JOBS, won) for threads, ms, won in samples if threads > 1]
+    t = fit_threshold(points, target.pool_job_us, lambda x, t: x > t, 0.25)
+    return {} if t is None else {"pool-job-us": round(max(0.0, t), 2)}

@@ -17,7 +17,7 @@ from edgec.codegen.verifier import onnxruntime_outputs, run_binary
 
 STRICT = "-O2 -Wall -Wextra -Werror"
 RNG = np.random.default_rng(12)
-X = [1, 7, 61, 67]  # 28609 floats: above the 16384-float threshold, no dimension a power of two
+X = [1, 7, 61, 67]  # 28609 floats: above the hand-off threshold (ops/_par.py), no dimension a power of two
 
 # ops that must come out as split layers (graph below)
 SPLIT_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Add", "Mul", "Sigmoid", "Exp",
@@ -120,7 +120,7 @@ def test_split_ops_thread_sanitizer(built):
 
 
 def test_small_op_stays_serial(tmp_path):
-    """Below the threshold the layer is one plain function (handing out chunks would cost more)."""
+    """Below the hand-off cost the layer is one plain function (handing out chunks would cost more)."""
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "small",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 19])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 17, 19])])
@@ -129,6 +129,86 @@ def test_small_op_stays_serial(tmp_path):
     onnx.save(m, tmp_path / "small.onnx")
     b = compile_model(tmp_path / "small.onnx", tmp_path / "p", threads=2)
     assert "_range(" not in (b.dir / "model.c").read_text()
+
+
+def tiny_conv_model(path):
+    """Digits-sized convs (8x8 maps, 16-32 channels): a few microseconds each, below the pool's hand-off."""
+    rng = np.random.default_rng(15)
+    nodes, inits, h = [], [], "x"
+    for i, (cin, cout, g) in enumerate([(8, 16, 1), (16, 16, 16), (16, 32, 1), (32, 32, 4)]):
+        inits.append(numpy_helper.from_array((rng.standard_normal((cout, cin // g, 3, 3)) * 0.2).astype(np.float32),
+                                             f"w{i}"))
+        inits.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"b{i}"))
+        nodes.append(helper.make_node("Conv", [h, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", pads=[1] * 4,
+                                      group=g))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
+        h = f"r{i}"
+    g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(onnx.shape_inference.infer_shapes(m), path)
+    return path
+
+
+def test_tiny_conv_layers_run_on_one_thread(tmp_path):
+    """Layers whose estimated work is below the pool's hand-off cost (Target.pool_job_us) hand their drivers no
+    pool, and --explain says so; a device whose tuned layers put the hand-off at 0 (learned constant
+    pool-job-us) gets them split. Both builds: the same bits at 1, 2 and 3 threads, equal to onnxruntime."""
+    from edgec.codegen import variants
+    from edgec.codegen.options import CompileOptions
+
+    path = tiny_conv_model(tmp_path / "tiny.onnx")
+    x = np.random.default_rng(16).standard_normal((1, 8, 8, 8)).astype(np.float32)
+    want = onnxruntime_outputs(path, {"x": x})[1][0]
+    opts = CompileOptions(target="native", threads=3)
+    base = compile_model(path, tmp_path / "base", options=opts)
+    free = compile_model(path, tmp_path / "free", options=opts.with_(learned=(("pool-job-us", 0.0),)))
+    convs = [l for l in base.layers if l["op"] == "Conv"]
+    assert len(convs) == 4 and all(l["details"]["threads"].startswith("one: est.") for l in convs), convs
+    assert not any("threads" in l.get("details", {}) for l in free.layers)
+    src, src_free = ((b.dir / "model.c").read_text() for b in (base, free))
+    assert re.search(r"_run\(&S, &A, model_pool\)", src) is None and variants.SERIAL_POOL in src
+    assert len(re.findall(r"_run\(&S, &A, model_pool\)", src_free)) == 4
+    for b in (base, free):
+        runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
+        got = {t: run_binary(runner, b.target, [x], tmp_path / f"{b.dir.name}{t}", threads=t)[0] for t in (1, 2, 3)}
+        for t in (2, 3):
+            assert np.array_equal(got[t], got[1]), f"{b.dir.name}: {t} threads differ from 1"
+        np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4)
+
+
+def test_hand_off_cost_fitted_to_tuned_layers():
+    """edgec tune's records of layers timed on one thread and split fit the hand-off: kept where they agree with
+    the target's value, moved to the value that contradicts them least where they do not."""
+    from edgec.codegen.ops import _par
+    from edgec.codegen.options import CompileOptions, using
+    from edgec.codegen.targets import get_target
+    from edgec.devices.tune import fit_pool_job
+    from edgec.devices.tuningdb import Record
+
+    tgt = get_target("x86_64-avx2")
+
+    def rec(sig, serial_ms, cols_ms):
+        trials = [{"variant": "default", "algo": "gemm-6x16-avx2", "ms": cols_ms},
+                  {"variant": "par-serial", "algo": "gemm-6x16-avx2/serial", "ms": serial_ms},
+                  {"variant": "par-cols", "algo": "gemm-6x16-avx2/cols", "ms": cols_ms}]
+        return Record("fp", sig, "conv3x3s1", "par-cols", "", "gemm-6x16-avx2/cols", cols_ms, "gemm-6x16-avx2",
+                      cols_ms, "measured", "m.onnx", "local", "2026-11-24", False, {}, trials)
+
+    sig = "conv3x3s1:N1C16H8W8K16G1k3x3s1x1d1x1p1x1o8x8:f32:t2"
+    agree = [rec(sig, 0.004, 0.006), rec(sig.replace("K16", "K64"), 0.05, 0.03)]  # 1 us lost, 12.5 us won
+    assert fit_pool_job(agree, tgt) == {}
+    # a layer of 16 us on one thread (4 us saved a hand-off) won when split: this device hands off faster
+    got = fit_pool_job(agree + [rec(sig.replace("K16", "K32"), 0.016, 0.010)], tgt)
+    assert got == {"pool-job-us": pytest.approx(3.75)}
+    # a 1-thread record has nothing split to compare
+    assert fit_pool_job([rec(sig.replace(":t2", ":t1"), 0.016, 0.010)], tgt) == {}
+    us = 16.0
+    with using(CompileOptions(threads=2)):
+        assert not _par.worth_splitting(tgt, us, _par.DRIVER_JOBS)
+    with using(CompileOptions(threads=2, learned=tuple(got.items()))):
+        assert _par.worth_splitting(tgt, us, _par.DRIVER_JOBS)
 
 
 # -- work partitioning as a tuning knob (codegen/variants.py, family par) ------------------------------
