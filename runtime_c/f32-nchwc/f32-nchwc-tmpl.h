@@ -193,65 +193,114 @@ void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_
   NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, k + 1 < kb ? 2 : 1, p0, p1);
 }
 
-/* item = (n, channel block, PC output rows). Interior columns (every kw inside the row) run four
- * outputs at once without bounds checks; border columns check each tap. */
+/* T <= 8 outputs xs input floats and ys output floats apart (adjacent columns of a row, or one column of adjacent
+ * rows) from taps kh in [k0, k1), kw in [kwa, kwb), all inside the input: p is the input vector of tap (k0, kwa)
+ * for the first output. T is a constant after inlining, so the T accumulators stay in registers: 8 independent
+ * FMA chains cover the FMA latency on 2-pipe cores (4, or a lone border column, did not on Zen 3). */
+EC_INLINE void NCHWC_FN(f32_nchwc_dw_tile)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
+                                            const float *p, const float *w, ec_v bias, size_t k0, size_t k1,
+                                            size_t kwa, size_t kwb, float *y, const float *res, size_t xs, size_t ys,
+                                            const size_t T) {
+  const size_t rstep = s->DH * s->W * EC_VL, cstep = s->DW * EC_VL;
+  ec_v acc[8];
+  NCHWC_UNROLL
+  for (size_t t = 0; t < T; t++) acc[t] = bias;
+  for (size_t kh = k0; kh < k1; kh++, p += rstep) {
+    const float *wk = w + kh * s->KW * EC_VL, *q = p;
+    for (size_t kw = kwa; kw < kwb; kw++, q += cstep) {
+      const ec_v wv = ec_vld(wk + kw * EC_VL);
+      NCHWC_UNROLL
+      for (size_t t = 0; t < T; t++) acc[t] = ec_vfma(acc[t], ec_vld(q + t * xs), wv);
+    }
+  }
+  NCHWC_UNROLL
+  for (size_t t = 0; t < T; t++)
+    ec_vst(y + t * ys, ec_vepi(acc[t], res ? res + t * ys : NULL, a->res_before_act, a->act));
+}
+
+/* n outputs xs / ys apart in tiles of 8, 4 and 1 (same taps for all) */
+EC_INLINE void NCHWC_FN(f32_nchwc_dw_run)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
+                                           const float *p, const float *w, ec_v bias, size_t k0, size_t k1,
+                                           size_t kwa, size_t kwb, float *y, const float *res, size_t xs, size_t ys,
+                                           size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    NCHWC_FN(f32_nchwc_dw_tile)(s, a, p + i * xs, w, bias, k0, k1, kwa, kwb, y + i * ys, res ? res + i * ys : NULL,
+                                xs, ys, 8);
+  if (i + 4 <= n) {
+    NCHWC_FN(f32_nchwc_dw_tile)(s, a, p + i * xs, w, bias, k0, k1, kwa, kwb, y + i * ys, res ? res + i * ys : NULL,
+                                xs, ys, 4);
+    i += 4;
+  }
+  for (; i < n; i++)
+    NCHWC_FN(f32_nchwc_dw_tile)(s, a, p + i * xs, w, bias, k0, k1, kwa, kwb, y + i * ys, res ? res + i * ys : NULL,
+                                xs, ys, 1);
+}
+
+/* item = (n, channel block, PC output rows). A row's interior columns (every kw inside the row) run in tiles of
+ * 8 and 4 along the row; the rest (border columns, a short interior tail) run down the interior rows (every kh
+ * inside) in tiles of 8 and 4, so short rows (7x7 maps) keep 8 chains too; what is left (the corners) runs
+ * one output at a time. Taps outside the input are dropped by computing each output's kh / kw range, never by
+ * testing each tap. */
 void NCHWC_FN(f32_nchwc_dwconv)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t nr = EC_DIV_UP(s->Ho, s->PC), cbn = EC_DIV_UP(s->C, (size_t)EC_VL), blk = item / nr;
   const size_t h0 = item % nr * s->PC, h1 = EC_MIN(s->Ho, h0 + s->PC), cb = blk % cbn, taps = s->KH * s->KW;
-  const size_t H = s->H, W = s->W, Wo = s->Wo, SW = s->SW, DW = s->DW, KW = s->KW;
+  const size_t H = s->H, W = s->W, Wo = s->Wo, SW = s->SW, DW = s->DW, KW = s->KW, KH = s->KH;
   const float *x = a->x + blk * H * W * EC_VL, *w = a->w + cb * taps * EC_VL;
   const ec_v bias = ec_vld(a->bias + cb * EC_VL);
-  /* ow in [lo, hi): iw = ow*SW - PL + kw*DW inside [0, W) for every kw */
-  size_t lo = EC_DIV_UP(s->PL, SW), hi = 0;
+  /* ow in [lo, hi): iw = ow*SW - PL + kw*DW inside [0, W) for every kw; likewise oh in [rlo, rhi) for kh */
+  size_t lo = EC_DIV_UP(s->PL, SW), hi = 0, rlo = EC_DIV_UP(s->PT, s->SH), rhi = 0;
   if (W + s->PL >= (KW - 1) * DW + 1) hi = EC_MIN(Wo, (W + s->PL - (KW - 1) * DW - 1) / SW + 1);
   if (hi < lo) hi = lo;
   if (lo > Wo) lo = hi = Wo;
-  const size_t step = SW * EC_VL;
+  if (H + s->PT >= (KH - 1) * s->DH + 1) rhi = EC_MIN(s->Ho, (H + s->PT - (KH - 1) * s->DH - 1) / s->SH + 1);
+  rlo = EC_MAX(rlo, h0), rhi = EC_MIN(rhi, h1);
+  if (rhi < rlo) rhi = rlo;
+  const size_t tile_hi = lo + (hi - lo) / 4 * 4; /* interior columns run along the rows up to here */
+  const size_t ys = Wo * EC_VL, yb = blk * s->Ho * ys;
+  float *const y0 = a->y + yb;
+  const float *const res0 = a->res ? a->res + yb : NULL;
   for (size_t oh = h0; oh < h1; oh++) {
     const long ih0 = (long)(oh * s->SH) - (long)s->PT;
-    size_t k0 = 0, k1 = s->KH; /* taps rows inside the input */
+    size_t k0 = 0, k1 = KH; /* taps rows inside the input */
     while (k0 < k1 && ih0 + (long)(k0 * s->DH) < 0) k0++;
     while (k1 > k0 && ih0 + (long)((k1 - 1) * s->DH) >= (long)H) k1--;
-    const size_t yo = (blk * s->Ho + oh) * Wo * EC_VL;
-    float *y = a->y + yo;
-    const float *res = a->res ? a->res + yo : NULL;
-    for (size_t ow = 0; ow < Wo;) {
-      if (k0 < k1 && ow >= lo && ow + 4 <= hi) {
-        const float *p = x + (size_t)(ih0 + (long)(k0 * s->DH)) * W * EC_VL + (ow * SW - s->PL) * EC_VL;
-        ec_v a0 = bias, a1 = bias, a2 = bias, a3 = bias;
-        for (size_t kh = k0; kh < k1; kh++, p += s->DH * W * EC_VL) {
-          const float *wk = w + kh * KW * EC_VL;
-          for (size_t kw = 0; kw < KW; kw++) {
-            const float *q = p + kw * DW * EC_VL;
-            const ec_v wv = ec_vld(wk + kw * EC_VL);
-            a0 = ec_vfma(a0, ec_vld(q), wv);
-            a1 = ec_vfma(a1, ec_vld(q + step), wv);
-            a2 = ec_vfma(a2, ec_vld(q + 2 * step), wv);
-            a3 = ec_vfma(a3, ec_vld(q + 3 * step), wv);
-          }
-        }
-        float *yy = y + ow * EC_VL;
-        const float *rr = res ? res + ow * EC_VL : NULL;
-        ec_vst(yy, ec_vepi(a0, rr, a->res_before_act, a->act));
-        ec_vst(yy + EC_VL, ec_vepi(a1, rr ? rr + EC_VL : NULL, a->res_before_act, a->act));
-        ec_vst(yy + 2 * EC_VL, ec_vepi(a2, rr ? rr + 2 * EC_VL : NULL, a->res_before_act, a->act));
-        ec_vst(yy + 3 * EC_VL, ec_vepi(a3, rr ? rr + 3 * EC_VL : NULL, a->res_before_act, a->act));
-        ow += 4;
-        continue;
-      }
-      ec_v a0 = bias;
+    float *y = y0 + oh * ys;
+    const float *res = res0 ? res0 + oh * ys : NULL;
+    const float *row = k0 < k1 ? x + (size_t)(ih0 + (long)(k0 * s->DH)) * W * EC_VL : x;
+    const int inner = oh >= rlo && oh < rhi; /* its other columns run down the rows below */
+    const size_t c1 = inner ? tile_hi : hi;
+    if (c1 > lo)
+      NCHWC_FN(f32_nchwc_dw_run)(s, a, row + (lo * SW - s->PL) * EC_VL, w, bias, k0, k1, 0, KW, y + lo * EC_VL,
+                                 res ? res + lo * EC_VL : NULL, SW * EC_VL, EC_VL, c1 - lo);
+    if (inner)
+      continue;
+    for (size_t ow = 0; ow < Wo; ow++) {
+      if (ow == lo && c1 > lo) ow = c1;
+      if (ow >= Wo) break;
       const long iw0 = (long)(ow * SW) - (long)s->PL;
-      for (size_t kh = k0; kh < k1; kh++) {
-        const float *row = x + (size_t)(ih0 + (long)(kh * s->DH)) * W * EC_VL;
-        for (size_t kw = 0; kw < KW; kw++) {
-          const long iw = iw0 + (long)(kw * DW);
-          if (iw < 0 || iw >= (long)W) continue;
-          a0 = ec_vfma(a0, ec_vld(row + (size_t)iw * EC_VL), ec_vld(w + (kh * KW + kw) * EC_VL));
-        }
-      }
-      ec_vst(y + ow * EC_VL, ec_vepi(a0, res ? res + ow * EC_VL : NULL, a->res_before_act, a->act));
-      ow++;
+      size_t kwa = iw0 < 0 ? (size_t)EC_DIV_UP((size_t)-iw0, DW) : 0, kwb = 0; /* iw0 + kw*DW inside [0, W) */
+      if (iw0 < (long)W) kwb = EC_MIN(KW, (size_t)((long)W - 1 - iw0) / DW + 1);
+      if (kwa >= kwb) kwa = kwb = 0; /* no tap inside: bias only */
+      const float *p = kwa < kwb ? row + (size_t)((long)(kwa * DW) + iw0) * EC_VL : row;
+      NCHWC_FN(f32_nchwc_dw_tile)(s, a, p, w, bias, k0, k1, kwa, kwb, y + ow * EC_VL, res ? res + ow * EC_VL : NULL,
+                                  0, 0, 1);
     }
+  }
+  if (rhi == rlo)
+    return;
+  /* the interior rows' remaining columns, each down the rows [rlo, rhi) */
+  const float *rows = x + (size_t)((long)(rlo * s->SH) - (long)s->PT) * W * EC_VL;
+  for (size_t ow = 0; ow < Wo; ow++) {
+    if (ow == lo && tile_hi > lo) ow = tile_hi;
+    if (ow >= Wo) break;
+    const long iw0 = (long)(ow * SW) - (long)s->PL;
+    size_t kwa = iw0 < 0 ? (size_t)EC_DIV_UP((size_t)-iw0, DW) : 0, kwb = 0;
+    if (iw0 < (long)W) kwb = EC_MIN(KW, (size_t)((long)W - 1 - iw0) / DW + 1);
+    if (kwa >= kwb) kwa = kwb = 0;
+    const float *p = kwa < kwb ? rows + (size_t)((long)(kwa * DW) + iw0) * EC_VL : rows;
+    NCHWC_FN(f32_nchwc_dw_run)(s, a, p, w, bias, 0, KH, kwa, kwb, y0 + rlo * ys + ow * EC_VL,
+                               res0 ? res0 + rlo * ys + ow * EC_VL : NULL, s->SH * W * EC_VL, ys, rhi - rlo);
   }
 }
 

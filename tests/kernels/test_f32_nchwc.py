@@ -64,8 +64,8 @@ def test_nchwc_kernels_sanitizers(tmp_path):
 def test_reference_catches_a_wrong_kernel(tmp_path):
     """The comparison is live: a SIMD dwconv that drops its last tap fails it."""
     src = (runtime_root() / "f32-nchwc/f32-nchwc-tmpl.h").read_text()
-    bad = src.replace("for (size_t kw = 0; kw < KW; kw++) {\n            const float *q",
-                      "for (size_t kw = 0; kw + 1 < KW; kw++) {\n            const float *q")
+    bad = src.replace("for (size_t kw = kwa; kw < kwb; kw++, q += cstep)",
+                      "for (size_t kw = kwa; kw + 1 < kwb; kw++, q += cstep)")
     assert bad != src
     rt = tmp_path / "rt"
     shutil.copytree(runtime_root(), rt, ignore=shutil.ignore_patterns("*.py", "__pycache__"))

@@ -214,6 +214,9 @@ int main(int argc, char **argv) {
             if ((KS[k][0] - 1) * D + 1 > H + 2 * P || (KS[k][1] - 1) * D + 1 > W + 2 * P) continue;
             test_conv(1, 1 + (S == 2), C, C, H, W, KS[k][0], KS[k][1], S, D, P, 1 + S, (int)((k + S + P) % 6),
                       (int)((S + D) % 2), (int)(P % 2), 1, C, 0);
+            if (k != 2) /* all rows in one item: interior columns tiled down 8 and 4 rows at a time */
+              test_conv(1, 1, C, C, H + 8, W + 9, KS[k][0], KS[k][1], S, D, P, H + 8, (int)((k + P) % 6), (int)(P % 2),
+                        (int)(S % 2), 1, C, 0);
             test_pool(1, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, 0);
             test_pool(0, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, (int)(P % 2));
           }
