@@ -114,12 +114,13 @@ def cpu_ms_per_run(bench: Path, runs: int, warmup: int) -> tuple[float, float]:
     return (many - one) / runs * 1e3, median(rep["runs_ms"])
 
 
-def bench_variants(c, h, stride, depth, variants, runs, warmup, target, tmp: Path) -> list[dict]:
+def bench_variants(c, h, stride, depth, variants, runs, warmup, target, tmp: Path,
+                   groups=(2, 4, 8, 16)) -> list[dict]:
     """Each grouped g (1 < g < c) compiled under each variant ("auto" or field=value+field=value of
     CompileOptions, e.g. conv=winograd-f23, conv=direct+gspc=tile), timed in two alternating rounds
     (best of the two kept), beside onnxruntime."""
     rows = []
-    for g in [g for g in (2, 4, 8, 16) if g < c]:
+    for g in [g for g in groups if g < c]:
         path = stack_model(tmp / f"v{c}_{h}_{stride}_{g}.onnx", c, h, stride, g, depth)
         builds = []
         for v in variants:
@@ -186,6 +187,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write every row to this file")
     ap.add_argument("--variants", help="comma-separated forced paths per grouped g (1 thread, CPU time): "
                                        "auto or field=value[+field=value], e.g. conv=winograd-f43")
+    ap.add_argument("--groups", default="2,4,8,16", help="grouped g timed by --variants")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     sets = SCALING if a.full else SUBSET
@@ -198,7 +200,7 @@ def main() -> int:
                 depth = a.depth if s == 1 else 1
                 if a.variants:
                     rs = bench_variants(c, h, s, depth, a.variants.split(","), a.runs, a.warmup, a.target,
-                                        Path(tmp))
+                                        Path(tmp), [int(v) for v in a.groups.split(",")])
                     print(f"# {net} {c}ch {h}x{h} stride {s}: forced paths", flush=True)
                     print_variants(rs)
                     rows += rs
