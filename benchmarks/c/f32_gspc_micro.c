@@ -1,7 +1,7 @@
 /* One grouped conv layer (3x3, pad 1) through the serial GSPC driver with each AVX2 row kernel,
  * in thread CPU time (CLOCK_THREAD_CPUTIME_ID), the variants interleaved so load drifts hit all alike.
  *   gcc -O3 -mavx2 -mfma -mf16c -Iruntime_c benchmarks/c/f32_gspc_micro.c runtime_c/ec_threadpool.c \
- *     runtime_c/f32-gspc/f32-gspc-o{4,8,16}-avx2.c runtime_c/f32-gspc/f32-gspc-ow-avx2.c -lm -lpthread
+ *     runtime_c/f32-gspc/f32-gspc-o{4,8}-avx2.c runtime_c/f32-gspc/f32-gspc-ow-avx2.c -lm -lpthread
  *   ./a.out C H G [reps] [SW] [only this variant] */
 #include <string.h>
 #include <stdio.h>
@@ -42,7 +42,6 @@ int main(int argc, char **argv) {
   const size_t Ho = (H - 1) / SW + 1, Kpg = C / G, Cpg = C / G;
   const variant vs[] = {{"o4", f32_gspc_row_o4__avx2, 4, 14, 0},
                         {"o8", f32_gspc_row_o8__avx2, 8, 14, 0},
-                        {"o16", f32_gspc_row_o16__avx2, 16, 6, 0},
                         {"ow", f32_gspc_row_ow__avx2, 0, 1, 1}};
   const int nv = (int)(sizeof vs / sizeof vs[0]);
   float *x = malloc(C * H * H * sizeof(float)), *y = malloc(C * Ho * Ho * sizeof(float));
