@@ -9,7 +9,9 @@ Every model in --full is tuned with its own fresh database; every pair SRC:DST t
 (--transfer-only) from a database holding only SRC's records, so transfer never sees DST's own records.
 Each search starts from an empty build cache. A pair whose DST is in --full too gives the search-time
 ratio transfer / full for DST; --warm times DST's transfer and full searches again in SRC's build
-cache (a device that tuned SRC before: with one program per layer, its compiled kernels are reused). Afterwards untuned, tuned, transfer and onnxruntime are timed in
+cache (a device that tuned SRC before: its compiled runtime kernels are in the object cache), --deployed
+as well after an untuned deploy of DST there (a device that ran DST before tuning it: the cost model's
+kernels of DST compiled too). Afterwards untuned, tuned, transfer and onnxruntime are timed in
 interleaved rounds (median of the rounds' medians; --search-only skips this). Runs in one process so that
 edgec's code-generator fingerprint stays put; the databases live in a temporary cache dir (--cache-dir to
 keep them).
@@ -59,6 +61,8 @@ def main() -> int:
     ap.add_argument("--search-only", action="store_true", help="search times only, no whole-model timing")
     ap.add_argument("--warm", action="store_true",
                     help="also time each pair's DST searches (transfer, then full) in SRC's build cache")
+    ap.add_argument("--deployed", action="store_true",
+                    help="with --warm: deploy DST untuned in SRC's build cache first (not timed)")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds per full tune")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=30)
@@ -111,6 +115,7 @@ def main() -> int:
                        input_shapes=paths[dst][1], db=db, final_bench=False)
             changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
             results[dst].update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_db=path,
+                                transfer_programs=rep.get("programs"),
                                 transfer_changed=changed, transfer_measured=rep["measured"],
                                 transfer_stopped=rep["stopped_at_budget"],
                                 transfer_sources=[r["source"] for r in rep["layers"]])
@@ -124,6 +129,9 @@ def main() -> int:
             # transfer-tuned there, then fully tuned there (fresh databases; the full tune may reuse kernels the
             # transfer compiled, which favours the full tune)
             os.environ["EDGEC_CACHE_DIR"] = str(cache / f"full-{src}")
+            if a.deployed:  # the device ran DST untuned before: the cost model's kernels are built
+                from edgec.devices.deploy import deploy
+                deploy(paths[dst][0], dev, t, input_shapes=paths[dst][1])
             path = cache / f"warm-transfer-{src}-{dst}.sqlite"
             shutil.copy(results[src]["full_db"], path)
             warm = {}
@@ -160,7 +168,7 @@ def main() -> int:
     host = f"{platform.machine()} {_cpu()}, {os.cpu_count()} cores; loadavg before {' '.join(load0)}, after {' '.join(load1)}"
     print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s")
     if a.search_only:
-        _search_table(names, results, a.md)
+        _search_table(names, results, a.md, a.deployed)
     elif a.md:
         print("| model | untuned ms | tuned ms (search s, signatures changed/measured) | transfer ms (from, search s, "
               "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain | transfer / full search |")
@@ -191,20 +199,22 @@ def main() -> int:
     return 0
 
 
-def _search_table(names: list[str], results: dict, md: bool) -> None:
+def _search_table(names: list[str], results: dict, md: bool, deployed: bool = False) -> None:
     """Search times only: full tune and transfer per model, and transfer / full for a DST tuned both ways."""
     if md:
         print("| model | full tune: search s (signatures measured, programs built) | transfer: search s (from, "
-              "signatures measured) | transfer / full search | after SRC: transfer s / full s |")
+              f"signatures measured, programs built) | transfer / full search | after SRC"
+              f"{' and an untuned deploy of DST' if deployed else ''}: transfer s / full s |")
         print("|---|---|---|---|---|")
     for n in names:
         r = results[n]
         if not md:
             print(json.dumps({"model": n, **{k: v for k, v in r.items() if not k.endswith("_db")}}, default=str))
             continue
-        full = f"{r['full_search_s']:.1f} ({r['full_measured']}, {r.get('full_programs') or '?'}" \
+        full = f"{r['full_search_s']:.1f} ({r['full_measured']}, {r.get('full_programs', '?')}" \
             f"{', budget hit' if r['full_stopped'] else ''})" if "full_search_s" in r else "-"
-        tr = f"{r['transfer_search_s']:.1f} ({r['transfer_from']}, {r['transfer_measured']}" \
+        tr = f"{r['transfer_search_s']:.1f} ({r['transfer_from']}, {r['transfer_measured']}, " \
+            f"{r.get('transfer_programs', '?')}" \
             f"{', budget hit' if r['transfer_stopped'] else ''})" if "transfer_search_s" in r else "-"
         ratio = f"{r['search_ratio']:.0%}" if "search_ratio" in r else "-"
         warm = f"{r['warm_transfer_search_s']:.1f} / {r['warm_full_search_s']:.1f} = {r['warm_ratio']:.0%}" \

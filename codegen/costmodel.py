@@ -115,10 +115,10 @@ def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
         return Choice("dense", "override")
     if override and override.startswith("sparse-"):
         return Choice("q8-spmm", "override")
-    fam = _isa_family(target)
-    if fam == "avx512" and "avx512_vnni" in target.features:
-        fam = "avx512vnni"
+    fam = _q8_family(target)
     be = Q8_SPARSE_BREAK_EVEN.get(fam)
+    if be is not None:  # this device's int8 sparse records may have moved it (fit_q8_sparse)
+        be = learned_value("q8-sparse-be", be)
     s = block_sparsity(w2d, 4, 1)
     if be is None or s <= be:
         return Choice("dense", f"int8 4x1 block sparsity {s:.2f} below the {fam} break-even", {"sparsity": s})
@@ -276,6 +276,21 @@ def fit_sparse(target, samples) -> dict[str, float]:
         if t is not None:
             out[f"sparse-be-{blk}"] = round(min(0.99, max(0.0, t)), 3)
     return out
+
+
+def _q8_family(target) -> str:
+    fam = _isa_family(target)
+    return "avx512vnni" if fam == "avx512" and "avx512_vnni" in target.features else fam
+
+
+def fit_q8_sparse(target, samples) -> dict[str, float]:
+    """The int8 sparse break-even (4x1 blocks, q8-spmm against the dense int8 GEMM) fitted to measured 1x1
+    layers: samples (sparsity, sparse won). The rule picks sparse above it (choose_int8_sparse)."""
+    be = Q8_SPARSE_BREAK_EVEN.get(_q8_family(target))
+    if be is None or not samples:
+        return {}
+    t = fit_threshold(samples, be, lambda x, t: x > t, 0.025)
+    return {} if t is None else {"q8-sparse-be": round(min(0.99, max(0.0, t)), 3)}
 
 
 DW_CB_PIXELS = 256   # stride 1: channel-blocked depthwise up to this many output pixels (codegen/ops/conv.py)

@@ -57,9 +57,13 @@ def _gspc_direct(f: dict) -> tuple:
 def _sparse_ok(blk: str) -> Callable[[dict, object], bool]:
     br, bc = (int(v) for v in blk.split("x"))
 
-    def ok(f: dict, _t) -> bool:
+    def ok(f: dict, t) -> bool:
         # below ~30% zero blocks no sparse kernel is near the dense one: not worth a measurement
-        return f["kind"] in ("conv", "gemv") and f.get("G", 1) == 1 and f["w2d"] is not None \
+        if f["kind"] == "q8conv":  # int8: 4x1 blocks only, 1x1 convs the sparse kernel takes (ops/quant.py)
+            from edgec.codegen.ops.quant import _spmm_kernel
+            if blk != "4x1" or f["w2d"] is None or _spmm_kernel(t) is None:
+                return False
+        return f["kind"] in ("conv", "gemv", "q8conv") and f.get("G", 1) == 1 and f["w2d"] is not None \
             and f["w2d"].shape[1] % bc == 0 and _block_sparsity(f["w2d"], br, bc) >= 0.3
     return ok
 
@@ -102,7 +106,7 @@ def _build_table() -> tuple[Variant, ...]:
     v.append(Variant("sparse", "dense", (("sparse", "dense"),),
                      lambda f, t: any(_sparse_ok(b)(f, t) for b in ("1x1", "1x4", "4x1", "4x4")),
                      "dense kernels on pruned weights"))
-    for blk in ("1x1", "1x4", "4x1", "4x4"):
+    for blk in ("1x1", "1x4", "4x1", "4x4"):  # int8 1x1 convs: 4x1 only (q8-spmm)
         v.append(Variant("sparse", f"sparse-{blk}", (("sparse", f"sparse-{blk}"),), _sparse_ok(blk),
                          f"{blk}-block sparse weights x dense activations"))
     for path in ("q8-gemm", "q8-gspc", "q8-dwconv"):
@@ -120,9 +124,11 @@ def _build_table() -> tuple[Variant, ...]:
     v.append(Variant("par", "par-serial", (("par", "serial"),), lambda f, t: True,
                      "one thread for this layer: the pool's fork-join costs more than it saves on small layers"))
     v.append(Variant("par", "par-cols", (("par", "cols"),), _split_ok,
-                     "split over column blocks only (narrower blocks, no output-channel chunks)"))
+                     "split over column blocks only (narrower blocks, no output-channel chunks); Winograd: over "
+                     "tile blocks"))
     v.append(Variant("par", "par-rows", (("par", "rows"),), _split_ok,
-                     "split over output-channel chunks (column blocks as wide as the caches allow)"))
+                     "split over output-channel chunks (column blocks as wide as the caches allow); Winograd: "
+                     "over output-channel chunks of each tile block"))
     return tuple(v)
 
 
@@ -132,8 +138,9 @@ def _gemm1x1_ok(f: dict, _t) -> bool:
 
 
 def _split_ok(f: dict, _t) -> bool:
-    # the dense GEMM conv drivers: their work items are (column block, output-channel chunk)
-    return f["kind"] == "conv" and not f["dw"] and (f["G"] == 1 or f["KH"] * f["KW"] == 1)
+    # the dense GEMM conv drivers: their work items are (column block, output-channel chunk); the Winograd
+    # driver's (tile block, output-channel chunk) likewise, grouped or not
+    return f["kind"] == "conv" and not f["dw"] and (f["G"] == 1 or f["KH"] * f["KW"] == 1 or _wino_ok(f, _t))
 
 
 VARIANTS: tuple[Variant, ...] = _build_table()
@@ -188,8 +195,16 @@ def facts(node) -> dict | None:
         p = list(node.attr("pads", [0, 0, 0, 0]))
         N, C, H, W = x.shape
         K, Ho, Wo = y.shape[1], y.shape[2], y.shape[3]
+        w2d = None
+        if g == 1 and (kh, kw, *s, *p[:2]) == (1, 1, 1, 1, 0, 0) and (Ho, Wo) == (H, W) and H * W > 1:
+            # the 1x1 convs the int8 sparse kernel takes: its weights decide dense or sparse (and the signature)
+            from edgec.codegen.ops.quant import _weights_s8
+            try:
+                w2d = _weights_s8(node, w, node.inputs[5]).reshape(K, C).astype(np.float32)
+            except EdgecError:
+                w2d = None
         return dict(kind="q8conv", N=N, C=C, H=H, W=W, K=K, Ho=Ho, Wo=Wo, G=g, KH=kh, KW=kw, SH=s[0], SW=s[1],
-                    DH=d[0], DW=d[1], PT=p[0], PL=p[1], dw=g == C == K, w2d=None, dtype=np.dtype(x.dtype).name,
+                    DH=d[0], DW=d[1], PT=p[0], PL=p[1], dw=g == C == K, w2d=w2d, dtype=np.dtype(x.dtype).name,
                     act=node.attr("ec_act"))
     return None
 

@@ -239,32 +239,38 @@ def compiler_id(cc: str) -> str:
     return _compiler_id(cc, stamp)
 
 
-def _sources_hash(work: Path, rel: str) -> str:
-    """The source file and every header it includes, transitively (as the Makefile's -I. -Iruntime find them)."""
-    h, seen, todo = hashlib.sha256(), set(), [work / rel]
+def _sources_hash(work: Path, rel: str) -> tuple[str, bool]:
+    """The source file and every header it includes, transitively (as the Makefile's -I. -Iruntime find them);
+    and whether any of them reads EC_PROFILE (the one macro a profiling build adds)."""
+    h, seen, todo, prof = hashlib.sha256(), set(), [work / rel], False
     while todo:
         p = todo.pop()
         if p in seen or not p.is_file():
             continue
         seen.add(p)
         data = p.read_bytes()
+        prof = prof or b"EC_PROFILE" in data
         h.update(str(p.relative_to(work)).encode() + b"\0" + hashlib.sha256(data).digest())
         for inc in _INCLUDE.findall(data.decode("utf-8", "replace")):
             for d in (p.parent, work, work / "runtime"):
                 if (d / inc).is_file():
                     todo.append(Path(os.path.normpath(d / inc)))
                     break
-    return h.hexdigest()
+    return h.hexdigest(), prof
 
 
 def object_key(work: Path, rel: str, cc: str, profile: bool) -> str:
     """Cache key of runtime source rel's object in the project copy `work`: its sources, the Makefile's
-    compiler settings (everything before OBJDIR: flags, architecture, the compiler probe), the make
-    variables the environment can override, profiling, and the compiler."""
+    compiler settings (codegen/printer.py _make_flags: flags, architecture, the compiler probe), the make
+    variables the environment can override, profiling where the sources read EC_PROFILE (none do today:
+    a profiling deploy and a tune program share the kernels), and the compiler."""
     mk = (work / "Makefile").read_text()
-    prelude = mk[mk.find("\nifeq ($(origin CC)"):mk.find("\nOBJDIR")]
+    a = mk.find("ifeq ($(origin CC)")
+    b = mk.find("EC_CFLAGS += $(EC_IPA_FIX)\n", max(a, 0))
+    flags = mk[a:b] if 0 <= a < b else mk  # an unknown layout: the whole Makefile
     env = {k: os.environ.get(k) for k in ("CFLAGS", "ARCH_FLAGS", "EC_CFLAGS", "CPPFLAGS", "MAKEFLAGS")}
-    return _key(_sources_hash(work, rel), prelude, json.dumps(env, sort_keys=True), profile, compiler_id(cc)) + \
+    src, reads_profile = _sources_hash(work, rel)
+    return _key(src, flags, json.dumps(env, sort_keys=True), profile and reads_profile, compiler_id(cc)) + \
         hashlib.sha256(rel.encode()).hexdigest()[:8]
 
 

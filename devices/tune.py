@@ -98,11 +98,13 @@ def learned_constants(recs, target) -> dict[str, float]:
       - the GSPC family per channels-per-group count: grouped layers that timed two of tile/ow/mg (fit_gspc);
       - the int8 path: int8 depthwise / grouped layers that timed their own kernel and the packed GEMM
         (fit_q8conv);
+      - the int8 sparse break-even: int8 1x1 layers whose trials timed the 4x1-block sparse kernel and a
+        dense one, at the record's zero fraction (fit_q8_sparse);
       - the pool's hand-off cost: layers timed on one thread and split (fit_pool_job).
     Other than there, partitioning variants (algorithm names with a '/') are not used."""
     from edgec.codegen import costmodel
 
-    conv3, sparse, dw, gspc, q8 = [], [], [], [], []
+    conv3, sparse, dw, gspc, q8, q8sparse = [], [], [], [], [], []
     for r in recs:
         m = _GEOMETRY.search(r.signature)
         g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups()))) if m else None
@@ -114,6 +116,13 @@ def learned_constants(recs, target) -> dict[str, float]:
             ms = {k: min(v) for k, v in (("own", own), ("gemm", gemm)) if v}
             q8.append(("dw", f"{g['KH']}x{g['KW']}", ms) if r.cls.startswith("q8dwconv")
                       else ("gspc", g["K"] // g["G"], ms))
+            continue
+        z = re.search(r":z(\d\.\d+)$", r.signature)
+        if z and r.cls.startswith("q8conv1x1s1"):
+            sp = [t for _, a, t in times if a.startswith("q8-spmm")]
+            dense = [t for _, a, t in times if not a.startswith("q8-spmm")]
+            if sp and dense:
+                q8sparse.append((float(z.group(1)), min(sp) < min(dense)))
             continue
         if ":f32:" not in r.signature or not times:
             continue
@@ -148,7 +157,7 @@ def learned_constants(recs, target) -> dict[str, float]:
                 gspc.append((g["K"] // g["G"], g["SW"], {k: v for k, v in fam.items() if v}))
     return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse),
             **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc), **costmodel.fit_q8conv(target, q8),
-            **fit_pool_job(recs, target)}
+            **costmodel.fit_q8_sparse(target, q8sparse), **fit_pool_job(recs, target)}
 
 
 def fit_pool_job(recs, target) -> dict[str, float]:

@@ -96,12 +96,15 @@ def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
     np_ = max(1, min(panels, (l2 // 2) // (a2 * cpg * mr * 4)))
     nblocks = -(-panels // np_)
     items = g["N"] * g["G"] * nblocks
-    if threads > 1 and items < 2 * threads:  # more blocks while that adds no padded panel
+    par = options.active().par  # a forced split axis (tuning's par-cols / par-rows): tiles or output channels
+    if threads > 1 and par == "rows":
+        ksplit = max(1, min(np_k // nr, -(-4 * threads // items)))
+    elif threads > 1 and (items < 2 * threads or par == "cols"):  # more blocks while that adds no padded panel
         nblocks = min(panels, max(nblocks, -(-2 * threads // (g["N"] * g["G"]))))
         items = g["N"] * g["G"] * nblocks
     tb = -(-(-(-tiles // nblocks)) // mr) * mr
-    ksplit = 1
-    if threads > 1 and items < 2 * threads:
+    ksplit = ksplit if threads > 1 and par == "rows" else 1
+    if threads > 1 and items < 2 * threads and par == "auto":
         ksplit = max(1, min(np_k // nr, -(-2 * threads // items)))
     kchunk = -(-(-(-kpg // ksplit)) // nr) * nr
     passes = -(-kchunk // max(nr, l2 // (a2 * tb * 4) // nr * nr))
@@ -139,7 +142,7 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     # split for layers whose strips do not share out among the threads; not for maps whose V alone is large
     strips = -(-th * tw // mr)
     vall = g["N"] * g["G"] * a2 * (strips * (cpg * mr + pad) + 2 * pad)
-    phase = int(options.active().threads > 1 and vall * 4 <= PHASE_MAX_BYTES)
+    phase = int(options.active().threads > 1 and vall * 4 <= PHASE_MAX_BYTES and options.active().par == "auto")
     tmp = ctx.scratch((kernels.SCRATCH_THREADS * per + phase * vall) * 4)
     ctx.require(gk.file, wk.file, "f32-winograd/f32-winograd.h")
     ctx.note(algo=f"winograd-f{m}3-{gk.tile}-{gk.isa}", macs=macs, kernel=f"{wk.name} + {gk.name}",

@@ -82,9 +82,11 @@ def test_which_variants_apply(tmp_path):
     assert set(_names(n[2])) == {"direct", "winograd-f23", "winograd-f43", "winograd-f63", "gspc-tile", "gspc-ow",
                                  "gspc-mg"}
     assert _names(n[3]) == []
-    # partitioning applies to every covered layer; the split axis to the dense GEMM drivers only
-    assert _names(n[3], family="par") == _names(n[0], family="par") == ["par-serial", "par-cols", "par-rows"]
-    assert _names(n[1], family="par") == _names(n[2], family="par") == ["par-serial"]
+    # partitioning applies to every covered layer; the split axis to the dense GEMM drivers and to Winograd's
+    # (tile blocks or output channels), grouped 3x3 stride-1 layers included
+    assert _names(n[3], family="par") == _names(n[0], family="par") == _names(n[2], family="par") == \
+        ["par-serial", "par-cols", "par-rows"]
+    assert _names(n[1], family="par") == ["par-serial"]
     assert "dense" in _names(n[4]) and "sparse-4x4" in _names(n[4]) and "winograd-f23" not in _names(n[4])
     # the classes transfer-tuning matches on: op, window, stride and the fused epilogue, no sizes
     assert [variants.layer_class(x) for x in n] == ["conv3x3s1+relu", "dwconv3x3s1", "gconv3x3s1", "conv3x3s2",

@@ -380,11 +380,11 @@ def test_blocked_regions_are_not_tuned_per_layer(tmp_path):
     assert all(l["details"].get("layout", "nchw") == "nchw" for l in forced.layers if l["op"] == "Conv")
 
 
-def _source_records(dev, t, sigs_variants, model="src.onnx"):
+def _source_records(dev, t, sigs_variants, model="src.onnx", threads=1):
     """Records of this machine for `model` that forced the given variants (no trials of their own)."""
     from edgec.devices.deploy import choose_mode
 
-    facts = tuningdb.device_facts(dev, t, choose_mode(dev, "auto"), 1)
+    facts = tuningdb.device_facts(dev, t, choose_mode(dev, "auto"), threads)
     fp = tuningdb.fingerprint(facts)
     return [tuningdb.Record(fp, sig, cls, v, vf, f"{v}-kernel", 1.0, "cost-model-kernel", 1.5, "measured", model,
                             dev.name, "2026-11-24", False, facts, [])
@@ -445,7 +445,8 @@ def test_transfer_of_several_layers_is_one_program_with_per_layer_records(env, m
 def test_runtime_objects_are_reused_across_searches_and_keyed_by_flags_and_compiler(env, models, tmp_path,
                                                                                     monkeypatch):
     """Compiled runtime kernels are cached by their sources, flags and compiler: a second search whose build
-    folders are gone compiles none again; another CFLAGS or compiler is another key."""
+    folders are gone compiles none again, a deploy of the model reuses them; another CFLAGS or compiler is
+    another key."""
     import shutil
 
     from edgec.devices import deploy
@@ -475,10 +476,109 @@ def test_runtime_objects_are_reused_across_searches_and_keyed_by_flags_and_compi
     rel = next(str(o.relative_to(work / "obj" / o.relative_to(work / "obj").parts[0]))[:-2] + ".c" for o in objs2)
     key = deploy.object_key(work, rel, "cc", False)
     assert deploy.object_key(work, rel, "clang", False) != key  # another compiler
-    assert deploy.object_key(work, rel, "cc", True) != key      # profiling builds
+    # no runtime source reads EC_PROFILE: a profiling deploy of the model shares the tune program's kernels
+    assert deploy.object_key(work, rel, "cc", True) == key
+    before = dict(deploy.OBJECT_STATS)
+    with open_transport(dev) as t:
+        deploy.deploy(models["dw"], dev, t, profile=True)
+    assert deploy.OBJECT_STATS["hits"] > before["hits"]
     monkeypatch.setenv("CFLAGS", "-O2")
     assert deploy.object_key(work, rel, "cc", False) != key
     shutil.rmtree(cache / "cross")
+    n = len(list((cache / "objects").glob("*/*.o")))
     third, _, objs3 = search("three")  # the same sources under other flags: compiled again, cached apart
     assert third == {"hits": 0, "stored": len(objs3)}
-    assert len(list((cache / "objects").glob("*/*.o"))) == len(cached) + len(objs3)
+    assert len(list((cache / "objects").glob("*/*.o"))) == n + len(objs3)
+
+
+def _q8_sparse_1x1(path, c=64, k=64, hw=14, sparsity=0.8, seed=3):
+    """One int8 QLinearConv 1x1 whose weights are pruned in 4x1 blocks (4 output channels x 1 input channel)."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-100, 100, (k, c), dtype=np.int8)
+    w[w == 0] = 1
+    w[np.repeat(rng.random((k // 4, c)) < sparsity, 4, axis=0)] = 0
+    inits = [numpy_helper.from_array(np.float32(0.02), "xs"), numpy_helper.from_array(np.uint8(128), "xz"),
+             numpy_helper.from_array(w.reshape(k, c, 1, 1), "w"), numpy_helper.from_array(np.float32(0.01), "ws"),
+             numpy_helper.from_array(np.int8(0), "wz"), numpy_helper.from_array(np.float32(0.05), "ys"),
+             numpy_helper.from_array(np.uint8(128), "yz"),
+             numpy_helper.from_array(rng.integers(-500, 500, k).astype(np.int32), "b")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"])
+    g = helper.make_graph([node], path.stem, [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, k, hw, hw])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_int8_sparse_layers_time_dense_and_sparse_and_the_break_even_is_fitted(env, tmp_path):
+    """An int8 1x1 conv with 4x1-block pruned weights is tuned between the sparse kernel and the dense int8
+    GEMM (the registry's sparse family, int8 4x1 only); its record's zero fraction and trials fit the int8
+    break-even (costmodel.fit_q8_sparse), which choose_int8_sparse then follows on untuned layers."""
+    from edgec.codegen import costmodel
+    from edgec.codegen.options import CompileOptions, using
+    from edgec.codegen.targets import get_target
+    from edgec.devices.tune import learned_constants
+
+    target = get_target("x86_64-avx2")
+    path = _q8_sparse_1x1(tmp_path / "q8s.onnx", sparsity=0.8)
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
+        rep = tune(path, dev, t, db=db, final_bench=False)
+        (rec,) = db.records()
+    assert rep["measured"] == 1 and rec.cls == "q8conv1x1s1" and rec.signature.endswith(":uint8:t1:z0.80")
+    timed = {t["algo"]: t["ms"] for t in rec.trials if "ms" in t}
+    sparse = [ms for a, ms in timed.items() if a.startswith("q8-spmm")]
+    dense = [ms for a, ms in timed.items() if not a.startswith("q8-spmm")]
+    assert sparse and dense, rec.trials  # both timed on the device, both checked against onnxruntime
+    assert rec.default_algo.startswith("q8-spmm")  # 0.80 block sparsity: above the AVX2 break-even of 0.70
+    fit = learned_constants([rec], target)
+    if min(sparse) < min(dense):  # the device agrees with the hand-set break-even: nothing to learn
+        assert "q8-sparse-be" not in fit
+    else:
+        assert fit["q8-sparse-be"] >= 0.8
+
+    # records where the sparse kernel won at 50% and 60% zeros move the break-even below them
+    def record(z, sparse_ms, dense_ms):
+        sig = f"q8conv1x1s1:N1C64H14W14K64G1k1x1s1x1d1x1p0x0o14x14:uint8:t1:z{z:.2f}"
+        trials = [{"variant": "default", "algo": "q8-gemm-4x16", "ms": dense_ms},
+                  {"variant": "sparse-4x1", "algo": "q8-spmm-4x1", "ms": sparse_ms}]
+        return tuningdb.Record("fp", sig, "q8conv1x1s1", "sparse-4x1", "sparse=sparse-4x1", "q8-spmm-4x1", sparse_ms,
+                               "q8-gemm-4x16", dense_ms, "measured", "m.onnx", "local", "2026-11-24", False, {}, trials)
+
+    fit = learned_constants([record(0.5, 0.8, 1.0), record(0.6, 0.7, 1.0)], target)
+    assert 0.4 <= fit["q8-sparse-be"] < 0.5
+    w = np.repeat(np.where(np.random.default_rng(1).random((16, 64)) < 0.55, 0.0, 3.0), 4, axis=0)  # 4x1 blocks
+    assert 0.5 < costmodel.block_sparsity(w, 4, 1) < 0.6
+    assert costmodel.choose_int8_sparse(target, w).algo == "dense"
+    with using(CompileOptions(learned=tuple(fit.items()))):
+        got = costmodel.choose_int8_sparse(target, w)
+    assert got.algo == "q8-spmm" and f"break-even {fit['q8-sparse-be']:.2f}" in got.why
+    assert learned_constants([record(0.8, 0.5, 1.0)], target) == {}  # agrees with the hand-set 0.70
+
+
+def test_winograd_split_axis_is_a_par_variant(env, tmp_path):
+    """The Winograd driver's split axis is tunable: par-rows splits each tile block's output channels, par-cols
+    the tiles; forced with F(4,3) on a dense and a grouped 3x3 layer at 2 threads (transferred in one program)
+    each emits its own code, passes the check against onnxruntime and is timed."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.project import compile_model
+
+    path = _cnn(tmp_path / "w.onnx", [("conv", 32, 32, 1), ("conv", 32, 64, 4)], [1, 32, 14, 14])
+    dev = Inventory().resolve(["local"])[0]
+    forced = {k: f"conv=winograd-f43;sparse=dense;par={k.rsplit('-', 1)[1]}" for k in ("winograd-f43+par-rows",
+                                                                         "winograd-f43+par-cols")}
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
+        for i, (cls, v) in enumerate((c, v) for c in ("conv3x3s1+relu", "gconv3x3s1+relu") for v in forced):
+            db.put(_source_records(dev, t, [(f"{cls}:src{i}", cls, v, forced[v])], threads=2)[0])
+        rep = tune(path, dev, t, threads=2, db=db, transfer_only=True, final_bench=False)
+    assert rep["programs"] == 1 and rep["measured"] == 2
+    for row in rep["layers"]:
+        trials = {t["variant"]: t for t in row["record"]["trials"]}
+        for v, axis in (("winograd-f43+par-rows", "rows"), ("winograd-f43+par-cols", "cols")):
+            assert trials[v]["algo"] == f"winograd-f43-6x16-avx2/{axis}" and trials[v]["ms"] > 0, trials
+    # what each axis emits: all 16 tiles in one block, its output channels (or groups) split; or no channel split
+    sigs = [row["signature"] for row in rep["layers"]]
+    for axis, check in (("rows", lambda d: d["tb"] >= 16), ("cols", lambda d: d["ksplit"] == 1)):
+        opts = CompileOptions(target=dev.target, threads=2, tuned=tuple((s, forced[f"winograd-f43+par-{axis}"], "x")
+                                                                        for s in sigs))
+        layers = [l for l in compile_model(path, tmp_path / axis, options=opts).layers if l["op"] == "Conv"]
+        assert len(layers) == 2 and all(check(l["details"]) for l in layers), [l["details"] for l in layers]
