@@ -28,14 +28,32 @@ static inline void mac4(__m256i a[4], __m256i x0, __m256i x1, __m256i x2, __m256
 }
 
 /* Requantizes the accumulators of mac4 and stores the first n (<= 32) pixels: the packs keep each 128-bit
- * half ([0-3 4-7 | 16-19 20-23], [8-11 12-15 | 24-27 28-31]), which puts the bytes in order. */
-static inline void rq_store32(const __m256i a[4], int32_t mult, int32_t shift, __m256i zp, __m256i lo8, __m256i hi8,
-                              uint8_t *y, int n)
+ * half ([0-3 4-7 | 16-19 20-23], [8-11 12-15 | 24-27 28-31]), which puts the bytes in order. For shifts
+ * 33-54 (q8_rq32_avx2's short form) the zero point rides in the rounding constant: zp * 2^(s-32) is a
+ * multiple of the divisor and |hi32| + 2^(s-33) + 255 * 2^22 < 2^31, so the int32 sum is exact; the
+ * int16 and u8 packs then saturate as pack, + zp (saturating), pack did. The u8 clamp runs only when
+ * it is narrower than [0, 255] (a fused activation). */
+static inline void rq_store32(const __m256i a[4], int32_t mult, int32_t shift, const q8_rq *rq, uint8_t *y, int n)
 {
-    const __m256i lo = _mm256_packs_epi32(q8_rq32_avx2(a[0], mult, shift), q8_rq32_avx2(a[1], mult, shift));
-    const __m256i hi = _mm256_packs_epi32(q8_rq32_avx2(a[2], mult, shift), q8_rq32_avx2(a[3], mult, shift));
-    __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(lo, zp), _mm256_adds_epi16(hi, zp));
-    v = _mm256_min_epu8(_mm256_max_epu8(v, lo8), hi8);
+    __m256i v;
+    if (shift >= 33 && shift <= 54) {
+        const __m256i mv = _mm256_set1_epi32(mult);
+        const __m256i rc = _mm256_set1_epi32((1 << (shift - 33)) + rq->zp * (1 << (shift - 32)));
+        const __m128i cnt = _mm_cvtsi32_si128(shift - 32);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i ev = _mm256_mul_epi32(a[k], mv), od = _mm256_mul_epi32(_mm256_srli_epi64(a[k], 32), mv);
+            q[k] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xAA), rc), cnt);
+        }
+        v = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    } else {
+        const __m256i zp = _mm256_set1_epi16((int16_t)rq->zp);
+        const __m256i lo = _mm256_packs_epi32(q8_rq32_avx2(a[0], mult, shift), q8_rq32_avx2(a[1], mult, shift));
+        const __m256i hi = _mm256_packs_epi32(q8_rq32_avx2(a[2], mult, shift), q8_rq32_avx2(a[3], mult, shift));
+        v = _mm256_packus_epi16(_mm256_adds_epi16(lo, zp), _mm256_adds_epi16(hi, zp));
+    }
+    if (rq->qmin > 0 || rq->qmax < 255)
+        v = _mm256_min_epu8(_mm256_max_epu8(v, _mm256_set1_epi8((char)rq->qmin)), _mm256_set1_epi8((char)rq->qmax));
     if (n >= 32) {
         _mm256_storeu_si256((__m256i *)y, v);
     } else {
@@ -56,9 +74,8 @@ static void dw_row(const q8_dw_params *p, int c, int T, const uint8_t *const *ta
         tp[t] = t < T ? tap[t] : tap[0];
         ((int8_t *)w4)[t] = t < T ? wc[t] : 0;
     }
-    const __m256i ones = _mm256_set1_epi16(1), zp = _mm256_set1_epi16((int16_t)rq->zp);
+    const __m256i ones = _mm256_set1_epi16(1);
     const int32_t mult = rq->mult[c], shift = rq->shift[c];
-    const __m256i lo8 = _mm256_set1_epi8((char)rq->qmin), hi8 = _mm256_set1_epi8((char)rq->qmax);
     for (int ow0 = 0; ow0 < p->Wo; ow0 += 32) {
         const __m256i b0 = _mm256_set1_epi32(p->bias[c]);
         __m256i a[4] = {b0, b0, b0, b0};
@@ -67,7 +84,7 @@ static void dw_row(const q8_dw_params *p, int c, int T, const uint8_t *const *ta
                  _mm256_loadu_si256((const __m256i *)(tp[t + 1] + ow0)),
                  _mm256_loadu_si256((const __m256i *)(tp[t + 2] + ow0)),
                  _mm256_loadu_si256((const __m256i *)(tp[t + 3] + ow0)), _mm256_set1_epi32(w4[t / 4]), ones);
-        rq_store32(a, mult, shift, zp, lo8, hi8, yr + ow0, p->Wo - ow0);
+        rq_store32(a, mult, shift, rq, yr + ow0, p->Wo - ow0);
     }
 }
 
@@ -77,8 +94,7 @@ static inline void dw_row_groups(int Wo, int G, const uint8_t *buf, ptrdiff_t ro
                                  const int32_t *w4, int32_t bias, int32_t mult, int32_t shift, const q8_rq *rq,
                                  uint8_t *yr)
 {
-    const __m256i ones = _mm256_set1_epi16(1), zp = _mm256_set1_epi16((int16_t)rq->zp);
-    const __m256i lo8 = _mm256_set1_epi8((char)rq->qmin), hi8 = _mm256_set1_epi8((char)rq->qmax);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int ow0 = 0; ow0 < Wo; ow0 += 32) {
         const uint8_t *b = buf + (row + ow0);
         const __m256i b0 = _mm256_set1_epi32(bias);
@@ -89,7 +105,7 @@ static inline void dw_row_groups(int Wo, int G, const uint8_t *buf, ptrdiff_t ro
                  _mm256_loadu_si256((const __m256i *)(b + o[2])), _mm256_loadu_si256((const __m256i *)(b + o[3])),
                  _mm256_set1_epi32(w4[g]), ones);
         }
-        rq_store32(a, mult, shift, zp, lo8, hi8, yr + ow0, Wo - ow0);
+        rq_store32(a, mult, shift, rq, yr + ow0, Wo - ow0);
     }
 }
 

@@ -38,11 +38,11 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     for (int c = 0; c < C; c++) {
         bias[c] = (int32_t)(rnd() % 40001) - 20000;
         mult[c] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
-        shift[c] = 36 + (int32_t)(rnd() % 6);
+        shift[c] = rnd() % 4 ? 36 + (int32_t)(rnd() % 6) : 31 + (int32_t)(rnd() % 32); /* every requant form */
     }
     p.w = w; p.bias = bias; p.mult = mult; p.shift = shift;
     p.zp = (int32_t)(rnd() & 255); p.zx = (uint8_t)rnd();
-    if (rnd() & 1) { p.qmin = p.zp; p.qmax = 250; }
+    if (rnd() & 1) { p.qmin = rnd() & 2 ? p.zp : 0; p.qmax = 250; } /* a clamp at one end or both */
     q8_dwconv__scalar(&p, x, y0, scr);
     KERNEL(&p, x, y1, scr);
     int bad = memcmp(y0, y1, ny) != 0;
