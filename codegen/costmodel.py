@@ -141,6 +141,23 @@ _BYTE_L3, _L3_SHARE = 2.0, 4 << 20  # repeated passes over weights that stay in 
 _CALL = 12  # MAC-equivalents per microkernel call beyond its K loop (tile load/store)
 
 
+@functools.lru_cache(maxsize=8)
+def _wg_transform_ops(m: int) -> tuple[float, float]:
+    """Arithmetic of F(m,3)'s input and output transforms per transformed value, relative to F(4,3)'s (which
+    _WG_IN / _WG_OUT were measured on): two passes of B^T (alpha x its nonzeros each) and of A^T. F(2,3) does
+    0.55x / 0.45x F(4,3)'s work a value; costing it like F(4,3) ranked it last on grouped layers where it
+    measured fastest (256ch 14x14 g=16: 0.80 vs F(4,3) 0.99 ms). Only ever lowers the cost."""
+    from edgec.codegen.ops.winograd import matrices
+
+    def ops(k: int) -> tuple[float, float]:
+        bt, _, at = matrices(k)
+        a = k + 2
+        return 2 * a * float((bt != 0).sum()) / a ** 2, (a + k) * float((at != 0).sum()) / a ** 2
+
+    (i, o), (i4, o4) = ops(m), ops(4)
+    return min(1.0, i / i4), min(1.0, o / o4)  # F(6,3) keeps the measured constants its dense picks rest on
+
+
 def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
     """Estimated cost (packed-GEMM MAC units) of F(m,3) on layer g, and its multiply reduction.
     The multiplies run tiles as the GEMMs' rows (MR strips) and output channels as columns (NR panels)."""
@@ -152,8 +169,12 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     tiles = th * tw
     tpad = -(-tiles // mr) * mr
-    gemm = n * groups * a2 * np_k * tpad * (cpg + _CALL)
-    trans = n * (g["C"] * tiles * a2 * _WG_IN + g["K"] * tiles * a2 * _WG_OUT
+    # a tile's C load + store (2 x MR x NR / lanes memory ops, ~2 a cycle) takes as long as FMA-units K steps;
+    # _CALL (12) made the K = 16-32 GEMMs of grouped layers 1.5-1.7x slower than measured (phase timings)
+    call = max(1, _peak_lpc(target) // max(1, target.f32_lanes))
+    gemm = n * groups * a2 * np_k * tpad * (cpg + call)
+    t_in, t_out = _wg_transform_ops(m)
+    trans = n * (g["C"] * tiles * a2 * _WG_IN * t_in + g["K"] * tiles * a2 * _WG_OUT * t_out
                  + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
     u_bytes = 4 * groups * a2 * np_k * cpg
     passes = n * blocking(target, g, m, mr, nr, 1)["nblocks"]  # U is streamed once per tile block
@@ -177,6 +198,73 @@ def direct_estimate(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> 
     return {"cost": max(compute, _BYTE * weights), "weight_bytes": weights}
 
 
+# GSPC row kernels (codegen/kernels.py families tile | ow | mg), in the same packed-GEMM MAC units. A row
+# kernel issues FMAs of VL lanes at the kernel's lanes per cycle (lpc; the GEMM runs at the target's widest,
+# lanes x FMA units); a register block of B accumulators per K step takes max(B, A) issue slots, A = FMA
+# latency x FMA units (fewer accumulators than that wait on the latency). Per value: packing the padded input
+# ~14 MAC units, the epilogue and NCHW store of an output ~13 (perf profile of 128ch 28x28 g=16 on Zen 3,
+# o8: block loop 68%, packing 15%, stores 12%). Other ISAs: the same per-value costs, not measured.
+_FMA_LATENCY = 4  # cycles: Zen 3, Skylake, Cortex-A76 (A72: 7; the model then favours wider blocks a bit less)
+_GSPC_PACK, _GSPC_OUT = 14.0, 13.0
+
+
+def _peak_lpc(target) -> int:
+    """fp32 lanes per cycle of the target's GEMM: its widest GSPC tile's (lanes x FMA units)."""
+    from edgec.codegen import kernels
+
+    return max([k.params["lpc"] for k in kernels.usable(target, "gspc")] + [1])
+
+
+def _blocks(wo: int, owb: int, bmax: int) -> list[int]:
+    """The register blocks a row runs (the row kernels' split: OWB-wide blocks, then tails up to bmax)."""
+    out, left = [owb] * (wo // owb), wo % owb
+    while left:
+        out.append(min(left, bmax))
+        left -= out[-1]
+    return out
+
+
+def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
+    """Estimated cost of GSPC row kernel k (tile T_O / ow / mg, as conv.gspc_tiles returns them) on layer g."""
+    P = _peak_lpc(target)
+    units = max(1, P // max(1, target.f32_lanes))  # FMA units
+    cpg, kpg, n, groups = g["C"] // g["G"], g["K"] // g["G"], g["N"], g["G"]
+    taps = g["KH"] * g["KW"]
+    hp = (g["Ho"] - 1) * g["SH"] + (g["KH"] - 1) * g["DH"] + 1
+    wp = (g["Wo"] - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    if k.op == "gspc_ow":
+        vl = k.params["lanes"]
+        acc_min = _FMA_LATENCY * units
+        steps = n * groups * g["Ho"] * -(-g["Wo"] // vl) * cpg * taps  # one input vector, Kpg FMAs each
+        compute = steps * max(kpg, acc_min) * vl * P / (vl * units)
+        out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT / 2  # stored in place, no transpose
+    elif k.op == "gspc_mg":
+        vl = k.params["gb"] * k.params["kp"]
+        acc_min = _FMA_LATENCY * units
+        steps = n * -(-groups // k.params["gb"]) * g["Ho"] * cpg * taps
+        compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, k.params["bmax"])) * P / units
+        out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT
+    else:
+        lpc = k.params["lpc"]
+        vl = t_o if k.params["t_o"] else 1
+        acc_min = _FMA_LATENCY * max(1, lpc // vl)
+        steps = n * groups * -(-kpg // t_o) * g["Ho"] * cpg * taps * (t_o // vl)
+        bmax = k.params["bmax"] if k.params["t_o"] else 1
+        compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, bmax)) * vl * P / lpc
+        out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT
+    return compute + n * g["C"] * hp * wp * _GSPC_PACK + out
+
+
+def direct_cost(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> float:
+    """What Winograd is weighed against: the GSPC row kernel conv.gspc_tiles would run (gspc_estimate), else
+    direct_estimate."""
+    if kind == "gspc":
+        from edgec.codegen.ops.conv import gspc_tiles
+        k, t_o, _, owb = gspc_tiles(target, g)
+        return gspc_estimate(target, g, k, t_o, owb)
+    return direct_estimate(target, g, mr, nr, cols, kind)["cost"]
+
+
 def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_kind: str,
                    override: str = "auto") -> Choice:
     """Winograd F(2,3) / F(4,3) / F(6,3) or the direct path for a 3x3 stride-1 dilation-1 conv.
@@ -184,7 +272,7 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
     and maps of several tiles, loses on few channels (transforms dominate) and on big weights over few
     tiles (weight traffic). F(6,3) is only chosen by an override or when clearly cheaper: its rounding
     error is 2-3x F(4,3)'s (docs/kernels.md). A choice within 10% of direct keeps direct."""
-    d = direct_estimate(target, g, mr, nr, direct_cols, direct_kind)
+    d = {"cost": direct_cost(target, g, mr, nr, direct_cols, direct_kind)}
     est = {m: winograd_estimate(target, g, m, mr, nr) for m in WINOGRAD_M}
     if override == "direct":
         return Choice("direct", "EDGEC_CONV=direct", {"direct_cost": d["cost"]})
@@ -211,7 +299,9 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
                       f"{e['mult_reduction']:.1f}x fewer multiplies", {})
     e = est[best]
     ratio = d["cost"] / e["cost"]
-    if ratio > 1.1:
+    # the 10% margin covers the dense direct paths' coarse rates; a GSPC estimate models its row kernel's issue
+    # slots, packing and stores (within ~5% of thread CPU time on Zen 3), so the cheaper estimate decides
+    if ratio > (1.0 if direct_kind == "gspc" else 1.1):
         return Choice(f"winograd-f{best}3", f"winograd F({best},3): {e['mult_reduction']:.1f}x fewer multiplies, "
                       f"est. {ratio:.1f}x faster than direct after transforms{fitted}", {"est_speedup": round(ratio, 2)})
     why = "transforms dominate (few channels)" if e["transforms"] > 0.5 * e["gemm"] else \
@@ -377,7 +467,7 @@ def fit_conv3x3(target, samples) -> dict[str, float]:
         if not ms.get("direct"):
             continue
         cols, kind = direct_path_3x3(target, g)
-        d = direct_estimate(target, g, mr, nr, cols, kind)["cost"]
+        d = direct_cost(target, g, mr, nr, cols, kind)
         for m in WINOGRAD_M:
             key = f"winograd-f{m}3"
             if ms.get(key):

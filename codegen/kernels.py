@@ -174,31 +174,61 @@ def gspc_mg_kernel(target: Target, kpg: int) -> Kernel | None:
     return min(ks, key=lambda k: k.params["kp"])
 
 
-def gspc_mg_wins(target: Target, mg: Kernel, kpg: int) -> bool:
+def gspc_mg_wins(target: Target, mg: Kernel, kpg: int, g: dict | None = None) -> bool:
     """Whether the multi-group kernel beats one group per tile: this device's verdict for Kpg when its
     tuning records gave one (costmodel.fit_gspc), else gspc_mg_rule."""
-    return _learned_verdict(f"gspc-mg-k{kpg}", gspc_mg_rule(target, mg, kpg))
+    return _learned_verdict(f"gspc-mg-k{kpg}", gspc_mg_rule(target, mg, kpg, g))
 
 
-def gspc_mg_rule(target: Target, mg: Kernel, kpg: int) -> bool:
-    """The hand-set rule: mg wins when the best single-group tile would leave lanes idle (its width > Kpg)
-    or run on a narrower vector than mg's."""
-    k, t_o = gspc_kernel(target, kpg)
-    return t_o > kpg or k.params["lpc"] < mg.params["gb"] * mg.params["kp"]
+def gspc_mg_rule(target: Target, mg: Kernel, kpg: int, g: dict | None = None) -> bool:
+    """The estimate's verdict (costmodel.gspc_estimate): mg is cheaper than the best single-group T_O tile and
+    the along-ow kernel on layer g (default: a 3x3 stride-1 28x28 layer with Cpg = Kpg)."""
+    g = g or _typical_layer(kpg)
+    est = _gspc_estimates(target, g)
+    return est["mg"] < min(v for f, v in est.items() if f != "mg")
 
 
-def gspc_ow_wins(target: Target, kpg: int) -> bool:
+def gspc_ow_wins(target: Target, kpg: int, g: dict | None = None) -> bool:
     """Whether the along-ow kernel beats one group per T_O tile: this device's verdict for Kpg when its
     tuning records gave one (costmodel.fit_gspc), else gspc_ow_rule."""
-    return _learned_verdict(f"gspc-ow-k{kpg}", gspc_ow_rule(target, kpg))
+    return _learned_verdict(f"gspc-ow-k{kpg}", gspc_ow_rule(target, kpg, g))
 
 
-def gspc_ow_rule(target: Target, kpg: int) -> bool:
-    """The hand-set rule: ow wins when the best tile would leave lanes idle (T_O > Kpg) or run narrower than
-    the target's widest tile (ymm on an AVX-512 core). A full-width tile with no idle lanes measured 2.1x
-    the along-ow kernel (AVX2, Kpg 8, 28x28; docs/benchmarks.md)."""
+def gspc_ow_rule(target: Target, kpg: int, g: dict | None = None) -> bool:
+    """The estimate's verdict (costmodel.gspc_estimate): the along-ow kernel is cheaper than the best T_O tile
+    on layer g (default: a 3x3 stride-1 28x28 layer with Cpg = Kpg). Idle lanes of a tile wider than Kpg, a
+    tile narrower than the ISA's widest, and the ow kernel's own idle lanes (Wo not a multiple of its vector)
+    and few accumulators (Kpg below FMA latency x units) all enter as issue slots."""
+    g = g or _typical_layer(kpg)
+    est = _gspc_estimates(target, dict(g, SW=1))
+    return "ow" in est and est["ow"] < est["tile"]
+
+
+def _typical_layer(kpg: int) -> dict:
+    return dict(N=1, C=8 * kpg, H=28, W=28, K=8 * kpg, Ho=28, Wo=28, G=8, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1,
+                PT=1, PL=1)
+
+
+def gspc_candidates(target: Target, g: dict) -> dict:
+    """Each GSPC family that can run layer g: family -> (kernel, T_O, T_I, ow block)."""
+    from edgec.codegen.ops.conv import _owb
+
+    kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
     k, t_o = gspc_kernel(target, kpg)
-    return t_o > kpg or k.params["lpc"] < max(g.params["lpc"] for g in usable(target, "gspc"))
+    out = {"tile": (k, t_o, _largest_divisor(cpg, t_o), _owb(g["Wo"], k.params["bmax"] if k.params["t_o"] else 1))}
+    mg = gspc_mg_kernel(target, kpg)
+    if mg is not None:
+        out["mg"] = (mg, mg.params["kp"], mg.params["gb"], _owb(g["Wo"], mg.params["bmax"]))
+    ow = gspc_ow_kernel(target, kpg, g["SW"], g["Wo"])
+    if ow is not None:
+        out["ow"] = (ow, kpg, 1, 1)
+    return out
+
+
+def _gspc_estimates(target: Target, g: dict) -> dict:
+    from edgec.codegen.costmodel import gspc_estimate
+
+    return {f: gspc_estimate(target, g, k, t_o, owb) for f, (k, t_o, _, owb) in gspc_candidates(target, g).items()}
 
 
 def _learned_verdict(name: str, rule: bool) -> bool:

@@ -309,22 +309,26 @@ GSPC_MODES = options.GSPC_MODES
 def gspc_tiles(target, g: dict):
     """(kernel, T_O, T_I, ow block) per gspc.md's defaults, fitted to the row kernel.
     EDGEC_GSPC=tile|ow|mg forces one row-kernel family on every layer it can run (benchmarks)."""
-    kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
+    kpg = g["K"] // g["G"]
     mode = options.active().gspc
     if mode == "auto":  # a measured family for this layer (tuning database) wins over the defaults
         from edgec.codegen import costmodel
         m = costmodel.measured(target, costmodel.layer_key("gspc", C=g["C"], OC=g["K"], g=g["G"],
                                                           k=f"{g['KH']}x{g['KW']}", s=g["SW"], px=g["Ho"] * g["Wo"]))
         mode = m if m in ("tile", "ow", "mg") else mode
-    mg = kernels.gspc_mg_kernel(target, kpg) if mode in ("auto", "mg") else None
-    if mg is not None and (mode == "mg" or kernels.gspc_mg_wins(target, mg, kpg)):
-        return mg, mg.params["kp"], mg.params["gb"], _owb(g["Wo"], mg.params["bmax"])
-    ow = kernels.gspc_ow_kernel(target, kpg, 1 if mode == "ow" else g["SW"], g["Wo"]) if mode != "tile" else None
-    if ow is not None and (mode != "auto" or kernels.gspc_ow_wins(target, kpg)):
-        return ow, kpg, 1, 1  # vectors along ow, all Kpg channels in one tile
-    k, t_o = kernels.gspc_kernel(target, kpg)
-    t_i = kernels._largest_divisor(cpg, t_o)
-    return k, t_o, t_i, _owb(g["Wo"], k.params["bmax"] if k.params["t_o"] else 1)
+    cand = kernels.gspc_candidates(target, g)
+    if mode == "mg" and "mg" in cand:
+        return cand["mg"]
+    if mode == "ow":  # strided rows too, through column phases
+        ow = kernels.gspc_ow_kernel(target, kpg, 1, g["Wo"])
+        if ow is not None:
+            return ow, kpg, 1, 1
+    if mode == "auto":  # the cheapest family by costmodel.gspc_estimate, unless this device's records said
+        if "mg" in cand and kernels.gspc_mg_wins(target, cand["mg"][0], kpg, g):
+            return cand["mg"]
+        if "ow" in cand and kernels.gspc_ow_wins(target, kpg, g):
+            return cand["ow"]
+    return cand["tile"]
 
 
 def _window_extent(g: dict) -> tuple[int, int]:

@@ -31,7 +31,7 @@ def est_ratio(g, m):
     """The cost model's F(m,3) / direct time ratio for a layer."""
     cols, kind = direct_path_3x3(T, g)
     return costmodel.winograd_estimate(T, g, m, MR, NR)["cost"] / \
-        costmodel.direct_estimate(T, g, MR, NR, cols, kind)["cost"]
+        costmodel.direct_cost(T, g, MR, NR, cols, kind)
 
 
 def measured(g, slower):
@@ -102,7 +102,7 @@ GSPC_SIG = "gconv3x3s1+relu:N1C64H20W20K64G16k3x3s1x1d1x1p1x1o20x20:f32:t1"  # 4
 
 def records(fp="fp"):
     """A device where sparse 1x1 blocks won at 60% zeros, the plane depthwise kernel won on an 8x8 map and the
-    T_O tiles beat the along-ow and multi-group kernels at 4 channels per group; cb / ow were the rules' picks."""
+    T_O tiles beat the along-ow and multi-group kernels at 4 channels per group; cb / mg were the rules' picks."""
     return [rec(SPARSE_SIG, "conv1x1s1", [trial("default", "gemm-1x1-6x16-avx2", 1.0),
                                          trial("sparse-1x1", "spmm-1x1", 0.8),
                                          trial("par-serial", "spmm-1x1/serial", 0.1)], fp),  # partitioning: ignored
@@ -128,7 +128,7 @@ def test_records_to_sparse_dw_and_gspc_constants():
     got = learned_constants(records(), T)
     assert "winograd-f43" in got  # the grouped 3x3 layer timed F(4,3) against its direct (GSPC) path too
     del got["winograd-f43"]
-    assert got == {"sparse-be-1x1": pytest.approx(0.575), "dw-cb-px": 63.0, "gspc-ow-k4": 0.0}
+    assert got == {"sparse-be-1x1": pytest.approx(0.575), "dw-cb-px": 63.0, "gspc-mg-k4": 0.0}
     assert learned_constants([r for r in records() if r.cls.startswith("dw")], T) == {"dw-cb-px": 63.0}
     # int8 layers and other dtypes do not teach the fp32 thresholds
     q = [Record(**{**r.__dict__, "signature": r.signature.replace(":f32:", ":uint8:")}) for r in records()]
@@ -152,11 +152,11 @@ def test_learned_thresholds_change_the_picks():
         assert c.algo == "sparse-1x1" and "fitted to this device" in c.why
     g = dict(N=1, C=32, H=12, W=12, K=32, G=8, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1, Ho=12, Wo=12)
     with using(CompileOptions()):
-        assert gspc_tiles(T, g)[0].op == "gspc_ow"
+        assert gspc_tiles(T, g)[0].op == "gspc_mg"
     with using(CompileOptions(learned=learned)):
         assert gspc_tiles(T, g)[0].op == "gspc"  # T_O tiles: this device's verdict at 4 channels per group
     with using(CompileOptions(learned=learned, tuning="off")):
-        assert gspc_tiles(T, g)[0].op == "gspc_ow"
+        assert gspc_tiles(T, g)[0].op == "gspc_mg"
 
 
 def _three_layers(path):
@@ -213,15 +213,16 @@ def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path, 
         return {l["name"]: (l["algo"], l.get("details", {}).get("learned", "")) for l in json.loads(out)["layers"]}
 
     untuned = algos("--no-tuning")
-    assert [a for a, _ in untuned.values()] == ["gemm-6x16-avx2", "dwconv-c8-avx2", "gspc-ow-avx2"]  # 1x1: packed
+    assert [a for a, _ in untuned.values()] == ["gemm-6x16-avx2", "dwconv-c8-avx2", "gspc-g2x4-avx2"]  # 1x1: packed
     assert not any(n for _, n in untuned.values())
     tuned = algos()
-    assert [a for a, _ in tuned.values()] == ["spmm-1x1", "dwconv-3x3-avx2", "gspc-o4-avx2"]
+    # grouped: the records timed F(4,3) fastest on their 4-channels-per-group layer (0.9 against the tiles' 1.0)
+    assert [a for a, _ in tuned.values()] == ["spmm-1x1", "dwconv-3x3-avx2", "winograd-f43-6x16-avx2"]
     assert [n for _, n in tuned.values()] == ["sparse-be-1x1 0.575 (default 0.7)", "dw-cb-px 63 (default 256)",
-                                              "gspc-ow-k4 0 (default 1)"]
+                                              "gspc-mg-k4 0 (default 1)"]
     rc, out, err = run_cli("compile", str(model), "-o", str(tmp_path / "e"), "--target", "x86_64-avx2", "--explain")
     assert rc == 0, err
-    assert all(w in out for w in ("learned:", "sparse-be-1x1", "dw-cb-px", "gspc-ow-k4")), out  # the table wraps
+    assert all(w in out for w in ("learned:", "sparse-be-1x1", "dw-cb-px", "gspc-mg-k4")), out  # the table wraps
 
 
 def test_int8_path_is_learned():

@@ -205,15 +205,44 @@ def test_gemm_matmul_emitters_match_onnxruntime(tmp_path, target):
     run_against_ort(gemm_model(tmp_path / "gemm.onnx"), target, tmp_path)
 
 
-def test_gspc_along_ow_only_where_tiles_idle_lanes():
-    """The along-ow GSPC kernel is the default only where the best T_O tile would leave lanes idle or run
-    narrower than the ISA's widest tile; a full-width tile with no idle lanes measured 2.1x faster (AVX2, Kpg 8)."""
+def test_gspc_family_is_the_cheapest_estimate():
+    """The GSPC row-kernel family is the one costmodel.gspc_estimate ranks first: a full-width T_O tile with no
+    idle lanes over the along-ow kernel (measured 2.1x faster: AVX2, Kpg 8), two groups per ymm over a 4-lane
+    tile or the along-ow kernel at Kpg 4 (tuning measured 3.2x the along-ow kernel: AVX2, 128ch g=32)."""
+    from edgec.codegen import kernels
     from edgec.codegen.ops.conv import gspc_tiles
 
-    def algo(target, c, k, groups):
-        g = dict(N=1, C=c, H=28, W=28, K=k, Ho=28, Wo=28, G=groups, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1)
-        return gspc_tiles(get_target(target), g)[0].tile
+    def geo(c, k, groups, hw=28):
+        return dict(N=1, C=c, H=hw, W=hw, K=k, Ho=hw, Wo=hw, G=groups, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1,
+                    PL=1)
 
+    def algo(target, c, k, groups):
+        return gspc_tiles(get_target(target), geo(c, k, groups))[0].tile
+
+    for target, c, groups in (("x86_64-avx2", 128, 16), ("x86_64-avx2", 64, 16), ("x86_64-avx2", 128, 32),
+                              ("x86_64-avx512", 128, 16), ("aarch64-neon", 64, 16)):
+        est = kernels._gspc_estimates(get_target(target), geo(c, c, groups))
+        fam = {"gspc": "tile", "gspc_ow": "ow", "gspc_mg": "mg"}[gspc_tiles(get_target(target), geo(c, c, groups))[0].op]
+        assert est[fam] == min(est.values()), (target, c, groups, est)
     assert algo("x86_64-avx2", 128, 128, 16) == "o8"      # Kpg 8 fills an 8-lane tile
-    assert algo("x86_64-avx2", 64, 64, 16) == "ow"        # Kpg 4: a 4-lane tile runs half width
+    assert algo("x86_64-avx2", 64, 64, 16) == "g2x4"      # Kpg 4: two groups fill a ymm
+
+
+def test_grouped_3x3_winograd_or_gspc_by_estimate():
+    """AVX2, 1 thread, thread CPU time per layer (docs/benchmarks.md): 128ch 28x28 g=8 F(4,3) 0.31 ms against
+    GSPC o8 0.45; g=16 GSPC o8 0.29 against F(4,3) 0.48; 256ch 14x14 g=8 F(2,3) 0.27 against F(4,3) 0.28 and
+    GSPC 0.41 (F(2,3)'s transforms do about half of F(4,3)'s arithmetic a value)."""
+    from edgec.codegen import costmodel, kernels
+    from edgec.codegen.ops.conv import direct_path_3x3
+
+    t = get_target("x86_64-avx2")
+    gk = kernels.gemm_kernel(t)
+
+    def pick(c, hw, groups):
+        g = dict(N=1, C=c, H=hw, W=hw, K=c, Ho=hw, Wo=hw, G=groups, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1)
+        return costmodel.choose_conv3x3(t, g, gk.params["mr"], gk.params["nr"], *direct_path_3x3(t, g)).algo
+
+    assert pick(128, 28, 8) == "winograd-f43"
+    assert pick(128, 28, 16) == "direct"
+    assert pick(256, 14, 8) == "winograd-f23"
     assert algo("x86_64-avx512", 128, 128, 16) != "o8"    # Kpg 8 on a 16-lane ISA: groups share vectors
