@@ -226,6 +226,7 @@ def test_gspc_family_is_the_cheapest_estimate():
         assert est[fam] == min(est.values()), (target, c, groups, est)
     assert algo("x86_64-avx2", 128, 128, 16) == "o8"      # Kpg 8 fills an 8-lane tile
     assert algo("x86_64-avx2", 64, 64, 16) == "g2x4"      # Kpg 4: two groups fill a ymm
+    assert algo("x86_64-avx512", 128, 128, 16) != "o8"    # Kpg 8 on a 16-lane ISA: groups share vectors
 
 
 def test_grouped_3x3_winograd_or_gspc_by_estimate():
@@ -245,4 +246,3 @@ def test_grouped_3x3_winograd_or_gspc_by_estimate():
     assert pick(128, 28, 8) == "winograd-f43"
     assert pick(128, 28, 16) == "direct"
     assert pick(256, 14, 8) == "winograd-f23"
-    assert algo("x86_64-avx512", 128, 128, 16) != "o8"    # Kpg 8 on a 16-lane ISA: groups share vectors
