@@ -8,8 +8,8 @@ onnxruntime in the same run (1 thread by default).
 Every model in --full is tuned with its own fresh database; every pair SRC:DST transfer-tunes DST
 (--transfer-only) from a database holding only SRC's records, so transfer never sees DST's own records.
 Each search starts from an empty build cache. A pair whose DST is in --full too gives the search-time
-ratio transfer / full for DST; --warm times DST's transfer and full searches again in SRC's build
-cache (a device that tuned SRC before: its compiled runtime kernels are in the object cache), --deployed
+ratio transfer / full for DST; --warm times DST's transfer and full searches again, each in its own copy
+of SRC's build cache (a device that tuned SRC before: its compiled runtime kernels are in the object cache), --deployed
 as well after an untuned deploy of DST there (a device that ran DST before tuning it: the cost model's
 kernels of DST compiled too). Afterwards untuned, tuned, transfer and onnxruntime are timed in
 interleaved rounds (median of the rounds' medians; --search-only skips this). Runs in one process so that
@@ -126,9 +126,10 @@ def main() -> int:
                   file=sys.stderr)
         for src, dst in pairs if a.warm else []:
             # a device that tuned SRC before: its build cache holds SRC's programs and compiled kernels. DST is
-            # transfer-tuned there, then fully tuned there (fresh databases; the full tune may reuse kernels the
-            # transfer compiled, which favours the full tune)
-            os.environ["EDGEC_CACHE_DIR"] = str(cache / f"full-{src}")
+            # transfer-tuned and fully tuned (fresh databases) each in its own copy of that cache, so neither
+            # reuses what the other compiled
+            base = cache / f"full-{src}"
+            os.environ["EDGEC_CACHE_DIR"] = str(base)
             if a.deployed:  # the device ran DST untuned before: the cost model's kernels are built
                 from edgec.devices.deploy import deploy
                 deploy(paths[dst][0], dev, t, input_shapes=paths[dst][1])
@@ -136,6 +137,9 @@ def main() -> int:
             shutil.copy(results[src]["full_db"], path)
             warm = {}
             for kind, dbp in (("transfer", path), ("full", cache / f"warm-full-{src}-{dst}.sqlite")):
+                wdir = cache / f"warm-{kind}-{src}-{dst}"
+                shutil.copytree(base, wdir, symlinks=True)
+                os.environ["EDGEC_CACHE_DIR"] = str(wdir)
                 with TuningDB(dbp) as db:
                     warm[kind] = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget,
                                       transfer_only=kind == "transfer", input_shapes=paths[dst][1], db=db,

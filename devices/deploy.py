@@ -200,7 +200,8 @@ def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str,
     fetch_objects(objs)
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
-        errs = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower()] or [last_line(proc.stderr)]
+        errs = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() or "undefined reference" in ln] or \
+            [last_line(proc.stderr)]  # a link error's cause comes before collect2's "error" line
         raise EdgecError(f"building for {device.name} with {cc} failed: {errs[0][:300]}")
     store_objects(objs)
     return {b: work / b for b in BINARIES}

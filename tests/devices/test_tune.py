@@ -582,3 +582,24 @@ def test_winograd_split_axis_is_a_par_variant(env, tmp_path):
                                                                         for s in sigs))
         layers = [l for l in compile_model(path, tmp_path / axis, options=opts).layers if l["op"] == "Conv"]
         assert len(layers) == 2 and all(check(l["details"]) for l in layers), [l["details"] for l in layers]
+
+
+@pytest.mark.ssh
+def test_transfer_over_ssh_on_the_emulated_board_is_one_program(emu_board, env, tmp_path):
+    """The several-layer transfer program cross-built for aarch64, uploaded over SSH and run under qemu: one
+    program, each layer's candidates checked against onnxruntime, a record per layer (flagged emulated)."""
+    dst = _cnn(tmp_path / "dst.onnx", [("conv", 8, 8, 1), ("conv", 8, 8, 8)], [1, 8, 20, 20])  # dw: plane by default
+    with open_transport(emu_board) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
+        for r in _source_records(emu_board, t, [
+                ("conv3x3s1+relu:src-a", "conv3x3s1+relu", "direct", "conv=direct;sparse=dense"),
+                ("conv3x3s1+relu:src-b", "conv3x3s1+relu", "winograd-f23", "conv=winograd-f23;sparse=dense"),
+                ("dwconv3x3s1+relu:src-c", "dwconv3x3s1+relu", "dw-cb", "dw=cb")]):
+            db.put(r)
+        rep = tune(dst, emu_board, t, db=db, transfer_only=True, final_bench=False)
+        recs = [r for r in db.records() if r.model == "dst.onnx"]
+    assert rep["emulated"] and rep["mode"] == "cross" and rep["facts"]["target"] == "aarch64-neon"
+    assert rep["measured"] == 2 and rep["programs"] == 1 and rep["program_layers"] == [2]
+    assert len(recs) == 2 and all(r.emulated and r.source == "transferred from src.onnx" for r in recs)
+    for r in recs:
+        live = [t for t in r.trials if not t.get("rejected", "").startswith("same code as")]
+        assert len(live) >= 2 and all(t["ms"] > 0 and "rejected" not in t for t in live), r.trials
