@@ -60,6 +60,13 @@ int main(int argc, char **argv) {
     conv_p w1 = {1, 2, 4, 75, 2, 2, k, k, 1, 1, 1, 1, pad, pad, pad + 1, pad};
     fails += run(&w1, k_acts[3], 0, 0, 16), cases++;
   }
+  { /* channels past whole vectors (full blocks and a tail), rows of 8, 4 and 1 outputs */
+    const size_t pad = (k - 1) / 2;
+    conv_p c1 = {1, 19, 9, 13, 19, 19, k, k, 1, 1, 1, 1, pad, pad, pad, pad};
+    fails += run(&c1, k_acts[1], 0, 0, 1), cases++;
+    conv_p c2 = {2, 37, 10, 27, 37, 37, k, k, 2, 2, 1, 1, pad, pad, pad, pad};
+    fails += run(&c2, k_acts[4 % N_ACTS], 1, 1, 16), cases++;
+  }
   if (T_K == 0) { /* generic: non-square windows, Conv1D as H=1 */
     conv_p r = {1, 4, 9, 20, 4, 4, 2, 7, 2, 3, 1, 2, 0, 3, 1, 4};
     fails += run(&r, k_acts[2], 1, 1, 4), cases++;
