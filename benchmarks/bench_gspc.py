@@ -7,6 +7,8 @@ compiled by edgec vs onnxruntime on the same models in the same run.
     python benchmarks/bench_gspc.py --shape 128:28:1 --shape 64:56:1   # chosen shapes only
     python benchmarks/bench_gspc.py --shape 128:28:1 --variants auto,conv=direct+gspc=tile,conv=winograd-f23
         # each grouped g compiled under each forced path (EDGEC_CONV / EDGEC_GSPC fields), CPU time per run
+    python benchmarks/bench_gspc.py --shape 128:28:1 --engines edgec,onnxruntime,ncnn,mnn --threads 1
+        # the same stacks on other engines (benchmarks/engines.py), outputs held against onnxruntime's
 
 Each model is `depth` stacked (grouped 3x3 conv C->C + ReLU) layers (1 for strided shapes).
 Per g it prints the median ms of edgec and onnxruntime, their ratio, and edgec's time against
@@ -143,6 +145,58 @@ def bench_variants(c, h, stride, depth, variants, runs, warmup, target, tmp: Pat
     return rows
 
 
+def bench_engines(c, h, stride, depth, names, threads, runs, warmup, target, tmp: Path,
+                  groups=(2, 4, 8, 16)) -> list[dict]:
+    """Each g's stack on each engine (benchmarks/engines.py; a missing one is skipped with its reason), in
+    interleaved rounds (median of each engine's runs over them), outputs checked against onnxruntime's."""
+    from engines import ENGINES, EngineError, check
+
+    engines = []
+    for n in names:
+        e = ENGINES[n](target=target) if n == "edgec" else ENGINES[n]()
+        why = e.missing()
+        if why:
+            print(f"skipped {n}: {why}", flush=True)
+        else:
+            engines.append(e)
+    rows = []
+    for g in sorted({1, c, *(g for g in groups if g < c)}):
+        path = stack_model(tmp / f"e{c}_{h}_{stride}_{g}.onnx", c, h, stride, g, depth)
+        feeds = {"x": np.random.default_rng(1).standard_normal((1, c, h, h)).astype(np.float32)}
+        want = [v for v in __import__("onnxruntime").InferenceSession(str(path)).run(None, feeds)]
+        runners = {}
+        for e in engines:
+            try:
+                r = e.prepare(path, feeds, threads, tmp / f"w{c}_{h}_{stride}_{g}_{e.name}")
+            except EngineError as err:
+                print(f"{e.name} g={g}: {err}", flush=True)
+                continue
+            ok = check(r.outputs(), want, 1e-3)
+            if not ok["ok"]:
+                print(f"{e.name} g={g}: {ok['why']}", flush=True)
+                continue
+            runners[e.name] = (r, ok["max_abs"])
+        times: dict[str, list[float]] = {n: [] for n in runners}
+        for _ in range(3):
+            for n, (r, _) in runners.items():
+                times[n] += r.time(max(1, runs // 3), warmup)
+        for n, (_, err) in runners.items():
+            rows.append(dict(c=c, h=h, stride=stride, depth=depth, g=g, engine=n, ms=median(times[n]), max_abs=err))
+    return rows
+
+
+def print_engines(rows: list[dict]) -> None:
+    names = list(dict.fromkeys(r["engine"] for r in rows))
+    head = ["layer", "g", *(f"{n} ms" for n in names), "fastest"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for key in dict.fromkeys((r["c"], r["h"], r["stride"], r["depth"], r["g"]) for r in rows):
+        c, h, stride, depth, g = key
+        by = {r["engine"]: r["ms"] for r in rows if (r["c"], r["h"], r["stride"], r["depth"], r["g"]) == key}
+        gs = "S" if g == 1 else ("N" if g == c else str(g))
+        cells = [f"{by[n]:.3f}" if n in by else "-" for n in names]
+        print(f"| {c}x{h}s{stride}x{depth} | {gs} | " + " | ".join(cells) + f" | {min(by, key=by.get)} |")
+
+
 def print_variants(rows: list[dict]) -> None:
     head = ["layer", "g", "variant", "algo", "edgec CPU ms", "wall ms", "ort ms", "CPU/fastest"]
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
@@ -187,7 +241,9 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="also write every row to this file")
     ap.add_argument("--variants", help="comma-separated forced paths per grouped g (1 thread, CPU time): "
                                        "auto or field=value[+field=value], e.g. conv=winograd-f43")
-    ap.add_argument("--groups", default="2,4,8,16", help="grouped g timed by --variants")
+    ap.add_argument("--groups", default="2,4,8,16", help="grouped g timed by --variants / --engines")
+    ap.add_argument("--engines", help="comma-separated engines of benchmarks/engines.py (edgec, onnxruntime, ncnn, "
+                                      "mnn, openvino): wall ms per run on the first --threads count")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     sets = SCALING if a.full else SUBSET
@@ -198,6 +254,13 @@ def main() -> int:
         for net, shapes in sets.items():
             for c, h, s, _count in shapes:
                 depth = a.depth if s == 1 else 1
+                if a.engines:
+                    rs = bench_engines(c, h, s, depth, a.engines.split(","), threads[0], a.runs, a.warmup,
+                                       a.target, Path(tmp), [int(v) for v in a.groups.split(",")])
+                    print(f"# {net} {c}ch {h}x{h} stride {s}: engines, {threads[0]} thread(s)", flush=True)
+                    print_engines(rs)
+                    rows += rs
+                    continue
                 if a.variants:
                     rs = bench_variants(c, h, s, depth, a.variants.split(","), a.runs, a.warmup, a.target,
                                         Path(tmp), [int(v) for v in a.groups.split(",")])
