@@ -17,8 +17,18 @@ void NCHWC_FN(f32_nchwc_to_blocked)(const f32_nchwc_reorder_shape *s, const floa
   const size_t nc = EC_MIN((size_t)EC_VL, s->C - c0);
   const float *src = x + (n * s->C + c0) * HW;
   float *d = y + item * HW * EC_VL;
-  /* a square at a time: nc planes' pixels loaded, transposed in registers, one vector per pixel */
-  for (size_t p = 0; p < HW; p += EC_VL) {
+  /* a square at a time: nc planes' pixels loaded, transposed in registers, one vector per pixel. Whole squares
+   * of a whole block first, with no per-lane choice in the loop: with it the loop ran 2.2x slower (192ch@28,
+   * Zen 3) */
+  size_t p = 0;
+  if (nc == EC_VL)
+    for (; p + EC_VL <= HW; p += EC_VL) {
+      ec_v t[EC_VL];
+      for (size_t l = 0; l < EC_VL; l++) t[l] = ec_vld(src + l * HW + p);
+      ec_vtranspose(t);
+      for (size_t i = 0; i < EC_VL; i++) ec_vst(d + (p + i) * EC_VL, t[i]);
+    }
+  for (; p < HW; p += EC_VL) {
     const size_t m = EC_MIN((size_t)EC_VL, HW - p);
     ec_v t[EC_VL];
     for (size_t l = 0; l < EC_VL; l++)
@@ -33,7 +43,20 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
   const size_t nc = EC_MIN((size_t)EC_VL, s->C - c0);
   const float *src = x + item * HW * EC_VL;
   float *d = y + (n * s->C + c0) * HW;
-  for (size_t p = 0; p < HW; p += EC_VL) {
+  size_t p = 0;
+  if (nc == EC_VL) /* whole squares of a whole block first (as in f32_nchwc_to_blocked) */
+    for (; p + EC_VL <= HW; p += EC_VL) {
+      ec_v t[EC_VL];
+      for (size_t i = 0; i < EC_VL; i++) t[i] = ec_vld(src + (p + i) * EC_VL);
+      ec_vtranspose(t);
+      for (size_t l = 0; l < EC_VL; l++) ec_vst(d + l * HW + p, t[l]);
+    }
+  if (nc == EC_VL && p < HW && HW - p <= EC_VL / 2) { /* a short pixel tail: scalar copies, not nc masked stores */
+    for (size_t l = 0; l < EC_VL; l++)
+      for (size_t i = p; i < HW; i++) d[l * HW + i] = src[i * EC_VL + l];
+    return;
+  }
+  for (; p < HW; p += EC_VL) {
     const size_t m = EC_MIN((size_t)EC_VL, HW - p);
     ec_v t[EC_VL];
     for (size_t i = 0; i < EC_VL; i++) t[i] = i < m ? ec_vld(src + (p + i) * EC_VL) : ec_vzero();

@@ -180,6 +180,7 @@ int main(int argc, char **argv) {
     test_reorder(1, C, 1);
     test_reorder(2, C, 7 * 5);
     test_reorder(1, C, 2 * LANES + 3);
+    test_reorder(1, C, 3 * LANES - 1); /* a pixel tail longer than half a vector */
     test_gap_scale(2, C, 5, 3);
     for (size_t kc = 0; kc < sizeof chans / sizeof *chans; kc += quick ? 2 : 1)
       for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
