@@ -206,6 +206,10 @@ def direct_estimate(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> 
 # o8: block loop 68%, packing 15%, stores 12%). Other ISAs: the same per-value costs, not measured.
 _FMA_LATENCY = 4  # cycles: Zen 3, Skylake, Cortex-A76 (A72: 7; the model then favours wider blocks a bit less)
 _GSPC_PACK, _GSPC_OUT = 14.0, 13.0
+# the along-ow kernel's K steps take 1.7x their FMA issue slots (per tap: the tap's phase and offset, a row
+# vector load, Kpg weight broadcasts): it measured 1.76x the o8 tile on rows without idle lanes (64ch 56x56
+# g=8) and 1.9x on 28-wide rows (128ch g=16), both Kpg 8 on Zen 3, where the issue slots are equal
+_GSPC_OW_STEP = 1.7
 
 
 def _peak_lpc(target) -> int:
@@ -236,7 +240,7 @@ def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
         vl = k.params["lanes"]
         acc_min = _FMA_LATENCY * units
         steps = n * groups * g["Ho"] * -(-g["Wo"] // vl) * cpg * taps  # one input vector, Kpg FMAs each
-        compute = steps * max(kpg, acc_min) * vl * P / (vl * units)
+        compute = steps * max(kpg, acc_min) * vl * P / (vl * units) * _GSPC_OW_STEP
         out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT / 2  # stored in place, no transpose
     elif k.op == "gspc_mg":
         vl = k.params["gb"] * k.params["kp"]
