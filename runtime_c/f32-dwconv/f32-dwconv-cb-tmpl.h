@@ -27,7 +27,14 @@ void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
     }
     /* EC_VL planes' rows interleaved a square at a time: loads, an in-register transpose, stores */
     const float *src = x + r * W;
-    for (size_t q = 0; q < cols; q += EC_VL) {
+    size_t q0 = 0;
+    for (; q0 + EC_VL <= cols; q0 += EC_VL) { /* whole squares: no per-square choice in the loop */
+      ec_v t[EC_VL];
+      for (size_t l = 0; l < EC_VL; l++) t[l] = ec_vld(src + l * H * W + q0);
+      ec_vtranspose(t);
+      for (size_t i = 0; i < EC_VL; i++) ec_vst(d + (q0 + i) * EC_VL, t[i]);
+    }
+    for (size_t q = q0; q < cols; q += EC_VL) {
       const size_t m = EC_MIN((size_t)EC_VL, cols - q);
       ec_v t[EC_VL];
       for (size_t l = 0; l < EC_VL; l++) t[l] = m == EC_VL ? ec_vld(src + l * H * W + q) : ec_vld_n(src + l * H * W + q, m);
@@ -78,7 +85,15 @@ void FN(const f32_dwconv_cb_shape *s, const f32_dwconv_args *a, size_t item) {
     /* transpose the row back to NCHW */
     if (fused) { /* a square at a time: loads, an in-register transpose, one store per plane */
       float *y = a->y + (n * s->C + c0) * HoWo + oh * Wo;
-      for (size_t w = 0; w < Wo; w += EC_VL) {
+      size_t w0 = 0;
+      if (nc == EC_VL)
+        for (; w0 + EC_VL <= Wo; w0 += EC_VL) { /* whole squares first, as in the pack */
+          ec_v t[EC_VL];
+          for (size_t i = 0; i < EC_VL; i++) t[i] = ec_vld(tile + (w0 + i) * EC_VL);
+          ec_vtranspose(t);
+          for (size_t l = 0; l < EC_VL; l++) ec_vst(y + l * HoWo + w0, t[l]);
+        }
+      for (size_t w = w0; w < Wo; w += EC_VL) {
         const size_t m = EC_MIN((size_t)EC_VL, Wo - w);
         ec_v t[EC_VL];
         for (size_t i = 0; i < EC_VL; i++) t[i] = i < m ? ec_vld(tile + (w + i) * EC_VL) : ec_vzero();
