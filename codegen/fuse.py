@@ -146,10 +146,44 @@ def fuse_q8_luts(g: Graph) -> Graph:
     return g
 
 
+def fuse_q8_adds(g: Graph) -> Graph:
+    """An int8 residual Add (EcQAdd) one of whose operands is a 1x1 stride-1 ungrouped QLinearConv's output,
+    used by it alone, the other computed before the conv, moves into the conv (attr ec_qadd = the Add, the
+    other operand as epilogue.residual so it stays live): the GEMM applies it while storing (codegen/ops/
+    quant.py; kernels without that run q8_add on the conv's output right after)."""
+    users, prod = g.consumers(), g.producers()
+    order = {id(n): i for i, n in enumerate(g.nodes)}
+    for c in list(g.nodes):
+        if c.op != "EcQAdd" or c.attr("ec_qadd") is not None:
+            continue
+        a, b, y = c.inputs[0], c.inputs[3], c.outputs[0]
+        if a is None or b is None or a is b or a.shape != b.shape or y.shape != a.shape or len(a.shape) != 4:
+            continue
+        for t, other in sorted(((a, b), (b, a)), key=lambda tb: -order.get(id(prod.get(id(tb[0]))), -1)):
+            p = prod.get(id(t))
+            if p is None or p.op != "QLinearConv" or p.attr("ec_lut") is not None or not p.epilogue.empty or \
+                    not _single_use(g, t, users) or t.block or other.block or y.block:
+                continue
+            w = p.input(3)
+            k = list(p.attr("kernel_shape", [] if w is None else list(w.shape[2:])))
+            if w is None or int(p.attr("group", 1)) != 1 or k != [1, 1] or \
+                    any(v != 1 for v in p.attr("strides", [1, 1])) or any(v != 0 for v in p.attr("pads", [0] * 4)) or \
+                    p.inputs[0].shape[2:] != t.shape[2:] or t.shape[2] * t.shape[3] == 1:
+                continue
+            src = prod.get(id(other))
+            if src is not None and order[id(src)] > order[id(p)]:
+                continue  # the residual must exist before the conv runs
+            p.attrs["ec_qadd"] = c
+            p.epilogue.residual = other
+            _replace(g, p, c)
+            break
+    return g
+
+
 def fuse_epilogues(g: Graph) -> Graph:
     """Move activations, SiLU (x*sigmoid(x)) and same-shape residual Adds into epilogue-capable producers;
-    int8 tables into depthwise convs (fuse_q8_luts)."""
-    g = fuse_q8_luts(g)
+    int8 tables into depthwise convs (fuse_q8_luts), int8 residual Adds into 1x1 convs (fuse_q8_adds)."""
+    g = fuse_q8_adds(fuse_q8_luts(g))
     changed = True
     while changed:
         changed = False

@@ -13,8 +13,8 @@ from edgec.codegen import costmodel
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (Q8_GEMV, act_clamp, ceil4, gemm_variant, maddubs_exact, maddubs_target,
-                                     pack_w, requant_scales, row_params, to_u8_domain)
+from edgec.codegen.ops.qpack import (Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, ceil4, gemm_variant,
+                                     maddubs_exact, maddubs_target, pack_w, requant_scales, row_params, to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -120,7 +120,30 @@ def _conv_geometry(node: Node, x: Tensor, y: Tensor, w: np.ndarray):
     return k, s, d, ins, outs, b
 
 
-@register("QLinearConv")
+def qadd_params(add: Node, first: Tensor | None = None) -> str:
+    """q8_add_params of an EcQAdd as a C initializer; with `first` (one of its operands) that operand is a
+    (the integer sum is the same either way round)."""
+    a, as_, az, b, bs, bz, ys, yz = add.inputs[:8]
+    if first is not None and first is b:
+        a, as_, az, b, bs, bz = b, bs, bz, a, as_, az
+    ys_f = _scalar(add, ys, "y_scale")
+    ma, mb, shift = add_multipliers(_scalar(add, as_, "a_scale"), _scalar(add, bs, "b_scale"), ys_f)
+    za, zb, zy = to_u8_domain(az.const, a.dtype), to_u8_domain(bz.const, b.dtype), to_u8_domain(yz.const, add.outputs[0].dtype)
+    lo, hi = act_clamp(add.attr("ec_act"), {}, ys_f, zy)
+    return f"{{{za}, {zb}, {ma}, {mb}, {shift}, {zy}, {lo}, {hi}}}"
+
+
+def _fused_add(node: Node) -> tuple[Node, Tensor, Tensor] | None:
+    """(EcQAdd, the conv's own output as the Add saw it, the other operand) of a residual Add fused into
+    this conv (codegen/fuse.py fuse_q8_adds), or None."""
+    add = node.attr("ec_qadd")
+    if add is None:
+        return None
+    r = node.epilogue.residual
+    return add, (add.inputs[3] if add.inputs[0] is r else add.inputs[0]), r
+
+
+@register("QLinearConv", epilogue=True)  # the epilogue: a residual EcQAdd (attr ec_qadd), nothing else
 def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     x, xs, xz, w, ws, wz, ys, yz = node.inputs[:8]
     bias, y = node.input(8), node.outputs[0]
@@ -147,14 +170,47 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
             code = _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, sp)
     if code is None and choice.algo == "q8-gspc":
         code = _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+    fused = _fused_add(node)
+    if code is None and fused and g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and \
+            (Ho, Wo) == (H, W) and gemm_variant(ctx.target, wq.reshape(OC, -1)) == Q8_GEMM_MADDUBS:
+        return _emit_conv1x1_add(node, ctx, wq, b, scales, (N, C, H, W, OC), q, macs, choice, fused)
     if code is None:
         code = _emit_gemm_conv(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
     lut = _fused_lut(node, ctx)  # a fused table outside the depthwise kernel: a pass after the conv
+    Y = f"(uint8_t *){ctx.ptr(y)}"
     if lut:
         ctx.note(fused_lut=lut[1])
-        Y = f"(uint8_t *){ctx.ptr(y)}"
         code = "{\n" + code + f"}}\n{lut[1]}({y.size}u, {Y}, {lut[0]}, {Y});\n"
+    if fused:  # a kernel without the Add in its store: the Add as its own pass, in place on the output
+        add, mine, r = fused
+        ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
+        ctx.note(residual_add="q8_add")
+        code = ("{\n" + code + f"}}\n{{\nconst q8_add_params ap = {qadd_params(add, mine)};\n"
+                f"q8_add({y.size}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y});\n}}\n")
     return code
+
+
+def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs, choice, fused) -> str:
+    """1x1 conv + residual Add in one pass: the Add runs in the maddubs GEMM's requantize-and-store
+    (runtime_c/q8-gemm/q8-conv1x1-add.h), so the conv's output tensor and the separate Add pass go away."""
+    N, C, H, W, OC = dims
+    zx, zy, lo, hi = q
+    add, mine, r = fused
+    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", Q8_GEMM_MADDUBS[1],
+                "q8-gemm/q8-conv1x1-add.h", "q8-gemm/q8-conv1x1-add.c", "q8-eltwise/q8-eltwise.h")
+    w2d = wq.reshape(OC, C)
+    rows = row_params(w2d, b, zx, scales, False)
+    wp = ctx.weight(f"{node.name}:wp", pack_w(w2d))
+    bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
+    scr = ctx.scratch(ceil4(C) * ((H * W + 15) // 16 * 16) + C * H * W + 32)  # = q8_conv_scratch_bytes
+    fn = Q8_GEMM_MADDUBS[0] + "_add"
+    ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
+    shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
+    return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}}};\n"
+            f"const q8_add_params ap = {qadd_params(add, mine)};\n"
+            f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
+            f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
 def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:

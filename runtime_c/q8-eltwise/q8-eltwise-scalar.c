@@ -45,40 +45,19 @@ void q8_dequantize(size_t n, const uint8_t *x, float scale, int32_t zp, float *y
 
 void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y)
 {
-    /* parameters in locals: y (bytes) may alias *p, which would block vectorisation */
-    const int32_t za = p->za, zb = p->zb, ma = p->ma, mb = p->mb, sh = p->shift, zy = p->zy;
-    const int32_t lo = p->qmin, hi = p->qmax, half = (int32_t)1 << (sh - 1);
     size_t i = 0;
 #if defined(__AVX2__)
     /* the same integer steps 32 at a time (gcc's vectorisation of the loop below ran 3.4x slower) */
-    const __m256i zav = _mm256_set1_epi32(za), zbv = _mm256_set1_epi32(zb), mav = _mm256_set1_epi32(ma),
-                  mbv = _mm256_set1_epi32(mb), h1 = _mm256_set1_epi32(half - 1), one = _mm256_set1_epi32(1),
-                  zyv = _mm256_set1_epi32(zy);
-    const __m128i cnt = _mm_cvtsi32_si128(sh);
+    const q8_add_avx2 k = q8_add_avx2_init(p); /* y (bytes) may alias *p: constants in registers first */
     for (; i + 32 <= n; i += 32) {
-        __m256i q[4];
-        for (int k = 0; k < 4; k++) {
-            const __m256i av = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(a + i + 8 * k)));
-            const __m256i bv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + i + 8 * k)));
-            const __m256i acc = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_sub_epi32(av, zav), mav),
-                                                 _mm256_mullo_epi32(_mm256_sub_epi32(bv, zbv), mbv));
-            const __m256i odd = _mm256_and_si256(_mm256_sra_epi32(acc, cnt), one);
-            q[k] = _mm256_add_epi32(_mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(acc, h1), odd), cnt), zyv);
-        }
-        /* saturating packs keep out-of-range values out of range; then byte order and the clamp */
-        __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        w = _mm256_min_epu8(_mm256_max_epu8(w, _mm256_set1_epi8((char)lo)), _mm256_set1_epi8((char)hi));
-        _mm256_storeu_si256((__m256i *)(y + i), w);
+        const __m256i av = _mm256_loadu_si256((const __m256i *)(a + i)), bv = _mm256_loadu_si256((const __m256i *)(b + i));
+        _mm256_storeu_si256((__m256i *)(y + i), q8_add32_avx2(av, bv, &k));
     }
 #endif
-    for (; i < n; i++) {
-        int32_t acc = ((int32_t)a[i] - za) * ma + ((int32_t)b[i] - zb) * mb;
-        /* ties to even like onnxruntime: scale ratios such as 0.5 make ties common here;
-         * >> of a negative int is arithmetic in gcc/clang */
-        int32_t q = ((acc + half - 1 + ((acc >> sh) & 1)) >> sh) + zy;
-        y[i] = clamp_u8(q, lo, hi);
-    }
+    /* parameters in a local: y (bytes) may alias *p */
+    const q8_add_params lp = *p;
+    for (; i < n; i++)
+        y[i] = q8_add1(a[i], b[i], &lp);
 }
 
 void q8_lut(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y)

@@ -13,10 +13,63 @@ void q8_dequantize(size_t n, const uint8_t *x, float scale, int32_t zp, float *y
 
 /* QLinearAdd: y = zy + round(((a - za) * ma + (b - zb) * mb) / 2^shift), ties to even, clamped to
  * [qmin, qmax]; ma/mb < 2^22 so the int32 sum cannot overflow. Same-shape operands. */
-typedef struct {
+typedef struct q8_add_params_s {
     int32_t za, zb, ma, mb, shift, zy, qmin, qmax;
 } q8_add_params;
 void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y);
+
+/* one element of q8_add (ties to even; >> of a negative int is arithmetic in gcc/clang) */
+static inline uint8_t q8_add1(int32_t a, int32_t b, const q8_add_params *p)
+{
+    const int32_t acc = (a - p->za) * p->ma + (b - p->zb) * p->mb, sh = p->shift;
+    int32_t q = ((acc + ((int32_t)1 << (sh - 1)) - 1 + ((acc >> sh) & 1)) >> sh) + p->zy;
+    q = q < p->qmin ? p->qmin : q;
+    return (uint8_t)(q > p->qmax ? p->qmax : q);
+}
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* q8_add's integer steps on 32 bytes held in registers (q8_add's loop and the GEMM kernels that
+ * apply a residual Add while storing their output) */
+typedef struct {
+    __m256i za, zb, ma, mb, h1, one, zy, lo, hi;
+    __m128i cnt;
+} q8_add_avx2;
+
+static inline q8_add_avx2 q8_add_avx2_init(const q8_add_params *p)
+{
+    q8_add_avx2 k;
+    k.za = _mm256_set1_epi32(p->za), k.zb = _mm256_set1_epi32(p->zb);
+    k.ma = _mm256_set1_epi32(p->ma), k.mb = _mm256_set1_epi32(p->mb);
+    k.h1 = _mm256_set1_epi32(((int32_t)1 << (p->shift - 1)) - 1), k.one = _mm256_set1_epi32(1);
+    k.zy = _mm256_set1_epi32(p->zy);
+    k.lo = _mm256_set1_epi8((char)p->qmin), k.hi = _mm256_set1_epi8((char)p->qmax);
+    k.cnt = _mm_cvtsi32_si128(p->shift);
+    return k;
+}
+
+static inline __m256i q8_add8_avx2(__m128i a8, __m128i b8, const q8_add_avx2 *k)
+{
+    const __m256i av = _mm256_cvtepu8_epi32(a8), bv = _mm256_cvtepu8_epi32(b8);
+    const __m256i acc = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_sub_epi32(av, k->za), k->ma),
+                                         _mm256_mullo_epi32(_mm256_sub_epi32(bv, k->zb), k->mb));
+    const __m256i odd = _mm256_and_si256(_mm256_sra_epi32(acc, k->cnt), k->one);
+    return _mm256_add_epi32(_mm256_sra_epi32(_mm256_add_epi32(_mm256_add_epi32(acc, k->h1), odd), k->cnt), k->zy);
+}
+
+/* a, b: 32 bytes each -> 32 result bytes in the same order */
+static inline __m256i q8_add32_avx2(__m256i a, __m256i b, const q8_add_avx2 *k)
+{
+    const __m128i al = _mm256_castsi256_si128(a), ah = _mm256_extracti128_si256(a, 1);
+    const __m128i bl = _mm256_castsi256_si128(b), bh = _mm256_extracti128_si256(b, 1);
+    const __m256i q0 = q8_add8_avx2(al, bl, k), q1 = q8_add8_avx2(_mm_srli_si128(al, 8), _mm_srli_si128(bl, 8), k);
+    const __m256i q2 = q8_add8_avx2(ah, bh, k), q3 = q8_add8_avx2(_mm_srli_si128(ah, 8), _mm_srli_si128(bh, 8), k);
+    /* saturating packs keep out-of-range values out of range; then byte order and the clamp */
+    __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+    w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return _mm256_min_epu8(_mm256_max_epu8(w, k->lo), k->hi);
+}
+#endif
 
 /* Any elementwise function of one int8 tensor (HardSwish, Sigmoid, requantization...) as a
  * 256-entry table computed at compile time. */

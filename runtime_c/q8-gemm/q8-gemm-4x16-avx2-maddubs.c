@@ -14,9 +14,24 @@
  * models) are bound by requantization, so two rows are requantized and packed together, with each
  * 4-row block's biases and multipliers broadcast once (not per tile). */
 #include <immintrin.h>
+#include <string.h>
 
 #include "q8-gemm.h"
+#include "../q8-eltwise/q8-eltwise.h"
 #include "../q8-requant/q8-rq-avx2.h"
+
+/* rows r, r+1 of the residual (n valid pixels, like Y) as one vector in q8_maddubs_out2*'s byte order */
+static inline __m256i q8_load_res2(const uint8_t *r, size_t r_stride, size_t rows, size_t n)
+{
+    if (n >= 16 && rows > 1)
+        return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)r)),
+                                       _mm_loadu_si128((const __m128i *)(r + r_stride)), 1);
+    uint8_t t[32] = {0};
+    memcpy(t, r, n < 16 ? n : 16);
+    if (rows > 1)
+        memcpy(t + 16, r + r_stride, n < 16 ? n : 16);
+    return _mm256_loadu_si256((const __m256i *)t);
+}
 
 #define Q8_MADDUBS_ROW(r)                                                                         \
     do {                                                                                          \
@@ -28,7 +43,8 @@
 /* rows r, r+1 x 16 pixels -> bytes: int32 requant per row, both rows packed together (saturating, so
  * out-of-range values stay out of range), zero point, clamp; one permute restores pixel order */
 static inline void q8_maddubs_out2(__m256i a0, __m256i a1, __m256i b0, __m256i b1, size_t m, size_t M,
-                                   size_t n, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+                                   size_t n, uint8_t *Y, size_t y_stride, const q8_rq *rq, const uint8_t *R,
+                                   const q8_add_avx2 *ak)
 {
     const __m256i zp = _mm256_set1_epi16((int16_t)rq->zp);
     const int32_t ma = rq->mult[m], sa = rq->shift[m], mb = rq->mult[m + 1], sb = rq->shift[m + 1];
@@ -37,6 +53,8 @@ static inline void q8_maddubs_out2(__m256i a0, __m256i a1, __m256i b0, __m256i b
     __m256i v = _mm256_packus_epi16(_mm256_adds_epi16(ta, zp), _mm256_adds_epi16(tb, zp));
     v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     v = _mm256_min_epu8(_mm256_max_epu8(v, _mm256_set1_epi8((char)rq->qmin)), _mm256_set1_epi8((char)rq->qmax));
+    if (R)
+        v = q8_add32_avx2(v, q8_load_res2(R + m * y_stride, y_stride, M - m, n), ak);
     for (int r = 0; r < 2 && m + r < M; r++) {
         const __m128i row = r ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
         uint8_t *y = Y + (m + r) * y_stride;
@@ -71,7 +89,8 @@ static inline __m256i q8_rq32_row(__m256i acc, const q8_rowrq *r)
  * then to u8 clamps v + zp as adding it after the int16 step did); the clamp only for fused activations */
 static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m256i b1, const q8_rowrq *ra,
                                         const q8_rowrq *rb, int clamp, __m256i lo, __m256i hi, size_t rows,
-                                        size_t n, uint8_t *y, size_t y_stride)
+                                        size_t n, uint8_t *y, size_t y_stride, const uint8_t *r,
+                                        const q8_add_avx2 *ak)
 {
     __m256i ta = _mm256_packs_epi32(q8_rq32_row(a0, ra), q8_rq32_row(a1, ra));
     __m256i tb = _mm256_packs_epi32(q8_rq32_row(b0, rb), q8_rq32_row(b1, rb));
@@ -79,6 +98,8 @@ static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m2
     v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     if (clamp)
         v = _mm256_min_epu8(_mm256_max_epu8(v, lo), hi);
+    if (r) /* the residual Add on the conv's bytes while they are in a register */
+        v = q8_add32_avx2(v, q8_load_res2(r, y_stride, rows, n), ak);
     if (n >= 16) {
         _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(v));
         if (rows > 1)
@@ -92,8 +113,11 @@ static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m2
         memcpy(y + y_stride, t + 16, n);
 }
 
-void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
-                                size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+/* R == NULL: plain GEMM; else Y = q8_add(GEMM, R) with R laid out like Y (always inlined, so each
+ * entry point below is compiled for its own case) */
+static inline __attribute__((always_inline)) void
+gemm_body(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np, uint8_t *Y,
+          size_t y_stride, const q8_rq *rq, const uint8_t *R, const q8_add_avx2 *ak)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i lo = _mm256_set1_epi8((char)rq->qmin);
@@ -129,17 +153,33 @@ void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp,
                 Q8_MADDUBS_ROW(3);
             }
             uint8_t *y = Y + n0;
+            const uint8_t *r = R ? R + n0 : NULL;
             if (fast) {
                 const size_t rows = M - m0;
-                q8_maddubs_out2_rows(a00, a01, a10, a11, &rr[0], &rr[1], clamp, lo, hi, rows, N - n0, y + m0 * y_stride, y_stride);
+                q8_maddubs_out2_rows(a00, a01, a10, a11, &rr[0], &rr[1], clamp, lo, hi, rows, N - n0, y + m0 * y_stride,
+                                     y_stride, r ? r + m0 * y_stride : NULL, ak);
                 if (rows > 2)
                     q8_maddubs_out2_rows(a20, a21, a30, a31, &rr[2], &rr[3], clamp, lo, hi, rows - 2, N - n0,
-                                         y + (m0 + 2) * y_stride, y_stride);
+                                         y + (m0 + 2) * y_stride, y_stride, r ? r + (m0 + 2) * y_stride : NULL, ak);
                 continue;
             }
-            q8_maddubs_out2(a00, a01, a10, a11, m0, M, N - n0, y, y_stride, rq);
+            q8_maddubs_out2(a00, a01, a10, a11, m0, M, N - n0, y, y_stride, rq, r, ak);
             if (m0 + 2 < M)
-                q8_maddubs_out2(a20, a21, a30, a31, m0 + 2, M, N - n0, y, y_stride, rq);
+                q8_maddubs_out2(a20, a21, a30, a31, m0 + 2, M, N - n0, y, y_stride, rq, r, ak);
         }
     }
+}
+
+void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm_body(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL, NULL);
+}
+
+void q8_gemm_4x16__avx2_maddubs_add(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                    size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq, const uint8_t *R,
+                                    const q8_add_params *ap)
+{
+    const q8_add_avx2 ak = q8_add_avx2_init(ap);
+    gemm_body(M, N, K4, Wp, Xp, np, Y, y_stride, rq, R, &ak);
 }

@@ -3,11 +3,13 @@
  * when the weights pass the pair bound of q8-gemm-4x16-avx2-maddubs.c; the tests use it to show
  * the SIMD kernel computes this function on any weights (so the bound is what makes it exact). */
 #include "q8-gemm.h"
+#include "../q8-eltwise/q8-eltwise.h"
 
 static int32_t sat16(int32_t v) { return v > 32767 ? 32767 : v < -32768 ? -32768 : v; }
 
-void q8_gemm_4x8__scalar_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
-                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+/* R == NULL: the GEMM; else each output byte then goes through q8_add with R's byte (a = GEMM) */
+static void gemm_ref(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np, uint8_t *Y,
+                     size_t y_stride, const q8_rq *rq, const uint8_t *R, const q8_add_params *ap)
 {
     for (size_t m0 = 0; m0 < M; m0 += 4) {
         const int8_t *w = Wp + (m0 / 4) * K4 * 16;
@@ -24,9 +26,22 @@ void q8_gemm_4x8__scalar_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp
             }
             for (int r = 0; r < 4 && m0 + r < M; r++) {
                 size_t m = m0 + r;
-                Y[m * y_stride + n] = q8_requant1(acc[r], rq->mult[m], rq->shift[m], rq->zp,
-                                                  rq->qmin, rq->qmax);
+                const uint8_t c = q8_requant1(acc[r], rq->mult[m], rq->shift[m], rq->zp, rq->qmin, rq->qmax);
+                Y[m * y_stride + n] = R ? q8_add1(c, R[m * y_stride + n], ap) : c;
             }
         }
     }
+}
+
+void q8_gemm_4x8__scalar_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm_ref(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL, NULL);
+}
+
+void q8_gemm_4x8__scalar_maddubs_add(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                     size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq, const uint8_t *R,
+                                     const q8_add_params *ap)
+{
+    gemm_ref(M, N, K4, Wp, Xp, np, Y, y_stride, rq, R, ap);
 }

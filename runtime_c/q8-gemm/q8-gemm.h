@@ -68,6 +68,19 @@ void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp,
                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x8__scalar_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                                  size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* GEMM then a residual Add in its store: Y = q8_add(requant(W X), R) elementwise, the GEMM's bytes as
+ * operand a of ap (za = rq->zp); R[m][n] at R + m * y_stride + n (laid out like Y; R may equal Y, never
+ * overlap it otherwise). The exact bytes of the GEMM followed by q8_add (q8-eltwise.h). */
+struct q8_add_params_s;
+typedef void (*q8_gemm_add_fn)(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np,
+                               uint8_t *Y, size_t y_stride, const q8_rq *rq, const uint8_t *R,
+                               const struct q8_add_params_s *ap);
+void q8_gemm_4x16__avx2_maddubs_add(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                    size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq, const uint8_t *R,
+                                    const struct q8_add_params_s *ap);
+void q8_gemm_4x8__scalar_maddubs_add(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                                     size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq, const uint8_t *R,
+                                     const struct q8_add_params_s *ap);
 void q8_gemm_4x16__avx512bw(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                             size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_gemm_4x16__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
