@@ -86,7 +86,8 @@ def test_kernel_matches_reference(k, tmp_path):
 
 @pytest.mark.parametrize("name", ["f32_gemm_ukernel_4x4__scalar", "f32_gemm_ukernel_6x16__avx2", "f32_gspc_row__scalar",
                                   "f32_dwconv_kxk__scalar", "f32_gspc_row_o8__avx2", "f32_dwconv_3x3__avx2",
-                                  "f32_gspc_mg_row__scalar", "f32_gspc_mg_row_g4x2__avx2", "f32_dwconv_cb__avx2"])
+                                  "f32_gspc_mg_row__scalar", "f32_gspc_mg_row_g4x2__avx2", "f32_dwconv_cb__avx2",
+                                  "f32_gspc_row_ow__avx2", "f32_gspc_row_o4__avx2", "f32_gspc_mg_row_g2x4__avx2"])
 def test_sanitizers(name, tmp_path):
     """AddressSanitizer + UBSan over the drivers, packing and a scalar and a SIMD kernel."""
     k = next(k for k in kernels.KERNELS if k.name == name)
