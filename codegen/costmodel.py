@@ -634,6 +634,8 @@ def explain_table(layers: list[dict]):
             why = f"{why}; learned: {d['learned']}".strip("; ")
         if d.get("f16_weights"):
             why = f"{why}; fp16 weights: {d['f16_weights']}".strip("; ")
+        if d.get("threads"):  # codegen/ops/_par.py kept the layer on the calling thread
+            why = f"{why}; threads: {d['threads']}".strip("; ")
         layout = d.get("layout", "nchw")  # codegen/layout.py: channel-blocked layers note theirs
         t.add_row(*map(Text, (l["name"][:40], l["op"], layout, l["algo"], f"{l['macs']:,}", str(why))))
     return t
