@@ -103,8 +103,10 @@ def model_cases(setname: str) -> list[Case]:
 
 def chain_cases() -> list[Case]:
     """dw -> 1x1 -> dw on MobileNetV2 / ShuffleNet / ppocr sizes: what the blocked layout is for."""
-    return [Case("chain", "144ch@56", 144, 56, 56, 3, (1, 1)), Case("chain", "576ch@14", 576, 14, 14, 3, (1, 1)),
-            Case("chain", "960ch@7", 960, 7, 7, 3, (1, 1)), Case("chain", "88ch@3x96", 88, 3, 96, 5, (1, 1), "hardswish")]
+    return [Case("chain", "144ch@56", 144, 56, 56, 3, (1, 1), chain=True),
+            Case("chain", "576ch@14", 576, 14, 14, 3, (1, 1), chain=True),
+            Case("chain", "960ch@7", 960, 7, 7, 3, (1, 1), chain=True),
+            Case("chain", "88ch@3x96", 88, 3, 96, 5, (1, 1), "hardswish", chain=True)]
 
 
 SETS = {"mnv2": mnv2_cases, "ppocr": lambda: model_cases("ppocr"), "shufflenet": lambda: model_cases("shufflenet"),
