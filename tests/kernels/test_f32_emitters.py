@@ -147,7 +147,8 @@ def run_against_ort(model, target_name, tmp_path, threads=1):
 def test_conv_emitter_matches_onnxruntime(tmp_path, target):
     b = run_against_ort(conv_model(tmp_path / "conv.onnx"), target, tmp_path)
     algos = {l["algo"].split("-")[0] for l in b.layers if l["op"] == "Conv"}
-    assert algos == {"gemm", "gspc", "dwconv"}, b.layers
+    # Winograd may win a small stride-1 layer by the cost estimate; the direct emitters must all still run
+    assert {"gemm", "gspc", "dwconv"} <= algos <= {"gemm", "gspc", "dwconv", "winograd"}, b.layers
     assert any("-s1-" in l["algo"] for l in b.layers), b.layers
     if get_target(target).f32_lanes > 1:  # GSPC tiles of one group and of several; both depthwise kernels
         gspc = {l["algo"].split("-")[1] for l in b.layers if l["algo"].startswith("gspc")}
