@@ -25,7 +25,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import median, random_inputs  # noqa: E402
+from common import random_inputs  # noqa: E402
 
 OPSET = 17
 
@@ -187,55 +186,18 @@ class EdgecVariant:
                       timer=lambda runs, warmup: time_edgec(bench, threads, runs, warmup)["runs_ms"])
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:200]
-
-
 def run_case(case: Case, engines: list, threads_list: list[int], runs: int, rounds: int, warmup: int, tol: float,
              tmp: Path, out=print) -> list[dict]:
-    from engines import EngineError, OnnxRuntime, check, ratio_words
-
-    from edgec.errors import EdgecError
+    from engines import compare, fastest_other
     tag = case.name.replace(" ", "_").replace("@", "at")
     path = build_model(case, tmp / f"{tag}.onnx")
     feeds = random_inputs(path)
-    ref = OnnxRuntime().prepare(path, feeds, 1, tmp).outputs()
-    per_round = max(1, -(-runs // rounds))
     rows = []
-    for t in threads_list:
-        runners, status = {}, {}
-        for e in engines:
-            try:
-                r = e.prepare(path, feeds, t, tmp / f"{tag}-{e.name}-t{t}")
-                c = check(r.outputs(), ref, tol)
-            except (EngineError, EdgecError) as ex:
-                status[e.name] = "cannot run"
-                out(f"  {case.name}, {e.name}: cannot run: {_one_line(ex)}")
-                continue
-            except Exception as ex:  # a third-party engine's own exception types: one line, the run goes on
-                status[e.name] = "cannot run"
-                out(f"  {case.name}, {e.name}: cannot run: {type(ex).__name__}: {_one_line(ex)}")
-                continue
-            if not c["ok"]:
-                status[e.name] = "wrong output"
-                out(f"  {case.name}, {e.name}, {t} thread(s): wrong output vs onnxruntime ({c['why']}); not timed")
-                continue
-            runners[e.name] = r
-        times = {n: [] for n in runners}
-        order = list(runners)
-        for k in range(rounds):
-            for n in order[k % len(order):] + order[:k % len(order)] if order else []:
-                times[n] += runners[n].time(per_round, warmup)
-                time.sleep(0.02)  # the previous engine's spinning workers go idle
-        ms = {n: median(v) for n, v in times.items()}
-        others = {n: v for n, v in ms.items() if not n.startswith("edgec")}
-        ratio, verdict = None, ""
-        if "edgec" in ms and others:
-            best = min(others, key=others.get)
-            ratio, verdict = ms["edgec"] / others[best], ratio_words(ms["edgec"], best, others[best])
+    for r in compare(case.name, path, feeds, engines, threads_list, runs, rounds, warmup, tol, tmp, out, pause=0.02):
+        t, ms = r["threads"], r["ms"]
+        ratio, verdict = fastest_other(ms)
         algo = next((e.algos.get(t, "") for e in engines if e.name == "edgec"), "")
-        row = {"case": case, "threads": t, "ms": ms, "status": status, "ratio": ratio, "verdict": verdict,
+        row = {"case": case, "threads": t, "ms": ms, "status": r["status"], "ratio": ratio, "verdict": verdict,
                "algo": algo, "variants": {e.name: e.algos.get(t, "") for e in engines
                                           if e.name.startswith("edgec:")}}
         out(f"{case.name}, {t} thread(s): " + ", ".join(f"{n} {ms[n]:.4f} ms" for n in ms)

@@ -19,10 +19,8 @@ dense3x3 (bench_gspc.py's 4 x conv3x3+ReLU stack, 128 ch, 28x28, g=1).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -77,65 +75,20 @@ def engine_model(name: str, tmp: Path) -> tuple[Path, dict | None]:
     return without_initializer_inputs(path, tmp / f"{name}.onnx"), shapes
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return (text[0] if text else type(e).__name__)[:200]
-
-
 def bench_engines(name: str, engines: list, threads_list: list[int], runs: int, rounds: int, warmup: int,
                   tol: float, tmp: Path, out=print) -> list[dict]:
     """Per thread count: check every engine against onnxruntime, then time the good ones in interleaved rounds."""
-    from engines import EngineError, OnnxRuntime, check
-
-    from edgec.errors import EdgecError
+    from engines import compare, fastest_other
     path, shapes = engine_model(name, tmp)
     feeds = random_inputs(path, shapes)
-    ref = OnnxRuntime().prepare(path, feeds, 1, tmp).outputs()
-    per_round = max(1, math.ceil(runs / rounds))
     rows = []
-    for t in threads_list:
-        runners, status = {}, {}
-        for e in engines:
-            try:
-                r = e.prepare(path, feeds, t, tmp / f"{name}-{e.name}-t{t}")
-                c = check(r.outputs(), ref, tol)
-            except (EngineError, EdgecError) as ex:
-                status[e.name] = "cannot run"
-                out(f"  {name}, {e.name}: cannot run: {_one_line(ex)}")
-                continue
-            except Exception as ex:  # a third-party engine's own exception types; one line, the run goes on
-                status[e.name] = "cannot run"
-                out(f"  {name}, {e.name}: cannot run: {type(ex).__name__}: {_one_line(ex)}")
-                continue
-            if not c["ok"]:
-                status[e.name] = "wrong output"
-                out(f"  {name}, {e.name}, {t} thread(s): wrong output vs onnxruntime ({c['why']}); not timed")
-                continue
-            if t == threads_list[0]:
-                out(f"  {name}, {e.name}: matches onnxruntime (max abs error {c['max_abs']:.2g}, top-1 agrees)")
-            runners[e.name] = r
-        times = {n: [] for n in runners}
-        order = list(runners)
-        for k in range(rounds):
-            for n in order[k % len(order):] + order[:k % len(order)] if order else []:
-                times[n] += runners[n].time(per_round, warmup)
-                time.sleep(0.05)  # let the previous engine's spinning worker threads go idle
-        ms = {n: median(v) for n, v in times.items()}
-        row = {"model": name, "threads": t, "ms": ms, "status": status, "verdict": verdict(ms)}
-        out(f"{name}, {t} thread(s): " + ", ".join(f"{n} {ms[n]:.3f} ms" for n in ms)
+    for r in compare(name, path, feeds, engines, threads_list, runs, rounds, warmup, tol, tmp, out, announce=True):
+        ms = r["ms"]
+        row = {"model": name, "threads": r["threads"], "ms": ms, "status": r["status"], "verdict": fastest_other(ms)[1]}
+        out(f"{name}, {r['threads']} thread(s): " + ", ".join(f"{n} {ms[n]:.3f} ms" for n in ms)
             + (f" -> {row['verdict']}" if row["verdict"] else ""), flush=True)
         rows.append(row)
     return rows
-
-
-def verdict(ms: dict[str, float]) -> str:
-    """edgec against the fastest other engine that ran, in words."""
-    from engines import ratio_words
-    others = {n: v for n, v in ms.items() if n != "edgec"}
-    if "edgec" not in ms or not others:
-        return ""
-    best = min(others, key=others.get)
-    return ratio_words(ms["edgec"], best, others[best])
 
 
 def md_table(rows: list[dict], names: list[str]) -> list[str]:

@@ -348,3 +348,64 @@ def ratio_words(edgec_ms: float, other: str, other_ms: float) -> str:
     if r <= 1.0:
         return f"edgec is {1 / r:.2f}x faster than {other}"
     return f"edgec takes {r:.2f}x {other}'s time"
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return (text[0] if text else type(e).__name__)[:200]
+
+
+def fastest_other(ms: dict[str, float]) -> tuple[float | None, str]:
+    """edgec's ratio to the fastest engine that is not edgec or one of its forced variants ("edgec:..."), and
+    that in words; (None, "") when either side is missing."""
+    others = {n: v for n, v in ms.items() if not n.startswith("edgec")}
+    if "edgec" not in ms or not others:
+        return None, ""
+    best = min(others, key=others.get)
+    return ms["edgec"] / others[best], ratio_words(ms["edgec"], best, others[best])
+
+
+def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list, threads_list: list[int], runs: int,
+            rounds: int, warmup: int, tol: float, work: Path, out=print, announce: bool = False,
+            pause: float = 0.05) -> list[dict]:
+    """One model on every engine, per thread count: each engine's output held against onnxruntime's (one that
+    cannot run or does not match gets one line and is not timed), then the good ones timed in `rounds` interleaved
+    rounds (each engine in turn, the order rotating, so drift on a shared host hits all alike). Returns per thread
+    count {"threads", "ms": median ms per engine, "status": why an engine was not timed}. `announce` also prints
+    each match at the first thread count; `pause` s between engines lets the previous one's spinning workers idle."""
+    from common import median
+
+    from edgec.errors import EdgecError
+    ref = OnnxRuntime().prepare(path, feeds, 1, work).outputs()
+    per_round = max(1, -(-runs // rounds))
+    rows = []
+    for t in threads_list:
+        runners, status = {}, {}
+        for e in engines:
+            try:
+                r = e.prepare(path, feeds, t, work / f"{path.stem}-{e.name}-t{t}")
+                c = check(r.outputs(), ref, tol)
+            except (EngineError, EdgecError) as ex:
+                status[e.name] = "cannot run"
+                out(f"  {label}, {e.name}: cannot run: {one_line(ex)}")
+                continue
+            except Exception as ex:  # a third-party engine's own exception types: one line, the run goes on
+                status[e.name] = "cannot run"
+                out(f"  {label}, {e.name}: cannot run: {type(ex).__name__}: {one_line(ex)}")
+                continue
+            if not c["ok"]:
+                status[e.name] = "wrong output"
+                out(f"  {label}, {e.name}, {t} thread(s): wrong output vs onnxruntime ({c['why']}); not timed")
+                continue
+            if announce and t == threads_list[0]:
+                out(f"  {label}, {e.name}: matches onnxruntime (max abs error {c['max_abs']:.2g}, top-1 agrees)")
+            runners[e.name] = r
+        times = {n: [] for n in runners}
+        order = list(runners)
+        for k in range(rounds):
+            for n in order[k % len(order):] + order[:k % len(order)] if order else []:
+                times[n] += runners[n].time(per_round, warmup)
+                time.sleep(pause)
+        rows.append({"threads": t, "ms": {n: median(v) for n, v in times.items()}, "status": status})
+    return rows
+
