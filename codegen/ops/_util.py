@@ -193,7 +193,7 @@ def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int]
     if 0 in tuple(out_shape):
         return ["/* empty tensor: nothing to compute */"]
     out_st = strides(out_shape)
-    dims, sts = collapse_signed(out_shape, [out_st] + [list(s) for s in in_strides])
+    dims, sts = collapse(out_shape, [out_st] + [list(s) for s in in_strides])
     bases = bases or [0] * len(in_strides)
     vars_ = [f"i{k}" for k in range(len(dims))]
     h, lines = _split_head(dims, ctx, work, "long")
@@ -208,19 +208,3 @@ def strided_loops(out_shape, in_strides: list[list[int]], body, bases: list[int]
     pad = "    " * (len(dims) - h + (1 if h else 0))
     inner = body([index(s, b) for s, b in zip(sts[1:], bases)], index(sts[0]))
     return lines + [pad + "{"] + [pad + "    " + ln for ln in inner] + [pad + "}"] + (["}"] if h else [])
-
-
-def collapse_signed(out_shape, sts_in: list[list[int]]):
-    dims = list(out_shape)
-    keep = [i for i, d in enumerate(dims) if d != 1]
-    dims = [dims[i] for i in keep]
-    sts = [[s[i] for i in keep] for s in sts_in]
-    i = len(dims) - 1
-    while i > 0:
-        if all(s[i - 1] == s[i] * dims[i] for s in sts):
-            dims[i - 1] *= dims[i]
-            for s in sts:
-                del s[i - 1]
-            del dims[i]
-        i -= 1
-    return dims, sts
