@@ -12,6 +12,9 @@
 #ifndef REPS
 #define REPS 15
 #endif
+#ifndef XG
+#define XG 1 /* groups: XC / XG input channels per group */
+#endif
 
 static float *fill(size_t n) {
   float *p = (float *)malloc((n ? n : 1) * sizeof(float));
@@ -38,14 +41,14 @@ int main(void) {
   const size_t m = XM, A2 = (XM + 2) * (XM + 2), Ho = XH, Wo = XW;
   const size_t TH = EC_DIV_UP(Ho, m), TW = EC_DIV_UP(Wo, m), HP = TH * m + 2, Q = TW + 1;
   static f32_winograd_shape s;
-  const f32_winograd_shape s0 = {1, XC, XH, XW, XK, XH, XW, 1, 1, 1, XM, 0, 0, 0, 0, XTB, XKB, 1, XMR, XNR, XKC,
+  const f32_winograd_shape s0 = {1, XC, XH, XW, XK, XH, XW, XG, 1, 1, XM, 0, 0, 0, 0, XTB, XKB, 1, XMR, XNR, XKC,
                                  XUK, XIN, XOUT, 0};
   s = s0;
   s.TH = TH, s.TW = TW, s.HP = HP, s.Q = Q;
   float *x = fill(XC * XH * XW), *y = fill(XK * Ho * Wo), *bias = fill(XK);
   float *u = fill(A2 * (XK + XMR + XNR) * XC);
   float *xp = fill(f32_winograd_xp_floats(1, XC, m, HP, Q));
-  float *tmp = fill(f32_winograd_tmp_floats(m, XC, XKB, XTB, XTA));
+  float *tmp = fill(f32_winograd_tmp_floats(m, XC / XG, XKB, XTB, XTA));
   const f32_winograd_args a = {x, y, u, bias, NULL, 0, {EC_ACT_RELU, 0, 0}, xp, tmp};
   double best[4] = {1e30, 1e30, 1e30, 1e30};
   for (int r = 0; r < REPS; r++) {
