@@ -23,11 +23,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "codegen"))
@@ -36,9 +39,47 @@ from bench_gspc import stack_model  # noqa: E402
 from common import median, random_inputs, time_onnxruntime  # noqa: E402
 
 
+# multi-layer grouped chains: one grouped 3x3 conv + ReLU per stage of the network's shape list
+# (benchmarks/bench_gspc.py SCALING: channels, input size), stride 2 between stages, so every layer is its own
+# signature and g=16 / g=32 or the two networks share the layer classes (gconv3x3s1+relu, gconv3x3s2+relu)
+CHAINS = {"rn34": [(64, 56), (128, 28), (256, 14), (512, 7)], "wrn": [(32, 32), (64, 16), (128, 8)]}
+
+
+def chain_model(path: Path, stages: list[tuple[int, int]], g: int, seed: int = 0) -> Path:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    nodes, inits, x, cin = [], [], "x", stages[0][0]
+    layers = []
+    for i, (c, h) in enumerate(stages):
+        if i:
+            layers.append((cin, c, 2))
+        layers += [(c, c, 1), (c, c, 1)]
+        cin = c
+    for i, (ci, co, s) in enumerate(layers):
+        w = (rng.standard_normal((co, ci // g, 3, 3)) / np.sqrt(9 * ci // g)).astype(np.float32)
+        inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.zeros(co, np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], group=g, pads=[1, 1, 1, 1],
+                                   strides=[s, s], name=f"conv{i}"),
+                  helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"relu{i}")]
+        x = f"y{i}"
+    c0, h0 = stages[0]
+    c1, h1 = stages[-1]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c0, h0, h0])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c1, h1, h1])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
 def model_path(name: str, tmp: Path) -> tuple[Path, dict | None]:
     from edgec import zoo
 
+    chain = re.fullmatch(r"(rn34|wrn)g(\d+)", name)
+    if chain:  # e.g. rn34g16: ResNet34's stage shapes, 16 groups
+        return chain_model(tmp / f"{name}.onnx", CHAINS[chain.group(1)], int(chain.group(2))), None
     if name.startswith("stack"):  # the grouped scaling set: 4 x conv3x3 + ReLU, 128 ch, 28x28, g groups
         g = int(name[5:])
         return stack_model(tmp / f"{name}.onnx", 128, 28, 1, g, 4), None
@@ -55,8 +96,8 @@ def model_path(name: str, tmp: Path) -> tuple[Path, dict | None]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", default="stack8,stack16,squeezenet,digits,ppocr-cls",
-                    help="models to tune fully (comma list): stackG, squeezenet, shufflenet, resnet50, digits, "
-                         "ppocr-cls")
+                    help="models to tune fully (comma list): stackG, rn34gG, wrngG (multi-layer grouped chains), "
+                         "squeezenet, shufflenet, resnet50, digits, ppocr-cls")
     ap.add_argument("--pairs", default="stack8:stack16,ppocr-cls:digits", help="SRC:DST transfer pairs (comma list)")
     ap.add_argument("--search-only", action="store_true", help="search times only, no whole-model timing")
     ap.add_argument("--warm", action="store_true",
