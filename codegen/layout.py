@@ -13,7 +13,9 @@ outside it or returned by the graph. Graph inputs and outputs stay NCHW.
 
 Whether a region is blocked (layout=auto): its estimated time blocked (the blocked kernels plus one reorder
 per edge tensor) is below its time in NCHW (the kernels the NCHW emitters pick: depthwise planes with row tails
-or per-layer transposes, the 1x1 GEMM path); estimate() with constants from codegen/costmodel.py.
+or per-layer transposes, the 1x1 GEMM path); estimate() with constants from codegen/costmodel.py,
+the blocked side scaled by the device's learned `layout-scale` (fit_scale, from tuned regions). A tuning record of
+the region's signature (region_signature; `edgec tune` measures a region both ways) wins over the estimate.
 layout=nchwc blocks every region (tests, benchmarks), layout=nchw none. The generic target (1-lane vectors)
 stays NCHW, and so do convs a tuning record covers (their variant was measured in NCHW).
 """
@@ -330,11 +332,102 @@ def trim_edges(g: Graph, region: list[Node], target) -> list[Node]:
 def pays(g: Graph, region: list[Node], target) -> bool:
     """layout=auto: the region holds a depthwise conv and its estimated time blocked, reorders included, is below
     its NCHW time. Regions of 1x1 convs and pools alone stay NCHW: where the estimate blocked SqueezeNet's fire
-    modules they ran 1.46x slower in wall time, so the estimate is trusted only where depthwise gains dominate."""
+    modules they ran 1.46x slower in wall time, so the estimate is trusted only where depthwise gains dominate.
+    The blocked estimate is scaled by the device's learned `layout-scale` (fit_scale) where its records give one."""
     if not any(kind(n, target) == "dw" for n in region):
         return False
     nchw, blocked = estimate(g, region, target)
-    return blocked < nchw
+    return blocked * learned_scale() < nchw
+
+
+def learned_scale() -> float:
+    """The blocked estimate's scale fitted to this device's tuned regions (1: none)."""
+    from edgec.codegen import costmodel
+    return costmodel.learned_value("layout-scale", 1.0)
+
+
+def fit_scale(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """`layout-scale` from tuned regions: (measured blocked / NCHW time, estimated blocked / NCHW time) per region
+    that timed both layouts. The geometric mean of measured over estimated ratio, clamped to [1/4, 4]: the factor
+    that makes the estimate's blocked time agree with the device on average (nothing without samples, nor where
+    the records agree with the estimate within 5%)."""
+    logs = [np.log(m / e) for m, e in samples if m > 0 and e > 0 and np.isfinite(m / e)]
+    scale = float(np.clip(np.exp(np.mean(logs)), 0.25, 4.0)) if logs else 1.0
+    return {} if abs(np.log(scale)) < np.log(1.05) else {"layout-scale": scale}
+
+
+def region_class(region: list[Node], target=None) -> str:
+    """What a region holds, without sizes: its conv classes (no epilogues) and other kinds, e.g.
+    region[1x1,dwconv3x3s1,dwconv3x3s2]. Transfer-tuning moves a region's record within its class."""
+    from edgec.codegen import variants
+    parts = set()
+    for n in region:
+        k = kind(n, target)
+        if k == "dw":
+            f = variants.facts(n)
+            parts.add(f"dwconv{f['KH']}x{f['KW']}s{f['SH']}")
+        elif k:
+            parts.add(k)
+    return "region[" + ",".join(sorted(parts)) + "]"
+
+
+def region_signature(g: Graph, region: list[Node], target, threads: int) -> str:
+    """Stable description of a region with every size: its nodes in order (layer signatures for convs, op,
+    shapes, attributes and epilogue for the rest), how they connect and its edge tensors, hashed. Equal
+    signatures compile to the same region code; the class prefix keeps it readable."""
+    import hashlib
+    import json
+
+    from edgec.codegen import variants
+    pos = {id(n): i for i, n in enumerate(region)}
+    prod = g.producers()
+    ins, outs = edges(g, region)
+    edge = {id(t): i for i, t in enumerate(ins)}
+    desc = []
+    for n in region:
+        f = variants.facts(n) if n.op == "Conv" else None
+        sig = variants.signature(n, threads, f) if f is not None else None
+        ep = n.epilogue
+        srcs = [f"n{pos[id(prod[id(t)])]}" if id(t) in prod and id(prod[id(t)]) in pos else f"e{edge.get(id(t), '?')}"
+                for t in _operands(n)]
+        desc.append([n.op, sig or "", [list(t.shape) for t in n.outputs if t is not None],
+                     sorted((k, repr(v)) for k, v in n.attrs.items() if not k.startswith("ec_") or k == "ec_shuffle_groups"),
+                     ep.act or "", sorted((k, repr(v)) for k, v in ep.act_params.items()), ep.residual_before_act, srcs])
+    desc.append([[list(t.shape) for t in ins], [list(t.shape) for t in outs]])
+    h = hashlib.sha256(json.dumps(desc).encode()).hexdigest()[:16]
+    return f"{region_class(region, target)}:{h}:t{threads}"
+
+
+def _snapshot(region: list[Node]) -> list[Node]:
+    """The region's nodes as they read before blocking rewrites them (inputs, attributes, epilogue): what
+    edgec tune extracts a region model from."""
+    import copy
+    return [Node(n.name, n.op, list(n.inputs), list(n.outputs), dict(n.attrs), copy.copy(n.epilogue),
+                 list(n.onnx_names)) for n in region]
+
+
+def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
+    """Whether a region is blocked, and why: layout=nchwc / nchw, a tuning record of the region's signature for
+    this device (its measured choice wins over the estimate), else the estimate (pays)."""
+    from edgec.codegen import options
+    opts = options.active()
+    info = {"signature": region_signature(g, region, target, opts.threads), "class": region_class(region, target),
+            "nodes": _snapshot(region), "has_dw": any(kind(n, target) == "dw" for n in region)}
+    info["edges"] = edges(g, region)
+    info["estimate"] = estimate(g, region, target) if info["has_dw"] else None
+    rec = opts.tuned_for(info["signature"]) if opts.tuned else None
+    forced = rec[0].get("layout") if rec is not None else None
+    if mode in ("nchw", "nchwc"):
+        info["blocked"] = mode == "nchwc"
+    elif forced in ("nchw", "nchwc"):
+        info["blocked"], info["tuned"] = forced == "nchwc", rec[1]
+    else:
+        info["blocked"] = pays(g, region, target)
+        if info["has_dw"] and learned_scale() != 1.0:
+            nchw, blocked = info["estimate"]
+            info["learned"] = f"layout-scale {learned_scale():.2f} (default 1): blocked estimate " \
+                              f"{blocked * learned_scale() / 1e3:.1f} us vs NCHW {nchw / 1e3:.1f} us"
+    return info
 
 
 def assign(g: Graph, target, mode: str = "auto") -> Graph:
@@ -346,11 +439,19 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         return g
     fuse_shuffles(g)
     chosen: set[int] = set()
+    found = []  # every region and its choice (edgec tune extracts and measures them: devices/tune.py)
     for r in regions(g, target):
         if mode == "auto":
             r = trim_edges(g, r, target)
-        if mode == "nchwc" or pays(g, r, target):
+        info = _decide(g, r, target, mode)
+        found.append(info)
+        if info["blocked"]:
             chosen.update(id(n) for n in r)
+        note = info.get("tuned") or (f"layout: {info['learned']}" if "learned" in info else None)
+        for n in r:  # --explain: where a device's record or learned constant made the region's choice
+            if note:
+                n.attrs = {**n.attrs, "ec_layout_note": note}
+    g.layout_regions = found
     if not chosen:
         return g
     _fold_shuffles(g, chosen, target)

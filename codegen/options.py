@@ -39,6 +39,8 @@ _CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": 
             "q8conv": Q8CONV_MODES, "par": PAR_MODES, "gemm1x1": GEMM1X1_MODES, "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
 # the fields a tuning record may force for one layer (codegen/variants.py)
 PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par", "gemm1x1")
+# the fields a tuning record of a channel-blocked region may force (codegen/layout.py region_signature)
+PER_REGION = ("layout",)
 
 
 @dataclass(frozen=True)

@@ -269,8 +269,9 @@ def parse_forced(text: str) -> dict:
     out = {}
     for kv in filter(None, text.split(";")):
         k, sep, val = kv.partition("=")
-        if not sep or k not in options.PER_LAYER:
-            raise EdgecError(f"tuning record forces {kv!r}: not one of {', '.join(options.PER_LAYER)}")
+        if not sep or k not in options.PER_LAYER + options.PER_REGION:
+            raise EdgecError(f"tuning record forces {kv!r}: not one of "
+                             f"{', '.join(options.PER_LAYER + options.PER_REGION)}")
         if val not in options._CHOICES[k]:
             raise EdgecError(f"tuning record forces {kv!r}: {k} is one of {', '.join(options._CHOICES[k])}")
         out[k] = val
@@ -291,8 +292,9 @@ def emit(spec, node, ctx) -> str:
     par = forced.pop("par", opts.par if f is not None else "auto")  # EDGEC_PAR: every covered layer
     with options.using(opts.with_(**forced)):
         body = _emit_partitioned(spec, node, ctx, par) if par != "auto" else spec.emit(node, ctx)
-    if note is not None:
-        ctx.note(tuned=note)
+    lnote = node.attr("ec_layout_note")  # codegen/layout.py: a region record (or learned constant) chose its layout
+    if note is not None or lnote:
+        ctx.note(tuned="; ".join(x for x in (note, lnote) if x))
     used = costmodel.consulted.get()
     if used:  # the pick read constants fitted to this device's records: --explain says which
         ctx.note(learned=", ".join(f"{k} {v:g} (default {d:g})" for k, (v, d) in sorted(used.items())))

@@ -176,24 +176,25 @@ def cross_compiler(device: Device) -> str | None:
     return device.cross_cc if device.cross_cc and shutil.which(device.cross_cc) else None
 
 
-def build_local(project: Path, device: Device, profile: bool) -> dict[str, Path]:
-    """make in a private copy of the project, so builds for different compilers never mix."""
+def build_local(project: Path, device: Device, profile: bool, jobs: int = 1) -> dict[str, Path]:
+    """make in a private copy of the project, so builds for different compilers never mix (jobs: make -j)."""
     cc = cross_compiler(device)
     if shutil.which("make") is None:
         raise EdgecError("make is not installed here: apt-get install make (or deploy with --build on-device)")
     ldflags = " ".join(device.ldflags)
     work = cache_dir() / "cross" / _key(project.resolve(), cc, ldflags, profile)
     with cache_lock(work):
-        return _make_copy(project, work, device, cc, ldflags, profile)
+        return _make_copy(project, work, device, cc, ldflags, profile, jobs)
 
 
-def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str, profile: bool) -> dict[str, Path]:
+def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str, profile: bool,
+               jobs: int = 1) -> dict[str, Path]:
     for src in _project_files(project):
         dst = work / src.relative_to(project)
         if not dst.exists() or dst.stat().st_mtime != src.stat().st_mtime or dst.stat().st_size != src.stat().st_size:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    args = ["make", "-j1", "-C", str(work), f"CC={cc}"] + (["PROFILE=1"] if profile else [])
+    args = ["make", f"-j{max(1, int(jobs))}", "-C", str(work), f"CC={cc}"] + (["PROFILE=1"] if profile else [])
     if ldflags:
         args.append(f"LDFLAGS={ldflags}")
     objs = _runtime_objects(work, cc, profile)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import tempfile
 import time
@@ -47,6 +48,7 @@ WARMUP = 2            # untimed runs of a candidate before its timed runs, every
 TARGET_RUN_S = 0.15   # timed runs per candidate in all its rounds: about this long, 10..200 runs
 EMULATED_RUNS = 6     # under an emulator: time is the emulator's, a few runs say as much
 DEFAULT_BUDGET = 300.0
+BUILD_JOBS = 2        # make -j for a measurement program built here (its candidates' files compile side by side)
 
 Progress = Callable[..., None]
 
@@ -60,6 +62,7 @@ class Job:
     macs: int
     layers: list[str] = field(default_factory=list)
     default_algo: str = ""
+    region: dict | None = None  # a channel-blocked region (codegen/layout.py assign's record of it), not a layer
 
 
 def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | None = None) -> CompileOptions:
@@ -155,9 +158,25 @@ def learned_constants(recs, target) -> dict[str, float]:
                    "tile": fastest(lambda v, a: a.startswith("gspc-") and not a.startswith(("gspc-ow-", "gspc-g")))}
             if sum(1 for v in fam.values() if v) >= 2:
                 gspc.append((g["K"] // g["G"], g["SW"], {k: v for k, v in fam.items() if v}))
-    return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse),
+    return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse), **fit_layout(recs),
             **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc), **costmodel.fit_q8conv(target, q8),
             **costmodel.fit_q8_sparse(target, q8sparse), **fit_pool_job(recs, target)}
+
+
+def fit_layout(recs) -> dict[str, float]:
+    """The layout estimate's blocked-side scale on this device (codegen/layout.py fit_scale): region records whose
+    trials timed both layouts, each with the estimate of its layout."""
+    from edgec.codegen import layout
+
+    samples = []
+    for r in recs:
+        if not r.cls.startswith("region["):
+            continue
+        ms = {t["algo"]: float(t["ms"]) for t in r.trials if "ms" in t}
+        est = {t["algo"]: float(t["est_ns"]) for t in r.trials if "est_ns" in t}
+        if {"layout-nchw", "layout-nchwc"} <= ms.keys() & est.keys():
+            samples.append((ms["layout-nchwc"] / ms["layout-nchw"], est["layout-nchwc"] / est["layout-nchw"]))
+    return layout.fit_scale(samples)
 
 
 def fit_pool_job(recs, target) -> dict[str, float]:
@@ -209,6 +228,18 @@ def plan(model: Path, device, threads: int, input_shapes: dict | None = None) ->
         b = compile_model(model, tmp, input_shapes=input_shapes, options=opts)
     target = get_target(device.target)
     jobs: dict[str, Job] = {}
+    by_name = {node.name: info for info, node in zip(b.layers, b.graph.nodes)}
+    regions: dict[str, Job] = {}
+    for reg in getattr(b.graph, "layout_regions", []):
+        # the regions the layout pass decides by its estimate (those holding a depthwise conv): measured both
+        # ways as one extracted model each
+        if not reg["has_dw"]:
+            continue
+        infos = [by_name[n.name] for n in reg["nodes"] if n.name in by_name]
+        j = regions.setdefault(reg["signature"], Job(reg["signature"], reg["class"], None, {}, 0, region=reg,
+                                                     default_algo="layout-nchwc" if reg["blocked"] else "layout-nchw"))
+        j.macs += sum(int(i.get("macs") or 0) for i in infos)
+        j.layers += [i["name"] for i in infos]
     for info, node in zip(b.layers, b.graph.nodes):
         sig = info.get("details", {}).get("signature")
         if sig is None:
@@ -224,7 +255,9 @@ def plan(model: Path, device, threads: int, input_shapes: dict | None = None) ->
         j = jobs.setdefault(sig, Job(sig, variants.layer_class(node, f), node, f, 0, default_algo=info["algo"]))
         j.macs += int(info.get("macs") or 0)
         j.layers.append(info["name"])
-    return sorted(jobs.values(), key=lambda j: -j.macs)
+    # biggest first; a region before its own layers (its MACs are at least theirs): a region recorded
+    # channel-blocked takes its layers out of per-layer tuning (_tune)
+    return sorted([*regions.values(), *jobs.values()], key=lambda j: (-j.macs, j.region is None))
 
 
 def extract_layer(node, path: Path) -> Path:
@@ -232,12 +265,26 @@ def extract_layer(node, path: Path) -> Path:
     operand - the residual included - a graph input). Recompiled, it yields the same layer signature.
     An int8 QLinearConv with a fused activation has no ONNX form of its own: it becomes the QDQ pattern the
     int8 lowering fuses back into it (DequantizeLinear -> Conv -> Relu -> QuantizeLinear)."""
+    if node.op == "QLinearConv" and node.attr("ec_act") == "relu" and _qdq_conv_ok(node):
+        return _qdq_conv(node, path)
+    return _extract([node], [node.outputs[0]], path)
+
+
+def extract_region(region: dict, path: Path) -> Path:
+    """A channel-blocked region (codegen/layout.py assign's record: its nodes as they read before blocking, its
+    edge tensors) as an ONNX model: the tensors reordered into it become graph inputs, those reordered out of it
+    graph outputs, constants initializers. Recompiled, the layout pass finds the same region signature."""
+    return _extract(region["nodes"], region["edges"][1], path)
+
+
+def _extract(members: list, outs: list, path: Path) -> Path:
+    """IR nodes (each with its fused epilogue, in graph order) as an ONNX model: operands made inside are wired
+    through, the rest are graph inputs (constants initializers); outs are the graph outputs."""
     import onnx
     from onnx import helper, numpy_helper
 
-    if node.op == "QLinearConv" and node.attr("ec_act") == "relu" and _qdq_conv_ok(node):
-        return _qdq_conv(node, path)
-    inits, ins, names = [], [], {}
+    inits, ins, names, nodes = [], [], {}, []
+    k = 0
 
     def operand(tensor, what: str) -> str:
         if tensor is None:
@@ -253,57 +300,69 @@ def extract_layer(node, path: Path) -> Path:
                                                      list(tensor.shape)))
         return name
 
-    args = [operand(t, "in") for t in node.inputs]
-    while args and args[-1] == "":
-        args.pop()
-    attrs = {k: v for k, v in node.attrs.items() if not k.startswith("ec_")}
-    y = node.outputs[0]
-    nodes = [helper.make_node(node.op, args, ["y0"], name="layer", **attrs)]
-    cur, ep, k = "y0", node.epilogue, 0
-
-    def step(op, inputs, **kw):
-        nonlocal cur, k
+    def const(v, dtype=np.float32) -> str:
+        nonlocal k
         k += 1
-        nodes.append(helper.make_node(op, inputs, [f"y{k}"], name=f"ep{k}", **kw))
-        cur = f"y{k}"
+        inits.append(numpy_helper.from_array(np.asarray(v, dtype), f"k{k}"))
+        return f"k{k}"
 
-    def act():
-        a, p = ep.act, ep.act_params
-        if a is None:
-            return
-        if a == "clip":
-            lo, hi = f"lo{k}", f"hi{k}"
-            inits.append(numpy_helper.from_array(np.float32(p.get("min", -3.4e38)), lo))
-            inits.append(numpy_helper.from_array(np.float32(p.get("max", 3.4e38)), hi))
-            step("Clip", [cur, lo, hi])
-        elif a == "silu":
-            x = cur
-            step("Sigmoid", [x])
-            step("Mul", [x, cur])
-        elif a == "gelu":
-            x, c, one, half = cur, f"c{k}", f"one{k}", f"half{k}"
-            for n, v in ((c, 1 / math.sqrt(2)), (one, 1.0), (half, 0.5)):
-                inits.append(numpy_helper.from_array(np.float32(v), n))
-            step("Mul", [x, c])
-            step("Erf", [cur])
-            step("Add", [cur, one])
-            step("Mul", [x, cur])
-            step("Mul", [cur, half])
+    for i, node in enumerate(members):
+        cur = ""
+
+        def step(op, inputs, **kw):
+            nonlocal cur, k
+            k += 1
+            nodes.append(helper.make_node(op, inputs, [f"y{k}"], name=f"n{k}", **kw))
+            cur = f"y{k}"
+
+        args = [operand(t, "in") for t in node.inputs]
+        while args and args[-1] == "":
+            args.pop()
+        if node.op == "ChannelShuffle":  # codegen/layout.py fuse_shuffles: back to Reshape, Transpose, Reshape
+            n_, c, h, w = node.inputs[0].shape
+            grp = int(node.attr("ec_shuffle_groups"))
+            step("Reshape", [args[0], const([n_, grp, c // grp, h, w], np.int64)])
+            step("Transpose", [cur], perm=[0, 2, 1, 3, 4])
+            step("Reshape", [cur, const([n_, c, h, w], np.int64)])
         else:
-            op = {"relu": "Relu", "leaky_relu": "LeakyRelu", "sigmoid": "Sigmoid", "tanh": "Tanh",
-                  "hard_sigmoid": "HardSigmoid", "hard_swish": "HardSwish"}[a]
-            kw = {"alpha": p["alpha"]} if a == "leaky_relu" else \
-                {"alpha": p["alpha"], "beta": p["beta"]} if a == "hard_sigmoid" else {}
-            step(op, [cur], **kw)
+            attrs = {a: v for a, v in node.attrs.items() if not a.startswith("ec_")}
+            step(node.op, args, **attrs)
+        ep = node.epilogue
 
-    res = operand(ep.residual, "res") if ep.residual is not None else None
-    if res and ep.residual_before_act:
-        step("Add", [cur, res])
-    act()
-    if res and not ep.residual_before_act:
-        step("Add", [cur, res])
-    out = helper.make_tensor_value_info(cur, helper.np_dtype_to_tensor_dtype(np.dtype(y.dtype)), list(y.shape))
-    g = helper.make_graph(nodes, "layer", ins, [out], inits)
+        def act():
+            a, p = ep.act, ep.act_params
+            if a is None:
+                return
+            if a == "clip":
+                step("Clip", [cur, const(p.get("min", -3.4e38)), const(p.get("max", 3.4e38))])
+            elif a == "silu":
+                x = cur
+                step("Sigmoid", [x])
+                step("Mul", [x, cur])
+            elif a == "gelu":
+                x = cur
+                step("Mul", [x, const(1 / math.sqrt(2))])
+                step("Erf", [cur])
+                step("Add", [cur, const(1.0)])
+                step("Mul", [x, cur])
+                step("Mul", [cur, const(0.5)])
+            else:
+                op = {"relu": "Relu", "leaky_relu": "LeakyRelu", "sigmoid": "Sigmoid", "tanh": "Tanh",
+                      "hard_sigmoid": "HardSigmoid", "hard_swish": "HardSwish"}[a]
+                kw = {"alpha": p["alpha"]} if a == "leaky_relu" else \
+                    {"alpha": p["alpha"], "beta": p["beta"]} if a == "hard_sigmoid" else {}
+                step(op, [cur], **kw)
+
+        res = operand(ep.residual, "res") if ep.residual is not None else None
+        if res and ep.residual_before_act:
+            step("Add", [cur, res])
+        act()
+        if res and not ep.residual_before_act:
+            step("Add", [cur, res])
+        names[id(node.outputs[0])] = cur
+    dt = helper.np_dtype_to_tensor_dtype
+    gouts = [helper.make_tensor_value_info(names[id(y)], dt(np.dtype(y.dtype)), list(y.shape)) for y in outs]
+    g = helper.make_graph(nodes, "layer", ins, gouts, inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
     return path
 
@@ -373,6 +432,7 @@ class Candidate:
     build: object = None  # codegen.project.Emitted until the program is written
     index: int = -1       # in the measurement program
     layer: int = 0        # which of the program's layer models it is a build of
+    est_ns: float | None = None  # a region candidate: the layout estimate of its layout (codegen/layout.py)
 
 
 class Tuner:
@@ -461,9 +521,16 @@ class Tuner:
 
         target = get_target(self.device.target)
         path = self.work / f"{re.sub(r'[^A-Za-z0-9]+', '_', job.signature)[:80]}.onnx"
-        extract_layer(job.node, path)
-        vs = variants.candidates(job.node, target, job.facts)
-        forcings = variants.forcings(vs, job.facts, self.threads)
+        if job.region is not None:  # a region: the estimate's pick against each layout forced by a record
+            try:
+                extract_region(job.region, path)
+            except Exception as e:  # a node with no ONNX form of its own: the region keeps the estimate's pick
+                return f"the region has no ONNX form ({type(e).__name__}: {str(e)[:80]})"
+            forcings = [("layout-nchw", "layout=nchw"), ("layout-nchwc", "layout=nchwc")]
+        else:
+            extract_layer(job.node, path)
+            vs = variants.candidates(job.node, target, job.facts)
+            forcings = variants.forcings(vs, job.facts, self.threads)
         if names is not None:  # a kernel+partitioning record transfers its kernel alone to a 1-thread layer
             want = set(names) | ({n.split("+")[0] for n in names} if self.threads == 1 else set())
             forcings = [(n, fs) for n, fs in forcings if n in want]
@@ -473,8 +540,21 @@ class Tuner:
             if self.over_budget():
                 return "budget"
             self.progress("candidate", name=c.name)
-            build = emit_model(path, self._options(job, c), f"cand{base + len(by_algo)}")
-            mine = [l for l in build.table if l.get("details", {}).get("signature") == job.signature]
+            try:
+                build = emit_model(path, self._options(job, c), f"cand{base + len(by_algo)}")
+            except EdgecError as e:
+                if job.region is None:
+                    raise
+                return f"the extracted region does not compile ({e})"
+            if job.region is not None:
+                mine = [{"algo": "layout-nchwc" if r["blocked"] else "layout-nchw", "est": r["estimate"]}
+                        for r in getattr(build.graph, "layout_regions", []) if r["signature"] == job.signature]
+                if not mine:
+                    return "the extracted region compiles to another signature"
+                est = mine[0]["est"]
+                c.est_ns = est[1] if mine[0]["algo"] == "layout-nchwc" else est[0]
+            else:
+                mine = [l for l in build.table if l.get("details", {}).get("signature") == job.signature]
             if not mine:
                 return "the extracted layer compiles to another signature"
             c.algo = mine[0]["algo"]
@@ -499,8 +579,12 @@ class Tuner:
         if best is not default and default.ms / best.ms < MIN_GAIN:
             best = default
         trials = [{"variant": c.name, "algo": c.algo, **({"ms": round(c.ms, 5)} if c.ms is not None else {}),
+                   **({"est_ns": round(c.est_ns, 1)} if c.est_ns is not None else {}),
                    **({"rejected": c.rejected} if c.rejected else {})} for c in cands]
-        rec = Record(self.fp, job.signature, job.cls, best.name, best.forced, best.algo, best.ms, default.algo,
+        variant, forced = best.name, best.forced
+        if job.region is not None:  # a region's record always names its layout: a later learned scale may move
+            variant, forced = best.algo, f"layout={best.algo.removeprefix('layout-')}"  # the estimate's pick
+        rec = Record(self.fp, job.signature, job.cls, variant, forced, best.algo, best.ms, default.algo,
                      default.ms, source, self.model.name, self.device.name, tuningdb.today(), self.device.emulated,
                      self.facts, trials)
         self.db.put(rec)
@@ -547,7 +631,9 @@ class Tuner:
 
         manifest = Manifest()
         if self.mode in ("cross", "native"):
-            built = build_local(project, self.device, False)  # the project's make builds `tune` only
+            # the project's make builds `tune` only; a program's candidate files are independent: compiled side by
+            # side on up to BUILD_JOBS cores
+            built = build_local(project, self.device, False, jobs=min(BUILD_JOBS, os.cpu_count() or 1))
             manifest.add("tune", next(iter(built.values())).parent / "tune", 0o755)
         else:
             for p in _project_files(project):
@@ -751,12 +837,15 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
     source_model = _choose_source_model(jobs, pool) if transfer_only else None
     best = 1.0
     deferred: list[tuple[dict, Job, list[str]]] = []  # transfer: measured together, in one program
+    in_blocked: set[str] = set()  # layers of regions a record blocks: the region's choice, not tuned one by one
     for j in jobs:
         row = {"signature": j.signature, "class": j.cls, "layers": j.layers, "macs": j.macs,
                "default_algo": j.default_algo}
         prog("layer", signature=j.signature, cls=j.cls, layers=len(j.layers))
         have = tu.db.get(tu.fp, j.signature)
-        if have is not None and (device.emulated or not have.emulated):
+        if j.region is None and j.layers and set(j.layers) <= in_blocked:
+            row["source"] = "in a region tuned channel-blocked: not tuned alone"
+        elif have is not None and (device.emulated or not have.emulated):
             where = "this model" if have.model == model.name else f"model {have.model}"
             row.update(source=f"exact record ({have.source} on {where}, {have.date})", record=_rec_json(have))
             resumed += have.model == model.name
@@ -780,6 +869,8 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
                 row.update(source="measured", record=_rec_json(rec))
         if "record" in row:
             best = max(best, row["record"]["speedup"])
+            if j.region is not None and row["record"]["algo"] == "layout-nchwc":
+                in_blocked.update(j.layers)
         rows.append(row)
         prog("done-layer", row=row, best=best)
     if deferred:

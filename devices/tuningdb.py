@@ -56,6 +56,11 @@ class Record:
         """The --explain text of a layer this record forces."""
         where = f"{self.device}{' (emulated)' if self.emulated else ''}, {self.date}"
         src = "" if self.source == "measured" else f" ({self.source})"
+        if self.cls.startswith("region["):  # a channel-blocked region: the layout measured faster
+            lay = {"layout-nchwc": "NCHWc", "layout-nchw": "NCHW"}.get(self.algo, self.algo)
+            if self.algo == self.default_algo:
+                return f"layout tuned on {where}: {lay}, the estimate's pick, measured fastest{src}"
+            return f"layout tuned on {where}: {lay}, {self.speedup:.2f}x over the estimate's pick{src}"
         if not self.forced:
             n = sum(1 for t in self.trials if "ms" in t)
             return f"tuned on {where}: the cost model's pick {self.algo} measured fastest of {n} variants{src}"

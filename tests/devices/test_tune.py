@@ -371,13 +371,127 @@ def test_blocked_regions_are_not_tuned_per_layer(tmp_path):
     base = compile_model(path, tmp_path / "base", options=opts)
     convs = [(l, n) for l, n in zip(base.layers, base.graph.nodes) if n.op == "Conv"]
     assert all(l["details"]["layout"] not in (None, "nchw") for l, _ in convs), base.layers  # nchw8c on AVX2
-    assert plan(path, dev, 1) == []
+    jobs = plan(path, dev, 1)  # the region alone, measured both ways as a whole (test_a_region_is_measured...)
+    assert [(j.cls, j.region is not None, len(j.layers)) for j in jobs] == [("region[1x1,dwconv3x3s1]", True, 3)]
     sig = variants.signature(convs[1][1], 1)
     opts = opts.with_(tuning="auto")
     kept = compile_model(path, tmp_path / "kept", options=opts.with_(tuned=((sig, "", "kept"),)))
     assert [l["details"].get("layout") for l in kept.layers] == [l["details"].get("layout") for l in base.layers]
     forced = compile_model(path, tmp_path / "forced", options=opts.with_(tuned=((sig, "dw=plane", "forced"),)))
     assert all(l["details"].get("layout", "nchw") == "nchw" for l in forced.layers if l["op"] == "Conv")
+
+
+def _own_cache(tune_cache, tmp_path, monkeypatch) -> Path:
+    """A cache folder (and so a tuning database) of the test's own, so that its region records and the layout
+    constant they fit stay out of the module's other tests; compiled runtime kernels shared with them."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (tune_cache / "objects").mkdir(exist_ok=True)
+    (cache / "objects").symlink_to(tune_cache / "objects")
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(cache))
+    return cache
+
+
+def _conv_layouts(path, out, *extra):
+    rc, js, err = run_cli("compile", str(path), "-o", str(out), "--json", *extra)
+    assert rc == 0, err
+    return [l for l in json.loads(js)["layers"] if l["op"] == "Conv"]
+
+
+def _blocked(convs) -> list[bool]:
+    return [l["details"].get("layout", "nchw") != "nchw" for l in convs]
+
+
+def test_a_region_is_measured_both_ways_and_compile_follows_its_record(env, tune_cache, tmp_path, monkeypatch):
+    """A 1x1 -> depthwise -> 1x1 chain's region is extracted as a model of its own, built with the layout forced
+    NCHW and NCHWc in one program, both checked against onnxruntime and timed; the record's layout is what the
+    next compile uses (--explain says so), even where it contradicts the estimate; --no-tuning ignores it."""
+    import dataclasses
+
+    _own_cache(tune_cache, tmp_path, monkeypatch)
+    path = _pointwise_dw(tmp_path / "pwdw.onnx")
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t:
+        rep = tune(path, dev, t, final_bench=False)
+    rows = [r for r in rep["layers"] if r["class"].startswith("region[")]
+    assert len(rows) == 1 and rows[0]["source"] == "measured" and len(rows[0]["layers"]) == 3, rep["layers"]
+    rec = rows[0]["record"]
+    timed = {tr["algo"]: tr for tr in rec["trials"] if "ms" in tr}
+    assert set(timed) == {"layout-nchw", "layout-nchwc"} and all(tr["est_ns"] > 0 for tr in timed.values())
+    assert rec["algo"] == min(timed, key=lambda a: timed[a]["ms"]) or rec["algo"] == rec["default_algo"]
+    assert rep["programs"] == 1  # the region's program; its convs are not tuned one by one when it is blocked
+    assert all(r["source"].startswith("in a region tuned channel-blocked") for r in rep["layers"] if r not in rows) \
+        if rec["algo"] == "layout-nchwc" else True
+
+    base = _blocked(_conv_layouts(path, tmp_path / "n", "--no-tuning"))
+    assert base == [True] * 3  # the estimate blocks the chain
+    convs = _conv_layouts(path, tmp_path / "t")
+    assert _blocked(convs) == [rec["algo"] == "layout-nchwc"] * 3
+    assert all(l["details"]["tuned"].startswith("layout tuned on local, ") for l in convs), convs
+    # the record's layout wins over the estimate: turned to NCHW in the database, the compile follows it
+    with tuningdb.TuningDB() as db:
+        (r,) = [x for x in db.records() if x.cls.startswith("region[")]
+        db.put(dataclasses.replace(r, variant="layout-nchw", forced="layout=nchw", algo="layout-nchw",
+                                   time_ms=r.default_ms / 2))
+    assert _blocked(_conv_layouts(path, tmp_path / "f")) == [False] * 3
+    rc, out, err = run_cli("compile", str(path), "-o", str(tmp_path / "e"), "--explain")
+    assert rc == 0 and "layout tuned on local, " in " ".join(out.replace("│", " ").split()), out
+    assert _blocked(_conv_layouts(path, tmp_path / "n2", "--no-tuning")) == base
+
+
+def _region_record(dev, t, cls, variant, trials, sig="0123456789abcdef", model="src.onnx"):
+    from edgec.devices.deploy import choose_mode
+
+    facts = tuningdb.device_facts(dev, t, choose_mode(dev, "auto"), 1)
+    return tuningdb.Record(tuningdb.fingerprint(facts), f"{cls}:{sig}:t1", cls, variant,
+                           f"layout={variant.removeprefix('layout-')}", variant, 1.0, "layout-nchwc", 1.5, "measured",
+                           model, dev.name, "2026-11-24", False, facts, trials)
+
+
+def test_the_layout_scale_is_fitted_from_region_records_and_moves_the_pick(env, tune_cache, tmp_path, monkeypatch):
+    """Region records whose blocked / NCHW time ratio is 3x the estimate's fit layout-scale 3: a region of
+    another size with no record of its own then stays NCHW (the estimate alone blocks it), --explain names the
+    constant, --no-tuning drops it. Records agreeing with the estimate leave it alone."""
+    from edgec.codegen.targets import get_target
+    from edgec.devices.tune import learned_constants
+
+    _own_cache(tune_cache, tmp_path, monkeypatch)
+    other = _pointwise_dw(tmp_path / "other.onnx", c=48, h=20)
+    dev = Inventory().resolve(["local"])[0]
+    trials = [{"variant": "default", "algo": "layout-nchwc", "ms": 2.0, "est_ns": 1000.0},
+              {"variant": "layout-nchw", "algo": "layout-nchw", "ms": 1.0, "est_ns": 1500.0},
+              {"variant": "layout-nchwc", "algo": "layout-nchwc", "est_ns": 1000.0, "rejected": "same code as default"}]
+    agree = [dict(trials[0], ms=1.0), dict(trials[1], ms=1.5)]
+    with open_transport(dev) as t:
+        slow = _region_record(dev, t, "region[1x1,dwconv3x3s1]", "layout-nchw", trials)
+        fine = _region_record(dev, t, "region[1x1,dwconv3x3s1]", "layout-nchwc", agree, sig="fedcba9876543210")
+    tgt = get_target(dev.target)
+    assert learned_constants([fine], tgt) == {}
+    assert learned_constants([slow], tgt) == pytest.approx({"layout-scale": 3.0})
+    assert _blocked(_conv_layouts(other, tmp_path / "a")) == [True] * 3
+    with tuningdb.TuningDB() as db:
+        db.put(slow)
+    convs = _conv_layouts(other, tmp_path / "b")
+    assert _blocked(convs) == [False] * 3
+    assert all("layout-scale 3.00" in l["details"].get("tuned", "") for l in convs), convs
+    assert _blocked(_conv_layouts(other, tmp_path / "c", "--no-tuning")) == [True] * 3
+
+
+def test_transfer_applies_a_region_record_of_the_same_class(env, tune_cache, tmp_path, monkeypatch):
+    """Another model's region record of the same class (here one that chose NCHW) transfers to a region of other
+    sizes: both layouts are measured there in the transfer's one program and the region gets its own record."""
+    _own_cache(tune_cache, tmp_path, monkeypatch)
+    dst = _pointwise_dw(tmp_path / "dst.onnx", c=24, h=18)
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t:
+        with tuningdb.TuningDB() as db:
+            db.put(_region_record(dev, t, "region[1x1,dwconv3x3s1]", "layout-nchw", []))
+        rep = tune(dst, dev, t, transfer_only=True, final_bench=False)
+    assert rep["source_model"] == "src.onnx" and rep["programs"] == 1
+    (row,) = [r for r in rep["layers"] if r["class"] == "region[1x1,dwconv3x3s1]"]
+    assert row["source"].startswith("transferred from src.onnx (layout-nchw)"), row
+    timed = {tr["algo"] for tr in row["record"]["trials"] if "ms" in tr}
+    assert timed == {"layout-nchw", "layout-nchwc"} and row["record"]["source"] == "transferred from src.onnx"
 
 
 def _source_records(dev, t, sigs_variants, model="src.onnx", threads=1):
