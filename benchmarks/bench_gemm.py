@@ -9,6 +9,7 @@ hits every column; the peak is re-measured each round and the best round's peak 
     python benchmarks/bench_gemm.py --md
     python benchmarks/bench_gemm.py --threads 2 --rounds 5
     python benchmarks/bench_gemm.py --split --md   # spatial-pack layers: im2col vs GEMM, thread CPU time
+    python benchmarks/bench_gemm.py --cold --md    # 1x1 layers warm vs in a model's cache state (+ residual)
     python benchmarks/bench_gemm.py --cpu --md     # CPU time per inference instead of wall time (a busy host)
 
 Read `% peak` (edgec) against the 85% target; shapes are ResNet-50 / MobileNet-style pointwise layers.
@@ -192,6 +193,57 @@ def split_run(tmp: Path, target, peak: float, md: bool) -> None:
         print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
 
 
+def llc_bytes() -> int:
+    """This machine's largest cache (sysfs), 32 MB where it does not say."""
+    best = 0
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            t = (d / "size").read_text().strip().upper()
+            mult = {"K": 1 << 10, "M": 1 << 20}.get(t[-1:], 1)
+            best = max(best, int(t.rstrip("KM")) * mult)
+        except (OSError, ValueError):
+            continue
+    return best or 32 << 20
+
+
+def cold_run(tmp: Path, target, peak: float, md: bool, only: str | None) -> None:
+    """1x1 stride-1 layers warm (one-node model in a loop) and as inside a model (last-level cache flushed, the
+    input and the residual just written), without and with a residual, in thread CPU time (best of 15 each,
+    interleaved), with the blocking edgec's emitter chose for the layer."""
+    from edgec.codegen import kernels
+    from edgec.runtime_c import root as runtime_root
+
+    rt = runtime_root()
+    src = Path(__file__).resolve().parent / "c" / "f32_conv_cold.c"
+    flush = 2 * llc_bytes()
+    head = ["layer", "KC x NC", "warm ms", "warm % peak", "cold ms", "cold % peak", "+res warm ms", "+res cold ms",
+            "+res cold % peak"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    for i, (name, c, k, hw) in enumerate(CONVS):
+        if only and only not in name:
+            continue
+        path, flops = conv1x1_model(tmp / f"k{i}.onnx", c, k, hw)
+        d = compile_model(path, tmp / f"kp{i}", options=CompileOptions()).layers[0]
+        if not d["algo"].startswith("gemm-") or "-1x1-" in d["algo"] or "gemm-t-" in d["algo"]:
+            print(f"# {name}: edgec runs {d['algo']}, not the packed 1x1 driver")
+            continue
+        kern = next(kk for kk in kernels.KERNELS if kk.name == d["details"]["kernel"])
+        defs = dict(XC=c, XH=hw, XW=hw, XK=k, XMR=kern.params["mr"], XNR=kern.params["nr"], XKC=d["details"]["kc"],
+                    XNC=d["details"]["nc"], XUK=kern.name)
+        ms = []
+        for r in (0, 1):
+            exe = tmp / f"cold{i}-{r}"
+            subprocess.run([target.cc, "-O2", "-std=c11", *target.cflags, f"-I{rt}", f"-DXRES={r}",
+                            *(f"-D{a}={v}" for a, v in defs.items()), str(src), str(rt / kern.file), "-o", str(exe),
+                            "-lm"], check=True)
+            ms += map(float, subprocess.run([str(exe), str(flush)], capture_output=True, text=True,
+                                            check=True).stdout.split())
+        pct = [f"{100 * flops / t / 1e6 / peak:.0f}%" for t in ms]
+        row = [name, f"{defs['XKC']} x {defs['XNC']}", f"{ms[0]:.3f}", pct[0], f"{ms[1]:.3f}", pct[1], f"{ms[2]:.3f}",
+               f"{ms[3]:.3f}", pct[3]]
+        print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
+
+
 def matmul_model(path: Path, m: int, k: int, n: int) -> tuple[Path, int]:
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
@@ -250,6 +302,9 @@ def main() -> int:
                          "1 thread: for a shared, loaded host")
     ap.add_argument("--split", action="store_true",
                     help="spatial-pack layers: packing and GEMM timed apart in thread CPU time (1 thread)")
+    ap.add_argument("--cold", action="store_true",
+                    help="1x1 layers warm and as inside a model (cache flushed, input and residual just written), "
+                         "thread CPU time (1 thread)")
     a = ap.parse_args()
     if a.cpu and a.threads != 1:
         ap.error("--cpu measures 1 thread")
@@ -261,6 +316,12 @@ def main() -> int:
             peak = fma_peak(peak_bins, 1, target)
             print(f"# host: {host()}, {target.name} ({target.isa}), 1 thread; measured FMA peak {peak:.1f} GFLOP/s")
             split_run(tmp, target, peak, a.md)
+            return 0
+        if a.cold:
+            peak = fma_peak(peak_bins, 1, target)
+            print(f"# host: {host()}, {target.name} ({target.isa}), 1 thread; load {open('/proc/loadavg').read().split()[0]}; "
+                  f"measured FMA peak {peak:.1f} GFLOP/s")
+            cold_run(tmp, target, peak, a.md, a.only)
             return 0
         layers = [(n, *conv1x1_model(tmp / f"c{i}.onnx", c, k, hw)) for i, (n, c, k, hw) in enumerate(CONVS)]
         layers += [(n, *matmul_model(tmp / f"m{i}.onnx", m, k, nn)) for i, (n, m, k, nn) in enumerate(MATMULS)]
