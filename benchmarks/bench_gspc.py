@@ -9,6 +9,8 @@ compiled by edgec vs onnxruntime on the same models in the same run.
         # each grouped g compiled under each forced path (EDGEC_CONV / EDGEC_GSPC fields), CPU time per run
     python benchmarks/bench_gspc.py --shape 128:28:1 --engines edgec,onnxruntime,ncnn,mnn --threads 1
         # the same stacks on other engines (benchmarks/engines.py), outputs held against onnxruntime's
+    python benchmarks/bench_gspc.py --full --threads 1 --engines edgec,onnxruntime,ncnn,mnn --cpu --md
+        # every shape, CPU ms per inference of each engine, and the bars per shape
 
 Each model is `depth` stacked (grouped 3x3 conv C->C + ReLU) layers (1 for strided shapes).
 Per g it prints the median ms of edgec and onnxruntime, their ratio, and edgec's time against
@@ -145,10 +147,33 @@ def bench_variants(c, h, stride, depth, variants, runs, warmup, target, tmp: Pat
     return rows
 
 
+def _cpu_round(name: str, runner, work: Path, runs: int, warmup: int) -> float:
+    """CPU ms per inference of one round on 1 thread: edgec's bench program through cpu_ms_per_run, the in-process
+    engines (onnxruntime, ncnn, MNN, OpenVINO) as this process's CPU time over `runs` steps after the warm-up."""
+    import time
+    if name == "edgec":
+        return cpu_ms_per_run(work / "edgec" / "bench", runs, warmup)[0]
+    for _ in range(warmup):
+        runner.step()
+    t0 = time.process_time()
+    for _ in range(runs):
+        runner.step()
+    return (time.process_time() - t0) / runs * 1e3
+
+
+def _edgec_algo(work: Path) -> str:
+    """The first Conv's algo in the generated model.c's layer table"""
+    import re
+    m = re.search(r'"Conv", "([^"]+)"', (work / "edgec" / "model.c").read_text())
+    return m.group(1) if m else "?"
+
+
 def bench_engines(c, h, stride, depth, names, threads, runs, warmup, target, tmp: Path,
-                  groups=(2, 4, 8, 16)) -> list[dict]:
+                  groups=(2, 4, 8, 16), cpu: bool = False) -> list[dict]:
     """Each g's stack on each engine (benchmarks/engines.py; a missing one is skipped with its reason), in
-    interleaved rounds (median of each engine's runs over them), outputs checked against onnxruntime's."""
+    interleaved rounds (median of each engine's runs over them), outputs checked against onnxruntime's. With
+    cpu (1 thread only), each round's CPU ms per inference instead, median of the rounds: on a shared host
+    the wall time of one process moves with the others' load, its CPU time much less."""
     from engines import ENGINES, EngineError, check
 
     engines = []
@@ -177,24 +202,51 @@ def bench_engines(c, h, stride, depth, names, threads, runs, warmup, target, tmp
                 continue
             runners[e.name] = (r, ok["max_abs"])
         times: dict[str, list[float]] = {n: [] for n in runners}
+        n_cpu = max(1, runs // 3)
+        if cpu and runners:  # at least ~30 ms of inferences a round: the bench program's start-up CPU cancels
+            est = min(median(r.time(3, 1)) for r, _ in runners.values())
+            n_cpu = min(2000, max(n_cpu, int(30 / max(est, 1e-3))))
         for _ in range(3):
             for n, (r, _) in runners.items():
-                times[n] += r.time(max(1, runs // 3), warmup)
+                if cpu:
+                    times[n].append(_cpu_round(n, r, tmp / f"w{c}_{h}_{stride}_{g}_{n}", n_cpu, warmup))
+                else:
+                    times[n] += r.time(max(1, runs // 3), warmup)
         for n, (_, err) in runners.items():
-            rows.append(dict(c=c, h=h, stride=stride, depth=depth, g=g, engine=n, ms=median(times[n]), max_abs=err))
+            algo = _edgec_algo(tmp / f"w{c}_{h}_{stride}_{g}_{n}") if n == "edgec" else ""
+            rows.append(dict(c=c, h=h, stride=stride, depth=depth, g=g, engine=n, ms=median(times[n]), max_abs=err,
+                             algo=algo, cpu=cpu))
     return rows
 
 
 def print_engines(rows: list[dict]) -> None:
+    """One row per g (edgec's algo, each engine's ms, the fastest, edgec / the fastest other), then the bars for
+    edgec: every G(g) below S, time falling as g grows (S, G(2) .. G(16), N), fastest at every grouped g."""
     names = list(dict.fromkeys(r["engine"] for r in rows))
-    head = ["layer", "g", *(f"{n} ms" for n in names), "fastest"]
+    unit = "CPU ms" if rows and rows[0].get("cpu") else "ms"
+    head = ["layer", "g", "edgec algo", *(f"{n} {unit}" for n in names), "fastest", "edgec / best other"]
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    mine, fastest = [], []
     for key in dict.fromkeys((r["c"], r["h"], r["stride"], r["depth"], r["g"]) for r in rows):
         c, h, stride, depth, g = key
-        by = {r["engine"]: r["ms"] for r in rows if (r["c"], r["h"], r["stride"], r["depth"], r["g"]) == key}
+        rs = [r for r in rows if (r["c"], r["h"], r["stride"], r["depth"], r["g"]) == key]
+        by = {r["engine"]: r["ms"] for r in rs}
+        algo = next((r["algo"] for r in rs if r["engine"] == "edgec"), "-")
         gs = "S" if g == 1 else ("N" if g == c else str(g))
         cells = [f"{by[n]:.3f}" if n in by else "-" for n in names]
-        print(f"| {c}x{h}s{stride}x{depth} | {gs} | " + " | ".join(cells) + f" | {min(by, key=by.get)} |")
+        others = [v for n, v in by.items() if n != "edgec"]
+        rel = f"{by['edgec'] / min(others):.2f}" if "edgec" in by and others else "-"
+        print(f"| {c}x{h}s{stride}x{depth} | {gs} | {algo} | " + " | ".join(cells) + f" | {min(by, key=by.get)} | {rel} |")
+        if "edgec" in by:
+            mine.append((g, by["edgec"]))
+            if 1 < g < c:
+                fastest.append(min(by, key=by.get) == "edgec")
+    if mine and mine[0][0] == 1:
+        grouped = [v for _, v in mine[1:]]
+        below = all(v < mine[0][1] for v in grouped)
+        falls = all(a >= b for a, b in zip(grouped, grouped[1:]))
+        print(f"edgec: every G(g) < S: {'yes' if below else 'NO'}; time falls as g grows: {'yes' if falls else 'NO'}; "
+              f"fastest engine at {sum(fastest)} of {len(fastest)} grouped g")
 
 
 def print_variants(rows: list[dict]) -> None:
@@ -244,6 +296,8 @@ def main() -> int:
     ap.add_argument("--groups", default="2,4,8,16", help="grouped g timed by --variants / --engines")
     ap.add_argument("--engines", help="comma-separated engines of benchmarks/engines.py (edgec, onnxruntime, ncnn, "
                                       "mnn, openvino): wall ms per run on the first --threads count")
+    ap.add_argument("--cpu", action="store_true", help="with --engines and 1 thread: CPU ms per inference of each "
+                                                         "engine (median of 3 rounds) instead of wall ms")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
     sets = SCALING if a.full else SUBSET
@@ -256,8 +310,10 @@ def main() -> int:
                 depth = a.depth if s == 1 else 1
                 if a.engines:
                     rs = bench_engines(c, h, s, depth, a.engines.split(","), threads[0], a.runs, a.warmup,
-                                       a.target, Path(tmp), [int(v) for v in a.groups.split(",")])
-                    print(f"# {net} {c}ch {h}x{h} stride {s}: engines, {threads[0]} thread(s)", flush=True)
+                                       a.target, Path(tmp), [int(v) for v in a.groups.split(",")],
+                                       cpu=a.cpu and threads[0] == 1)
+                    print(f"# {net} {c}ch {h}x{h} stride {s}: engines, {threads[0]} thread(s); load "
+                          f"{open('/proc/loadavg').read().split()[0]}", flush=True)
                     print_engines(rs)
                     rows += rs
                     continue
