@@ -356,13 +356,14 @@ def fit_scale(samples: list[tuple[float, float]]) -> dict[str, float]:
     return {} if abs(np.log(scale)) < np.log(1.05) else {"layout-scale": scale}
 
 
-def region_class(region: list[Node], target=None) -> str:
+def region_class(region: list[Node], target=None, kinds: dict | None = None) -> str:
     """What a region holds, without sizes: its conv classes (no epilogues) and other kinds, e.g.
-    region[1x1,dwconv3x3s1,dwconv3x3s2]. Transfer-tuning moves a region's record within its class."""
+    region[1x1,dwconv3x3s1,dwconv3x3s2]. Transfer-tuning moves a region's record within its class.
+    kinds: kind() of the nodes by id, where the caller has them (kind() of a 1x1 conv weighs its sparsity)."""
     from edgec.codegen import variants
     parts = set()
     for n in region:
-        k = kind(n, target)
+        k = kinds[id(n)] if kinds is not None else kind(n, target)
         if k == "dw":
             f = variants.facts(n)
             parts.add(f"dwconv{f['KH']}x{f['KW']}s{f['SH']}")
@@ -411,8 +412,10 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
     this device (its measured choice wins over the estimate), else the estimate (pays)."""
     from edgec.codegen import options
     opts = options.active()
-    info = {"signature": region_signature(g, region, target, opts.threads), "class": region_class(region, target),
-            "nodes": _snapshot(region), "has_dw": any(kind(n, target) == "dw" for n in region)}
+    kinds = {id(n): kind(n, target) for n in region}
+    info = {"signature": region_signature(g, region, target, opts.threads),
+            "class": region_class(region, target, kinds), "nodes": _snapshot(region),
+            "has_dw": any(k == "dw" for k in kinds.values())}
     info["edges"] = edges(g, region)
     info["estimate"] = estimate(g, region, target) if info["has_dw"] else None
     rec = opts.tuned_for(info["signature"]) if opts.tuned else None
@@ -421,9 +424,11 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
         info["blocked"] = mode == "nchwc"
     elif forced in ("nchw", "nchwc"):
         info["blocked"], info["tuned"] = forced == "nchwc", rec[1]
+    elif not info["has_dw"]:  # pays(): regions without a depthwise conv stay NCHW
+        info["blocked"] = False
     else:
         info["blocked"] = pays(g, region, target)
-        if info["has_dw"] and learned_scale() != 1.0:
+        if learned_scale() != 1.0:
             nchw, blocked = info["estimate"]
             info["learned"] = f"layout-scale {learned_scale():.2f} (default 1): blocked estimate " \
                               f"{blocked * learned_scale() / 1e3:.1f} us vs NCHW {nchw / 1e3:.1f} us"

@@ -456,6 +456,7 @@ class Tuner:
         self.facts = tuningdb.device_facts(device, t, self.mode, threads)
         self.fp = tuningdb.fingerprint(self.facts)
         self._work: Path | None = None
+        self.kernels: dict[str, dict] = {}  # transfer: per layer signature, variant -> the source's kernels
 
     @property
     def work(self) -> Path:
@@ -558,6 +559,12 @@ class Tuner:
             if not mine:
                 return "the extracted layer compiles to another signature"
             c.algo = mine[0]["algo"]
+            allowed = self.kernels.get(job.signature, {}).get(c.name) if names is not None else None
+            if allowed is not None and c.name != "default" and c.algo.split("/")[0] not in allowed:
+                # a transferred variant that gives another kernel at this layer's shapes (gspc-tile: T_O=8 there,
+                # 4 here) is not the source model's finding: not built, not measured
+                c.rejected = "another kernel than on the source model"
+                continue
             if c.algo in by_algo:
                 c.rejected = f"same code as {by_algo[c.algo].name}"
                 continue
@@ -852,7 +859,17 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
         elif stopped:
             row["source"] = "not measured: budget"
         elif transfer_only:
-            names = sorted({v for r in pool if r.model == source_model and r.cls == j.cls for v in r.transferable()})
+            kernels: dict[str, set | None] = {}  # variant -> the kernels it produced on the source model
+            for r in pool:
+                if r.model == source_model and r.cls == j.cls:
+                    for v in r.transferable():
+                        # a record with trials says which kernel its variant gave there (a record without does not)
+                        if r.trials and kernels.get(v, set()) is not None:
+                            kernels.setdefault(v, set()).add(r.algo.split("/")[0])
+                        else:
+                            kernels[v] = None
+            names = sorted(kernels)
+            tu.kernels[j.signature] = kernels
             if not names:
                 row["source"] = f"no record of class {j.cls} to transfer: cost model's pick kept"
             else:
