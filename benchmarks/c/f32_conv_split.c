@@ -9,6 +9,10 @@
 #include <time.h>
 #include "f32-conv/f32-conv.h"
 
+#ifndef XMC
+#define XMC 0
+#endif
+
 #ifndef REPS
 #define REPS 9
 #endif
@@ -27,7 +31,7 @@ static float *fill(size_t n) {
 
 int main(void) {
   static const f32_conv_shape s = {1, XC, XH, XW, XK, XHO, XWO, 1, XKH, XKW, XSH, XSW, 1, 1, XPT, XPL,
-                                   XMR, XNR, XKC, XNC, 1, XUK};
+                                   XMR, XNR, XKC, XNC, 1, XUK, XMC};
   const size_t kg = XC * XKH * XKW, howo = XHO * XWO;
   float *x = fill(XC * XH * XW), *w = fill(EC_ROUND_UP(XK, XMR) * kg), *y = fill(XK * howo);
   float *bp = fill(kg * EC_ROUND_UP(XNC, XNR));

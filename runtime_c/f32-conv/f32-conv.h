@@ -23,6 +23,7 @@ typedef struct {
   size_t MR, NR, KC, NC; /* NC: columns per work item, a multiple of NR */
   size_t MSPLIT;         /* M chunks per column block */
   f32_gemm_ukernel_fn uk;
+  size_t MC;             /* rows per pass over a column block (a multiple of MR), 0 = all in one pass */
 } f32_conv_shape;
 
 typedef struct {
@@ -119,8 +120,8 @@ EC_INLINE void f32_conv_1x1_pack_rows(const float *EC_RESTRICT x, size_t hw, siz
   }
 }
 
-/* One K block: the drivers keep two B panels (a ring), not the whole column block. */
-EC_INLINE int f32_conv_ring(const f32_conv_shape *s) { return s->KC >= s->C / s->G * s->KH * s->KW; }
+/* One K block and one pass over the rows: the drivers keep two B panels (a ring), not the whole column block. */
+EC_INLINE int f32_conv_ring(const f32_conv_shape *s) { return s->KC >= s->C / s->G * s->KH * s->KW && s->MC == 0; }
 
 /* Units [u0, u1) of the B panel holding columns [col, col+w): 1x1 stride 1, a unit is one row (a
  * copy of an input channel's segment); otherwise one (c, kh) im2col unit of KW rows. */
@@ -139,41 +140,48 @@ EC_INLINE void f32_conv_pack_units(const f32_conv_shape *s, const float *EC_REST
  * first strip (sliced per strip, the 7x7 s2 stem ran 15% slower than packed up front; whole, 2% faster).
  * With one K block (kc = K) each panel is dead once its strips ran, so the block lives in a ring of two
  * panels (f32_conv_ring): any number of columns per work item, 2 x K x NR floats of scratch.
+ * MC > 0: the rows run in passes of MC over the whole block (its panels kept, no ring), so a strip's output
+ * and residual rows are written and read as a few sequential streams rather than one line of every row per
+ * panel (ResNet-50's 56x56 1x1 layers: 0.85x in the model, the B panel then read from L2 per tile).
  * Same tiles, same K blocks, same arithmetic. */
 EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, size_t m0, size_t m1, const float *w,
                                     float *bp, size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e) {
   const size_t MR = s->MR, NR = s->NR, KC = s->KC, Cpg = s->C / s->G, K = Cpg * s->KH * s->KW;
   const size_t units = f32_conv_is_1x1(s) ? K : Cpg * s->KH;
   const size_t panels = EC_DIV_UP(nc, NR), strips = EC_DIV_UP(m1 - m0, MR);
-  const size_t slice = f32_conv_is_1x1(s) ? EC_DIV_UP(units, strips) : units;
+  const size_t MC = s->MC ? s->MC : m1 - m0; /* rows per pass; panels are packed during the first */
+  const size_t slice = f32_conv_is_1x1(s) ? EC_DIV_UP(units, EC_MIN(strips, EC_DIV_UP(MC, MR))) : units;
   const int ring = f32_conv_ring(s); /* panel p at (p & 1) * NR * K, else p * NR * K */
   f32_conv_pack_units(s, x, n0, EC_MIN(NR, nc), 0, units, bp);
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = EC_MIN(KC, K - k0);
     const int last = k0 + kc == K;
-    for (size_t p = 0; p < panels; p++) {
-      const size_t j0 = p * NR, nr = EC_MIN(NR, nc - j0);
-      const float *pb = bp + (ring ? (p & 1) : p) * NR * K + k0 * NR;
-      const int ahead = k0 == 0 && p + 1 < panels;
-      const size_t nj = j0 + NR, nw = ahead ? EC_MIN(NR, nc - nj) : 0;
-      size_t r = 0;
-      for (size_t i0 = m0; i0 < m1; i0 += MR) {
-        if (ahead) {
-          const size_t r1 = EC_MIN(units, r + slice);
-          f32_conv_pack_units(s, x, n0 + nj, nw, r, r1, bp + (ring ? ((p + 1) & 1) : p + 1) * NR * K);
-          r = r1;
+    for (size_t q0 = m0; q0 < m1; q0 += MC) {
+      const size_t q1 = EC_MIN(m1, q0 + MC);
+      for (size_t p = 0; p < panels; p++) {
+        const size_t j0 = p * NR, nr = EC_MIN(NR, nc - j0);
+        const float *pb = bp + (ring ? (p & 1) : p) * NR * K + k0 * NR;
+        const int ahead = k0 == 0 && q0 == m0 && p + 1 < panels;
+        const size_t nj = j0 + NR, nw = ahead ? EC_MIN(NR, nc - nj) : 0;
+        size_t r = 0;
+        for (size_t i0 = q0; i0 < q1; i0 += MR) {
+          if (ahead) {
+            const size_t r1 = i0 + MR >= q1 ? units : EC_MIN(units, r + slice); /* the pass's last strip: all */
+            f32_conv_pack_units(s, x, n0 + nj, nw, r, r1, bp + (ring ? ((p + 1) & 1) : p + 1) * NR * K);
+            r = r1;
+          }
+          const size_t mr = EC_MIN(MR, m1 - i0);
+          float *ct = c + i0 * ldc + n0 + j0;
+          ec_tile_epi te;
+          if (last) {
+            te.bias_r = e->bias_r ? e->bias_r + i0 : NULL;
+            te.bias_c = NULL;
+            te.res = e->res ? e->res + i0 * ldc + n0 + j0 : NULL;
+            te.res_before_act = e->res_before_act;
+            te.act = e->act;
+          }
+          s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0, last ? &te : NULL);
         }
-        const size_t mr = EC_MIN(MR, m1 - i0);
-        float *ct = c + i0 * ldc + n0 + j0;
-        ec_tile_epi te;
-        if (last) {
-          te.bias_r = e->bias_r ? e->bias_r + i0 : NULL;
-          te.bias_c = NULL;
-          te.res = e->res ? e->res + i0 * ldc + n0 + j0 : NULL;
-          te.res_before_act = e->res_before_act;
-          te.act = e->act;
-        }
-        s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0, last ? &te : NULL);
       }
     }
   }

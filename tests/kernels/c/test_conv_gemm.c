@@ -13,8 +13,8 @@ static void pack_w(const conv_p *p, const float *w, float *dst) {
             m < Kpg ? w[(g * Kpg + m) * Kg + k] : 0.0f;
 }
 
-static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act, int use_res,
-               int before) {
+static int run_mc(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, size_t MC, ec_act act, int use_res,
+                  int before) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kg = p->C / p->G * p->KH * p->KW;
   const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
   float *x = falloc(nx), *w = falloc(p->K * Kg), *b = falloc(p->K), *r = falloc(ny);
@@ -22,9 +22,11 @@ static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act,
   float *wp = falloc(p->G * EC_ROUND_UP(p->K / p->G, T_MR) * Kg);
   pack_w(p, w, wp);
   f32_conv_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->SH, p->SW,
-                      p->DH, p->DW, p->PT, p->PL, T_MR, T_NR, KC, NC, MSPLIT, T_UK};
-  /* one K block: the driver keeps a ring of two B panels, and gets only that much scratch here */
-  const size_t threads = 2, per = Kg * (KC >= Kg ? EC_MIN(EC_ROUND_UP(NC, T_NR), 2 * T_NR) : EC_ROUND_UP(NC, T_NR));
+                      p->DH, p->DW, p->PT, p->PL, T_MR, T_NR, KC, NC, MSPLIT, T_UK, MC};
+  /* one K block and one pass over the rows: the driver keeps a ring of two B panels, and gets only that
+   * much scratch here */
+  const size_t threads = 2,
+               per = Kg * (KC >= Kg && !MC ? EC_MIN(EC_ROUND_UP(NC, T_NR), 2 * T_NR) : EC_ROUND_UP(NC, T_NR));
   float *scratch = falloc(threads * per);
   f32_conv_args a = {x, y, wp, b, use_res ? r : NULL, before, act, scratch, per};
   for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
@@ -56,11 +58,15 @@ static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act,
 #endif
   int bad = !(e < 1e-4);
   if (bad)
-    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu p%zu KC%zu NC%zu MS%zu act%d res%d: %g\n",
-           p->C, p->H, p->W, p->K, p->G, p->KH, p->KW, p->SH, p->DH, p->PT, KC, NC, MSPLIT,
+    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu p%zu KC%zu NC%zu MS%zu MC%zu act%d res%d: %g\n",
+           p->C, p->H, p->W, p->K, p->G, p->KH, p->KW, p->SH, p->DH, p->PT, KC, NC, MSPLIT, MC,
            (int)act.kind, use_res, e);
   free(x), free(w), free(b), free(r), free(y), free(yr), free(wp), free(scratch);
   return bad;
+}
+
+static int run(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, ec_act act, int use_res, int before) {
+  return run_mc(p, KC, NC, MSPLIT, 0, act, use_res, before);
 }
 
 int main(int argc, char **argv) {
@@ -72,8 +78,12 @@ int main(int argc, char **argv) {
       /* M (out channels) and spatial width odd; 1x1 and 3x3 */
       conv_p p1 = {1, odd[j], 3, odd[i], odd[(i + j) % 7], 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
       fails += run(&p1, 4, T_NR * 2, 1, k_acts[(i + j) % N_ACTS], (i + j) % 2, i % 2), cases++;
+      /* rows in passes of MR or 2 MR over the block (MC), one K block or several */
+      fails += run_mc(&p1, j % 2 ? 4 : 64, T_NR * 3, 1, (1 + i % 2) * T_MR, k_acts[(i + j) % N_ACTS], (i + j + 1) % 2,
+                      j % 2), cases++;
       conv_p p3 = {1, odd[j] % 9 + 1, odd[i] % 11 + 4, odd[(i + 3) % 7] + 4, odd[i] + T_MR - 1, 1, 3, 3, 1 + i % 2, 1 + j % 2, 1 + (i + j) % 2, 1, 1, 0, 2, 1};
       fails += run(&p3, 7, T_NR, 2, k_acts[(i * 3 + j) % N_ACTS], (i + j + 1) % 2, j % 2), cases++;
+      fails += run_mc(&p3, 1024, T_NR * 2, 1, T_MR, k_acts[(i * 3 + j) % N_ACTS], (i + j) % 2, i % 2), cases++;
     }
   }
   static const size_t groups[] = {1, 2, 4, 8, 16};
