@@ -581,6 +581,27 @@ def test_transfer_of_several_layers_is_one_program_with_per_layer_records(env, m
     assert full["measured"] == full["programs"] >= 3 and full["program_layers"] == [1] * full["programs"]
 
 
+def test_transfer_builds_a_variant_only_where_it_gives_the_source_models_kernel(env, tmp_path):
+    """A source record says which kernel its variant gave there: gspc-tile gave the T_O=8 tiles, which a layer with
+    2 channels per group does not get from it (T_O=4 there), so it is neither built nor measured; a variant that
+    gives the same kernel (Winograd F(4,3)) is."""
+    import dataclasses
+
+    dst = _cnn(tmp_path / "dst.onnx", [("conv", 64, 64, 32)], [1, 64, 14, 14])
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
+        for r, algo in zip(_source_records(dev, t, [
+                ("gconv3x3s1+relu:src-a", "gconv3x3s1+relu", "gspc-tile", "gspc=tile"),
+                ("gconv3x3s1+relu:src-b", "gconv3x3s1+relu", "winograd-f43", "conv=winograd-f43")]),
+                ("gspc-o8-avx2", "winograd-f43-6x16-avx2")):
+            db.put(dataclasses.replace(r, algo=algo, trials=[{"variant": r.variant, "algo": algo, "ms": 1.0}]))
+        rep = tune(dst, dev, t, db=db, transfer_only=True, final_bench=False)
+    (row,) = rep["layers"]
+    trials = {tr["variant"]: tr for tr in row["record"]["trials"]}
+    assert trials["gspc-tile"]["rejected"] == "another kernel than on the source model" and "ms" not in trials["gspc-tile"]
+    assert trials["winograd-f43"]["algo"] == "winograd-f43-6x16-avx2" and trials["winograd-f43"]["ms"] > 0
+
+
 def test_runtime_objects_are_reused_across_searches_and_keyed_by_flags_and_compiler(env, models, tmp_path,
                                                                                     monkeypatch):
     """Compiled runtime kernels are cached by their sources, flags and compiler: a second search whose build
