@@ -260,6 +260,100 @@ EC_INLINE void NCHWC_FN(f32_nchwc_dw_run)(const f32_nchwc_conv_shape *s, const f
                                 xs, ys, 1);
 }
 
+/* 3x3, dilation 1, every tap inside: output rows oh and oh + 1 (stride 1 down) x T <= 4 columns SW apart, from the
+ * 4 input rows from p (rs floats apart). Each of the two middle rows' vectors feeds both output rows, so a pass
+ * loads 4 rows' vectors for 72 FMAs where two 1-row passes load 6 (loads, not FMAs, bounded the 1-row tiles on
+ * Zen 3). SW and T are constants after inlining: the taps' addresses are constants, repeated loads fold. */
+EC_INLINE void NCHWC_FN(f32_nchwc_dw3_2x4)(const f32_nchwc_conv_args *a, const float *p, const float *w, ec_v bias,
+                                            size_t rs, float *y, const float *res, size_t ys, const size_t SW,
+                                            const size_t T) {
+  ec_v acc[2][4];
+  NCHWC_UNROLL
+  for (size_t t = 0; t < T; t++) acc[0][t] = acc[1][t] = bias;
+  NCHWC_UNROLL
+  for (size_t r = 0; r < 4; r++) {
+    const float *q = p + r * rs;
+    NCHWC_UNROLL
+    for (size_t kw = 0; kw < 3; kw++) {
+      const ec_v w0 = r < 3 ? ec_vld(w + (r * 3 + kw) * EC_VL) : ec_vzero();
+      const ec_v w1 = r > 0 ? ec_vld(w + ((r - 1) * 3 + kw) * EC_VL) : ec_vzero();
+      NCHWC_UNROLL
+      for (size_t t = 0; t < T; t++) {
+        const ec_v v = ec_vld(q + (t * SW + kw) * EC_VL);
+        if (r < 3) acc[0][t] = ec_vfma(acc[0][t], v, w0);
+        if (r > 0) acc[1][t] = ec_vfma(acc[1][t], v, w1);
+      }
+    }
+  }
+  NCHWC_UNROLL
+  for (size_t i = 0; i < 2; i++)
+    NCHWC_UNROLL
+    for (size_t t = 0; t < T; t++)
+      ec_vst(y + i * ys + t * EC_VL,
+             ec_vepi(acc[i][t], res ? res + i * ys + t * EC_VL : NULL, a->res_before_act, a->act));
+}
+
+/* 3x3, dilation 1, every tap inside: one output row x T <= 8 columns SW apart (stride 2: a column's third tap is
+ * the next one's first, one load for both). SW and T are constants after inlining. */
+EC_INLINE void NCHWC_FN(f32_nchwc_dw3_1x8)(const f32_nchwc_conv_args *a, const float *p, const float *w, ec_v bias,
+                                            size_t rs, float *y, const float *res, const size_t SW, const size_t T) {
+  ec_v acc[8];
+  NCHWC_UNROLL
+  for (size_t t = 0; t < T; t++) acc[t] = bias;
+  NCHWC_UNROLL
+  for (size_t r = 0; r < 3; r++) {
+    const float *q = p + r * rs;
+    NCHWC_UNROLL
+    for (size_t kw = 0; kw < 3; kw++) {
+      const ec_v wv = ec_vld(w + (r * 3 + kw) * EC_VL);
+      NCHWC_UNROLL
+      for (size_t t = 0; t < T; t++) acc[t] = ec_vfma(acc[t], ec_vld(q + (t * SW + kw) * EC_VL), wv);
+    }
+  }
+  NCHWC_UNROLL
+  for (size_t t = 0; t < T; t++)
+    ec_vst(y + t * EC_VL, ec_vepi(acc[t], res ? res + t * EC_VL : NULL, a->res_before_act, a->act));
+}
+
+/* interior columns [lo, hi) of one interior output row, stride 2 along it: 8 at a time, then 4, then 1-3 */
+EC_INLINE void NCHWC_FN(f32_nchwc_dw3_row_s2)(const f32_nchwc_conv_args *a, const float *row, const float *w,
+                                               ec_v bias, size_t rs, float *y, const float *res, size_t lo, size_t hi,
+                                               size_t PL) {
+  size_t ow = lo;
+#define NCHWC_DW3_S2(T)                                                                                          \
+  NCHWC_FN(f32_nchwc_dw3_1x8)(a, row + (ow * 2 - PL) * EC_VL, w, bias, rs, y + ow * EC_VL,                       \
+                              res ? res + ow * EC_VL : NULL, 2, T)
+  for (; ow + 8 <= hi; ow += 8) NCHWC_DW3_S2(8);
+  if (ow + 4 <= hi) NCHWC_DW3_S2(4), ow += 4;
+  switch (hi - ow) {
+  case 3: NCHWC_DW3_S2(3); break;
+  case 2: NCHWC_DW3_S2(2); break;
+  case 1: NCHWC_DW3_S2(1); break;
+  default: break;
+  }
+#undef NCHWC_DW3_S2
+}
+
+/* interior columns [lo, hi) of two interior output rows, stride 1 down: 4 at a time, the last 1-3 as one tile
+ * (a 7-wide map's 5 interior columns are one 4 and one 1, none left to run down the rows) */
+EC_INLINE void NCHWC_FN(f32_nchwc_dw3_rows2)(const f32_nchwc_conv_args *a, const float *row, const float *w,
+                                              ec_v bias, size_t rs, float *y, const float *res, size_t ys, size_t lo,
+                                              size_t hi, size_t PL, const size_t SW) {
+  size_t ow = lo;
+  for (; ow + 4 <= hi; ow += 4)
+    NCHWC_FN(f32_nchwc_dw3_2x4)(a, row + (ow * SW - PL) * EC_VL, w, bias, rs, y + ow * EC_VL,
+                                res ? res + ow * EC_VL : NULL, ys, SW, 4);
+  const float *p = row + (ow * SW - PL) * EC_VL;
+  float *yo = y + ow * EC_VL;
+  const float *ro = res ? res + ow * EC_VL : NULL;
+  switch (hi - ow) {
+  case 3: NCHWC_FN(f32_nchwc_dw3_2x4)(a, p, w, bias, rs, yo, ro, ys, SW, 3); break;
+  case 2: NCHWC_FN(f32_nchwc_dw3_2x4)(a, p, w, bias, rs, yo, ro, ys, SW, 2); break;
+  case 1: NCHWC_FN(f32_nchwc_dw3_2x4)(a, p, w, bias, rs, yo, ro, ys, SW, 1); break;
+  default: break;
+  }
+}
+
 /* item = (n, channel block, PC output rows). A row's interior columns (every kw inside the row) run in tiles of
  * 8 and 4 along the row; the rest (border columns, a short interior tail) run down the interior rows (every kh
  * inside) in tiles of 8 and 4, so short rows (7x7 maps) keep 8 chains too; what is left (the corners) runs
@@ -279,7 +373,12 @@ void NCHWC_FN(f32_nchwc_dwconv)(const f32_nchwc_conv_shape *s, const f32_nchwc_c
   if (H + s->PT >= (KH - 1) * s->DH + 1) rhi = EC_MIN(s->Ho, (H + s->PT - (KH - 1) * s->DH - 1) / s->SH + 1);
   rlo = EC_MAX(rlo, h0), rhi = EC_MIN(rhi, h1);
   if (rhi < rlo) rhi = rlo;
-  const size_t tile_hi = lo + (hi - lo) / 4 * 4; /* interior columns run along the rows up to here */
+  /* 3x3 stride 1 undilated: interior rows two at a time (f32_nchwc_dw3_2x4), all their interior columns along
+   * the rows */
+  const int two = KH == 3 && KW == 3 && s->DH == 1 && DW == 1 && s->SH == 1 && SW == 1;
+  /* 3x3 stride 2 undilated: interior rows' interior columns in constant-tap tiles (f32_nchwc_dw3_1x8) */
+  const int s2 = KH == 3 && KW == 3 && s->DH == 1 && DW == 1 && s->SH == 2 && SW == 2;
+  const size_t tile_hi = two || s2 ? hi : lo + (hi - lo) / 4 * 4; /* interior columns run along rows up to here */
   const size_t ys = Wo * EC_VL, yb = blk * s->Ho * ys;
   float *const y0 = a->y + yb;
   const float *const res0 = a->res ? a->res + yb : NULL;
@@ -293,6 +392,15 @@ void NCHWC_FN(f32_nchwc_dwconv)(const f32_nchwc_conv_shape *s, const f32_nchwc_c
     const float *row = k0 < k1 ? x + (size_t)(ih0 + (long)(k0 * s->DH)) * W * EC_VL : x;
     const int inner = oh >= rlo && oh < rhi; /* its other columns run down the rows below */
     const size_t c1 = inner ? tile_hi : hi;
+    if (inner && two && oh + 1 < rhi) { /* this row and the next, interior columns */
+      NCHWC_FN(f32_nchwc_dw3_rows2)(a, row, w, bias, W * EC_VL, y, res, ys, lo, c1, s->PL, 1);
+      oh++;
+      continue;
+    }
+    if (inner && s2) {
+      NCHWC_FN(f32_nchwc_dw3_row_s2)(a, row, w, bias, W * EC_VL, y, res, lo, c1, s->PL);
+      continue;
+    }
     if (c1 > lo)
       NCHWC_FN(f32_nchwc_dw_run)(s, a, row + (lo * SW - s->PL) * EC_VL, w, bias, k0, k1, 0, KW, y + lo * EC_VL,
                                  res ? res + lo * EC_VL : NULL, SW * EC_VL, EC_VL, c1 - lo);

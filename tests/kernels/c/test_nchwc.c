@@ -221,6 +221,14 @@ int main(int argc, char **argv) {
             test_pool(1, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, 0);
             test_pool(0, 1, C, H, W, KS[k][0], KS[k][1], S, D, P, S > 1, (int)(P % 2));
           }
+    /* 3x3 stride 1: interior rows two at a time (an odd one left on 3-7 interior rows), 2-6 interior columns: 4-wide
+     * tiles and a last tile of 1-3 */
+    for (size_t w = 4; w <= 8; w++) {
+      test_conv(1, 1, C, C, w + 1, w, 3, 3, 1, 1, 1, w + 1, (int)(w % 6), (int)(w % 2), (int)(ci % 2), 1, C, 0);
+      /* 3x3 stride 2: 5-9 interior columns, tiles of 8 and 4 and a last one of 1-3 */
+      test_conv(1, 1, C, C, w + 4, 2 * w + 5, 3, 3, 2, 1, 1, w + 4, (int)((w + 1) % 6), (int)(w % 2), (int)(w % 3 == 0),
+                1, C, 0);
+    }
   }
   ec_pool_destroy(&pool);
   printf("%d of %d cases ok\n", cases - fails, cases);
