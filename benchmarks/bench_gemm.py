@@ -182,7 +182,7 @@ def split_run(tmp: Path, target, peak: float, md: bool) -> None:
         ho = (hw + 2 * pad - ks) // st + 1
         defs = dict(XC=c, XH=hw, XW=hw, XK=k, XHO=ho, XWO=ho, XKH=ks, XKW=ks, XSH=st, XSW=st, XPT=pad, XPL=pad,
                     XMR=kern.params["mr"], XNR=kern.params["nr"], XKC=d["details"]["kc"], XNC=d["details"]["nc"],
-                    XUK=kern.name)
+                    XMC=d["details"].get("mc", 0), XUK=kern.name)
         exe = tmp / f"split{i}"
         subprocess.run([target.cc, "-O2", "-std=c11", *target.cflags, f"-I{rt}", *(f"-D{a}={v}" for a, v in defs.items()),
                         str(src), str(rt / kern.file), "-o", str(exe), "-lm"], check=True)
@@ -229,7 +229,7 @@ def cold_run(tmp: Path, target, peak: float, md: bool, only: str | None) -> None
             continue
         kern = next(kk for kk in kernels.KERNELS if kk.name == d["details"]["kernel"])
         defs = dict(XC=c, XH=hw, XW=hw, XK=k, XMR=kern.params["mr"], XNR=kern.params["nr"], XKC=d["details"]["kc"],
-                    XNC=d["details"]["nc"], XUK=kern.name)
+                    XNC=d["details"]["nc"], XMC=d["details"].get("mc", 0), XUK=kern.name)
         ms = []
         for r in (0, 1):
             exe = tmp / f"cold{i}-{r}"
