@@ -484,11 +484,15 @@ def fit_conv3x3(target, samples) -> dict[str, float]:
 # Zen 3 (AVX2, c = 8, 1 thread; PROFILE=1 per-layer medians of the depthwise + 1x1 chains at 28x28, 14x14, 7x7
 # with 128-1024 channels, of ppocr cls and of SqueezeNet's 1x1 convs, docs/benchmarks.md). Other ISAs: the same
 # constants, not measured. Each is open to a device's fitted value under the name "layout-<key>" (learned_value).
+# dw_nchwc_* and reorder_byte re-measured after the two-row 3x3 tile and the whole-square reorders: thread CPU
+# time of each kernel alone, 3x3 at 7x7, 14x14, 28x28 (192-960 channels), the NCHW plane kernel in the same runs
+# still at dw_tap / dw_plane_row (docs/benchmarks.md, depthwise layers).
 LAYOUT_COST = {
-    "dw_tap": 0.069,         # depthwise, either layout: per output value and tap
+    "dw_tap": 0.069,         # depthwise, NCHW plane and channel-blocked kernels: per output value and tap
+    "dw_nchwc_tap": 0.037,   # blocked depthwise (3x3 stride 1: two rows per step): per output value and tap
     "dw_plane_row": 13.2,    # NCHW plane kernel: per output row of a channel (row tails, per-plane setup)
     "dw_cb": 1.6,            # NCHW channel-blocked kernel: per output value (its transposes in and out)
-    "dw_nchwc_row": 3.0,     # blocked: per output row of a channel (border columns checked per tap)
+    "dw_nchwc_row": 3.5,     # blocked: per output row of a channel (border columns, row setup)
     "gemm_mac": 0.021,       # NCHW 1x1 (GEMM path): per MAC, times 1 + gemm_px/pixels + gemm_k/K + gemm_c/C:
     "gemm_px": 20.0,         # ... short maps: weights streamed again per column panel
     "gemm_k": 12.0,          # ... few output channels: MR rows padded, tiles stored per few MACs
@@ -497,7 +501,7 @@ LAYOUT_COST = {
     "gemmt_px": 12.0,        # ... gemm_mac x (1 + gemmt_k/K + gemmt_px/pixels)
     "nchwc_mac": 0.0234,     # blocked 1x1 (6 pixels x 2 blocks, pixel chunks within half of L2): per MAC
     "elem": 0.25,            # pools, GAP, Add/Mul, activations: per stored value written (padded when blocked)
-    "reorder_byte": 0.064,   # LayoutReorder: per byte of the tensor
+    "reorder_byte": 0.046,   # LayoutReorder: per byte of the tensor (whole-square loops, both ways)
     "reorder_call": 2000.0,  # ... per reorder
 }
 
@@ -520,7 +524,7 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
             cb = g["SW"] > 2 or ho * wo <= learned_value("dw-cb-px", DW_CB_PIXELS)
         nchw = n * ch * ho * (wo * (taps * _lc("dw_tap") + (_lc("dw_cb") if cb else 0.0))
                               + (0.0 if cb else _lc("dw_plane_row")))
-        blocked = n * cp * ho * (wo * taps * _lc("dw_tap") + _lc("dw_nchwc_row"))
+        blocked = n * cp * ho * (wo * taps * _lc("dw_nchwc_tap") + _lc("dw_nchwc_row"))
         return nchw, blocked
     if kind == "1x1":
         px = g["Ho"] * g["Wo"]
