@@ -1,4 +1,5 @@
-"""Other inference engines on the same CPU, for bench_models.py --engines.
+"""Other inference engines on the same CPU, for bench_models.py --engines and bench_depthwise.py (compare(): the
+one check-then-time loop both run).
 
 One adapter per engine turns an ONNX model into a runner with a fixed intra-op thread count, converting it into a
 work folder where the engine has its own format (ncnn through pnnx, MNN through MNNConvert). A runner returns the
