@@ -136,7 +136,7 @@ def main() -> int:
             db = TuningDB(cache / f"full-{n}.sqlite")
             rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, input_shapes=paths[n][1], db=db,
                        final_bench=False)
-            changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
+            changed = _changed(rep)
             results[n].update(full_search_s=rep["search_s"], full_measured=rep["measured"], full_changed=changed,
                               full_programs=rep.get("programs"),
                               full_stopped=rep["stopped_at_budget"], full_db=db.path,
@@ -154,7 +154,7 @@ def main() -> int:
             db = TuningDB(path)
             rep = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=True,
                        input_shapes=paths[dst][1], db=db, final_bench=False)
-            changed = sum(1 for r in rep["layers"] if r.get("record", {}).get("variant", "default") != "default")
+            changed = _changed(rep)
             results[dst].update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_db=path,
                                 transfer_programs=rep.get("programs"),
                                 transfer_changed=changed, transfer_measured=rep["measured"],
@@ -242,6 +242,11 @@ def main() -> int:
     if not a.cache_dir:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _changed(rep: dict) -> int:
+    """Records whose choice differs from the cost model's (a region record always names its layout)."""
+    return sum(1 for r in rep["layers"] if "record" in r and r["record"]["algo"] != r["record"]["default_algo"])
 
 
 def _search_table(names: list[str], results: dict, md: bool, deployed: bool = False) -> None:
