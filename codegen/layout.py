@@ -391,9 +391,9 @@ def region_signature(g: Graph, region: list[Node], target, threads: int) -> str:
         ep = n.epilogue
         srcs = [f"n{pos[id(prod[id(t)])]}" if id(t) in prod and id(prod[id(t)]) in pos else f"e{edge.get(id(t), '?')}"
                 for t in _operands(n)]
-        desc.append([n.op, sig or "", [list(t.shape) for t in n.outputs if t is not None],
-                     sorted((k, repr(v)) for k, v in n.attrs.items() if not k.startswith("ec_") or k == "ec_shuffle_groups"),
-                     ep.act or "", sorted((k, repr(v)) for k, v in ep.act_params.items()), ep.residual_before_act, srcs])
+        attrs = sorted((k, repr(v)) for k, v in n.attrs.items() if not k.startswith("ec_") or k == "ec_shuffle_groups")
+        desc.append([n.op, sig or "", [list(t.shape) for t in n.outputs if t is not None], attrs, ep.act or "",
+                     sorted((k, repr(v)) for k, v in ep.act_params.items()), ep.residual_before_act, srcs])
     desc.append([[list(t.shape) for t in ins], [list(t.shape) for t in outs]])
     h = hashlib.sha256(json.dumps(desc).encode()).hexdigest()[:16]
     return f"{region_class(region, target)}:{h}:t{threads}"
