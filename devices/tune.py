@@ -217,13 +217,15 @@ def local_tuned_options(options: CompileOptions) -> CompileOptions:
 
 # -- the layers of a model ---------------------------------------------------------------------------
 
-def plan(model: Path, device, threads: int, input_shapes: dict | None = None) -> list[Job]:
-    """Distinct tunable layer signatures of a model (codegen only, nothing built), biggest MACs first."""
+def plan(model: Path, device, threads: int, input_shapes: dict | None = None, layout: str = "auto") -> list[Job]:
+    """Distinct tunable layer signatures of a model (codegen only, nothing built), biggest MACs first. layout
+    (EDGEC_LAYOUT): auto tunes regions and the layers outside blocked ones; nchw / nchwc the layers that
+    layout leaves NCHW (no region is decided by its estimate then, so none is measured)."""
     from edgec.codegen import variants
     from edgec.codegen.project import compile_model
     from edgec.codegen.targets import get_target
 
-    opts = CompileOptions(target=device.target, threads=threads, tuning="off")
+    opts = CompileOptions(target=device.target, threads=threads, tuning="off", layout=layout)
     with tempfile.TemporaryDirectory(prefix="edgec-tune-") as tmp:
         b = compile_model(model, tmp, input_shapes=input_shapes, options=opts)
     target = get_target(device.target)
@@ -233,7 +235,7 @@ def plan(model: Path, device, threads: int, input_shapes: dict | None = None) ->
     for reg in getattr(b.graph, "layout_regions", []):
         # the regions the layout pass decides by its estimate (those holding a depthwise conv): measured both
         # ways as one extracted model each
-        if not reg["has_dw"]:
+        if not reg["has_dw"] or layout != "auto":
             continue
         infos = [by_name[n.name] for n in reg["nodes"] if n.name in by_name]
         j = regions.setdefault(reg["signature"], Job(reg["signature"], reg["class"], None, {}, 0, region=reg,
@@ -438,11 +440,13 @@ class Candidate:
 class Tuner:
     def __init__(self, model: Path, device, t, *, threads: int = 1, mode: str = "auto", budget: float = DEFAULT_BUDGET,
                  input_shapes: dict | None = None, progress: Progress | None = None, db: TuningDB | None = None,
-                 after_run: Callable | None = None, runs: int | None = None, before_build: Callable | None = None):
+                 after_run: Callable | None = None, runs: int | None = None, before_build: Callable | None = None,
+                 layout: str = "auto"):
         from edgec.devices.deploy import choose_mode
 
         self.model, self.device, self.t = Path(model), device, t
         self.threads, self.budget, self.input_shapes = threads, budget, input_shapes
+        self.layout = layout  # the activation layout every build of this tune uses (CompileOptions.layout)
         self.mode_req, self.mode = mode, choose_mode(device, mode)
         self.progress = progress or (lambda *a, **k: None)
         self.db = db or TuningDB()
@@ -599,7 +603,7 @@ class Tuner:
 
     def _options(self, job: Job, c: Candidate) -> CompileOptions:
         tuned = ((job.signature, c.forced, f"candidate {c.name}"),) if c.forced else ()
-        return CompileOptions(target=self.device.target, threads=self.threads, tuned=tuned)
+        return CompileOptions(target=self.device.target, threads=self.threads, tuned=tuned, layout=self.layout)
 
     def _workspace(self) -> Path:
         """The folder every layer's measurement program is written to, for this target and code generator:
@@ -767,7 +771,7 @@ class Tuner:
     def deploy_whole(self, tuned: bool):
         from edgec.devices.deploy import deploy
 
-        opts = CompileOptions(target=self.device.target, threads=self.threads)
+        opts = CompileOptions(target=self.device.target, threads=self.threads, layout=self.layout)
         if tuned:
             opts = tuned_options(self.device, self.t, self.mode, opts, self.db)
         return deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
@@ -814,16 +818,18 @@ def _choose_source_model(jobs: list[Job], pool: list[Record]) -> str | None:
 def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BUDGET, transfer_only: bool = False,
          mode: str = "auto", input_shapes: dict | None = None, progress: Progress | None = None,
          db: TuningDB | None = None, after_run: Callable | None = None, runs: int | None = None,
-         before_build: Callable | None = None,
+         before_build: Callable | None = None, layout: str | None = None,
          final_bench: bool = True) -> dict:
-    """Tune (or transfer-tune) a model's layers on a device; returns the report (see docs/tuning.md)."""
+    """Tune (or transfer-tune) a model's layers on a device; returns the report (see docs/tuning.md).
+    layout: the activation layout the builds use (CompileOptions.layout; None: EDGEC_LAYOUT, as compile)."""
     model = Path(model)
     if not model.is_file():
         raise EdgecError(f"{model} does not exist")
     if budget <= 0:
         raise EdgecError(f"--budget must be positive, got {budget}")
     tu = Tuner(model, device, t, threads=threads, mode=mode, budget=budget, input_shapes=input_shapes,
-               progress=progress, db=db, after_run=after_run, runs=runs, before_build=before_build)
+               progress=progress, db=db, after_run=after_run, runs=runs, before_build=before_build,
+               layout=layout or CompileOptions.from_env().layout)
     try:
         return _tune(tu, model, device, threads, budget, transfer_only, input_shapes, final_bench)
     finally:  # the extracted layer models; records and builds stay
@@ -837,7 +843,7 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
 def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_only: bool,
           input_shapes: dict | None, final_bench: bool) -> dict:
     prog = tu.progress
-    jobs = plan(model, device, threads, input_shapes)
+    jobs = plan(model, device, threads, input_shapes, tu.layout)
     prog("start", total=len(jobs), fingerprint=tu.fp)
     rows, measured, resumed, stopped = [], 0, 0, False
     pool = [r for r in tu.db.records(tu.fp) if r.model != model.name and (device.emulated or not r.emulated)]

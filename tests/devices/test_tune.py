@@ -156,7 +156,8 @@ def test_each_layer_is_one_program_holding_every_candidate(env, models, tmp_path
     checked = []
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
-        rep = tune(models["a"], dev, t, db=db, final_bench=False,
+        # NCHW builds: per-layer programs only (a region's program: test_a_region_is_measured_both_ways...)
+        rep = tune(models["a"], dev, t, db=db, final_bench=False, layout="nchw",
                    after_run=lambda name, t, outs: checked.append((name, outs)))
         uploaded = [d for d in Path(t.workdir(), "builds").iterdir() if d.is_dir()]
     assert rep["measured"] == rep["programs"] == 2
@@ -184,7 +185,7 @@ def test_each_layer_is_one_program_holding_every_candidate(env, models, tmp_path
     assert objs and len({o.name for o in objs}) == len(objs)
     stamp = {o: o.stat().st_mtime_ns for o in objs}
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db2.sqlite") as db:
-        rep2 = tune(models["a"], dev, t, db=db, final_bench=False)
+        rep2 = tune(models["a"], dev, t, db=db, final_bench=False, layout="nchw")
     assert rep2["measured"] == 2
     assert {o: o.stat().st_mtime_ns for o in work.glob("obj/*/runtime/**/*.o")} == stamp  # not compiled again
 
@@ -200,7 +201,7 @@ def test_a_candidate_that_crashes_the_program_is_rejected_and_the_others_measure
 
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
-        rep = tune(models["dw"], dev, t, db=db, final_bench=False, before_build=crash)
+        rep = tune(models["dw"], dev, t, db=db, final_bench=False, before_build=crash, layout="nchw")
     rec = rep["layers"][0]["record"]
     crashed = [t for t in rec["trials"] if t.get("rejected", "").startswith("crashed with SIG")]
     assert len(crashed) == 1 and "ms" not in crashed[0] and crashed[0]["variant"] != "default"
@@ -317,7 +318,8 @@ def test_budget_and_bad_arguments(env, models):
 
 
 @pytest.mark.ssh
-def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models):
+def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models, monkeypatch):
+    monkeypatch.setenv("EDGEC_LAYOUT", "nchw")  # as compile: the layer's NCHW kernels, no region to measure
     rc, out, err = run_cli("tune", str(models["dw"]), "-d", "emu-pi4", "--json")
     assert rc == 0, err
     rep = json.loads(out)
@@ -342,7 +344,7 @@ def test_tune_with_threads_measures_each_kernel_under_each_partitioning(models, 
     built, checked and timed (or dropped as the same code as another); the record names the winner."""
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "t.sqlite") as db:
-        rep = tune(models["dw"], dev, t, threads=2, db=db, final_bench=False)
+        rep = tune(models["dw"], dev, t, threads=2, db=db, final_bench=False, layout="nchw")
         recs = db.records()
     (row,) = rep["layers"]
     trials = {t["variant"]: t for t in row["record"]["trials"]}
@@ -619,7 +621,7 @@ def test_runtime_objects_are_reused_across_searches_and_keyed_by_flags_and_compi
     def search(name):
         before = dict(deploy.OBJECT_STATS)
         with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / f"{name}.sqlite") as db:
-            rep = tune(models["dw"], dev, t, db=db, final_bench=False)
+            rep = tune(models["dw"], dev, t, db=db, final_bench=False, layout="nchw")
         assert rep["measured"] == 1
         (work,) = [d for d in (cache / "cross").iterdir() if d.is_dir() and d.name[0] != "."]
         objs = sorted(work.glob("obj/*/runtime/**/*.o"))
