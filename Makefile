@@ -24,7 +24,7 @@ demo: venv
 # One pytest worker per CPU; whole files per worker, so module-scoped builds are made once.
 PYTEST_WORKERS ?= auto
 test: test-venv
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=40 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) demo-out build *.egg-info
