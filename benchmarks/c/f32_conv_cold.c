@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "f32-conv/f32-conv.h"
+#include "bench_util.h"
 
 #ifndef XMC
 #define XMC 0
@@ -18,22 +19,6 @@
 #ifndef REPS
 #define REPS 15
 #endif
-
-static double cpu_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static float *fill(size_t n) {
-  float *p = (float *)malloc((n ? n : 1) * sizeof(float));
-  if (!p) {
-    fprintf(stderr, "f32_conv_cold: out of memory\n");
-    exit(1);
-  }
-  for (size_t i = 0; i < n; i++) p[i] = (float)((i * 7) % 13) * 0.01f - 0.06f;
-  return p;
-}
 
 static void produce(float *p, size_t n, int salt) {
   for (size_t i = 0; i < n; i++) p[i] = (float)((i + (size_t)salt) % 11) * 0.02f - 0.1f;

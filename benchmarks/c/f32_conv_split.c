@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "f32-conv/f32-conv.h"
+#include "bench_util.h"
 
 #ifndef XMC
 #define XMC 0
@@ -16,18 +17,6 @@
 #ifndef REPS
 #define REPS 9
 #endif
-
-static double cpu_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static float *fill(size_t n) {
-  float *p = (float *)malloc((n ? n : 1) * sizeof(float));
-  for (size_t i = 0; i < n; i++) p[i] = (float)((i * 7) % 13) * 0.01f - 0.06f;
-  return p;
-}
 
 int main(void) {
   static const f32_conv_shape s = {1, XC, XH, XW, XK, XHO, XWO, 1, XKH, XKW, XSH, XSW, 1, 1, XPT, XPL,

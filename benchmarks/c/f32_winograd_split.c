@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "f32-winograd/f32-winograd.h"
+#include "bench_util.h"
 
 #ifndef REPS
 #define REPS 15
@@ -15,12 +16,6 @@
 #ifndef XG
 #define XG 1 /* groups: XC / XG input channels per group */
 #endif
-
-static float *fill(size_t n) {
-  float *p = (float *)malloc((n ? n : 1) * sizeof(float));
-  for (size_t i = 0; i < n; i++) p[i] = (float)((i * 7) % 13) * 0.01f - 0.06f;
-  return p;
-}
 
 /* best time of copying n floats (src and dst reused: the cache level the transforms see) */
 static double copy_ms(size_t n) {
