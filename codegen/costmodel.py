@@ -480,39 +480,42 @@ def fit_conv3x3(target, samples) -> dict[str, float]:
     return {k: round(min(4.0, max(0.25, math.exp(sum(v) / len(v)))), 3) for k, v in logs.items()}
 
 
-# NCHW vs channel-blocked layout per region (codegen/layout.py), in ns of one thread's CPU time. Measured on
-# Zen 3 (AVX2, c = 8, 1 thread; PROFILE=1 per-layer medians of the depthwise + 1x1 chains at 28x28, 14x14, 7x7
-# with 128-1024 channels, of ppocr cls and of SqueezeNet's 1x1 convs, docs/benchmarks.md). Other ISAs: the same
-# constants, not measured. Each is open to a device's fitted value under the name "layout-<key>" (learned_value).
-# dw_nchwc_* and reorder_byte re-measured after the two-row 3x3 tile and the whole-square reorders: thread CPU
-# time of each kernel alone, 3x3 at 7x7, 14x14, 28x28 (192-960 channels), the NCHW plane kernel in the same runs
-# still at dw_tap / dw_plane_row (docs/benchmarks.md, depthwise layers).
-LAYOUT_COST = {
-    "dw_tap": 0.069,         # depthwise, NCHW plane and channel-blocked kernels: per output value and tap
-    "dw_nchwc_tap": 0.037,   # blocked depthwise (3x3 stride 1: two rows per step): per output value and tap
-    "dw_plane_row": 13.2,    # NCHW plane kernel: per output row of a channel (row tails, per-plane setup)
-    "dw_cb": 1.6,            # NCHW channel-blocked kernel: per output value (its transposes in and out)
-    "dw_nchwc_row": 3.5,     # blocked: per output row of a channel (border columns, row setup)
-    "gemm_mac": 0.021,       # NCHW 1x1 (GEMM path): per MAC, times 1 + gemm_px/pixels + gemm_k/K + gemm_c/C:
-    "gemm_px": 20.0,         # ... short maps: weights streamed again per column panel
-    "gemm_k": 12.0,          # ... few output channels: MR rows padded, tiles stored per few MACs
-    "gemm_c": 14.0,          # ... few input channels: short K loops per tile
-    "gemmt_k": 45.0,         # transposed GEMM (pixels on the rows: few output channels or a short map):
-    "gemmt_px": 12.0,        # ... gemm_mac x (1 + gemmt_k/K + gemmt_px/pixels)
-    "nchwc_mac": 0.0234,     # blocked 1x1 (6 pixels x 2 blocks, pixel chunks within half of L2): per MAC
-    "elem": 0.25,            # pools, GAP, Add/Mul, activations: per stored value written (padded when blocked)
-    "reorder_byte": 0.046,   # LayoutReorder: per byte of the tensor (whole-square loops, both ways)
-    "reorder_call": 2000.0,  # ... per reorder
+# NCHW vs channel-blocked layout per region (codegen/layout.py), in ns of one thread's CPU time. The values are
+# target data (targets.yaml layout_cost, read through Target.layout_value): measured on Zen 3 (AVX2, c = 8, 1
+# thread; PROFILE=1 per-layer medians of the depthwise + 1x1 chains at 28x28, 14x14, 7x7 with 128-1024 channels,
+# of ppocr cls and of SqueezeNet's 1x1 convs; the blocked depthwise and reorders again in thread CPU time of each
+# kernel alone, docs/benchmarks.md), the other targets' entries say how far that holds for them. Each is open to
+# a device's fitted value under the name "layout-<key>" (learned_value). What each key prices:
+LAYOUT_KEYS = {
+    "dw_tap": "depthwise, NCHW plane and channel-blocked kernels: per output value and tap",
+    "dw_nchwc_tap": "blocked depthwise (3x3 stride 1: two rows per step): per output value and tap",
+    "dw_plane_row": "NCHW plane kernel: per output row of a channel (row tails, per-plane setup)",
+    "dw_cb": "NCHW channel-blocked kernel: per output value (its transposes in and out)",
+    "dw_nchwc_row": "blocked: per output row of a channel (border columns, row setup)",
+    "gemm_mac": "NCHW 1x1 (GEMM path): per MAC, times 1 + gemm_px/pixels + gemm_k/K + gemm_c/C",
+    "gemm_px": "... short maps: weights streamed again per column panel",
+    "gemm_k": "... few output channels: MR rows padded, tiles stored per few MACs",
+    "gemm_c": "... few input channels: short K loops per tile",
+    "gemmt_k": "transposed GEMM (pixels on the rows: few output channels or a short map): "
+               "gemm_mac x (1 + gemmt_k/K + gemmt_px/pixels)",
+    "gemmt_px": "... see gemmt_k",
+    "nchwc_mac": "blocked 1x1 (6 pixels x 2 blocks, pixel chunks within half of L2): per MAC",
+    "elem": "pools, GAP, Add/Mul, activations: per stored value written (padded when blocked)",
+    "reorder_byte": "LayoutReorder: per byte of the tensor (whole-square loops, both ways)",
+    "reorder_call": "... per reorder",
 }
 
 
-def _lc(key: str) -> float:
-    return learned_value(f"layout-{key}", LAYOUT_COST[key])
+def _lc(target, key: str) -> float:
+    return learned_value(f"layout-{key}", target.layout_value(key))
 
 
 def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=None) -> tuple[float, float]:
     """(NCHW ns, blocked ns) of one node of a region: kind as codegen/layout.kind(), c channels per block,
     g the conv geometry (codegen/ops/conv.geometry) for dw and 1x1, y_shape the output shape for the rest."""
+    def lc(key: str) -> float:
+        return _lc(target, key)
+
     if kind == "dw":
         n, ch, ho, wo = g["N"], g["K"], g["Ho"], g["Wo"]
         cp = -(-ch // c) * c
@@ -522,26 +525,26 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
             cb = wo < learned_value("dw-cb-fill", DW_CB_FILL) * (-(-wo // lanes) * lanes)
         else:
             cb = g["SW"] > 2 or ho * wo <= learned_value("dw-cb-px", DW_CB_PIXELS)
-        nchw = n * ch * ho * (wo * (taps * _lc("dw_tap") + (_lc("dw_cb") if cb else 0.0))
-                              + (0.0 if cb else _lc("dw_plane_row")))
-        blocked = n * cp * ho * (wo * taps * _lc("dw_nchwc_tap") + _lc("dw_nchwc_row"))
+        nchw = n * ch * ho * (wo * (taps * lc("dw_tap") + (lc("dw_cb") if cb else 0.0))
+                              + (0.0 if cb else lc("dw_plane_row")))
+        blocked = n * cp * ho * (wo * taps * lc("dw_nchwc_tap") + lc("dw_nchwc_row"))
         return nchw, blocked
     if kind == "1x1":
         px = g["Ho"] * g["Wo"]
         cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
         macs = g["N"] * g["K"] * cpg * px
         if _transposed_gemm(target, g):
-            nchw = macs * _lc("gemm_mac") * (1 + _lc("gemmt_k") / kpg + _lc("gemmt_px") / px)
+            nchw = macs * lc("gemm_mac") * (1 + lc("gemmt_k") / kpg + lc("gemmt_px") / px)
         else:
-            nchw = macs * _lc("gemm_mac") * (1 + _lc("gemm_px") / px + _lc("gemm_k") / kpg + _lc("gemm_c") / cpg)
+            nchw = macs * lc("gemm_mac") * (1 + lc("gemm_px") / px + lc("gemm_k") / kpg + lc("gemm_c") / cpg)
         from edgec.codegen.layout import straddle  # pad lanes, and blocks reading two groups
-        blocked = macs * straddle(g, c) * _lc("nchwc_mac")
+        blocked = macs * straddle(g, c) * lc("nchwc_mac")
         return nchw, blocked
     n, ch = y_shape[0], y_shape[1]
     rest = 1
     for d in y_shape[2:]:
         rest *= d
-    return n * ch * rest * _lc("elem"), n * (-(-ch // c) * c) * rest * _lc("elem")
+    return n * ch * rest * lc("elem"), n * (-(-ch // c) * c) * rest * lc("elem")
 
 
 def _transposed_gemm(target, g: dict) -> bool:
@@ -552,9 +555,9 @@ def _transposed_gemm(target, g: dict) -> bool:
     return transposed(g, k.params["mr"], k.params["nr"], kernels.igemm_kernel(target).params["nr"])
 
 
-def layout_reorder_cost(nbytes: int) -> float:
+def layout_reorder_cost(target, nbytes: int) -> float:
     """ns of one LayoutReorder of an NCHW tensor of nbytes."""
-    return nbytes * _lc("reorder_byte") + _lc("reorder_call")
+    return nbytes * _lc(target, "reorder_byte") + _lc(target, "reorder_call")
 
 
 def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:

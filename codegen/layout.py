@@ -289,7 +289,7 @@ def edges(g: Graph, region: list[Node]) -> tuple[list[Tensor], list[Tensor]]:
 
 def estimate(g: Graph, region: list[Node], target) -> tuple[float, float]:
     """(NCHW ns, blocked ns) of a region: its layers on the kernels each layout runs, plus one reorder per
-    edge tensor when blocked (codegen/costmodel.py LAYOUT_COST, measured per kernel)."""
+    edge tensor when blocked (the target's layout_cost in codegen/targets.yaml, measured per kernel)."""
     from edgec.codegen import costmodel
     from edgec.codegen.ops.conv import geometry
     c = block_width(target)
@@ -302,7 +302,7 @@ def estimate(g: Graph, region: list[Node], target) -> tuple[float, float]:
             a, b = costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)
         nchw, blocked = nchw + a, blocked + b
     ins, outs = edges(g, region)
-    blocked += sum(costmodel.layout_reorder_cost(4 * t.size) for t in ins + outs)
+    blocked += sum(costmodel.layout_reorder_cost(target, 4 * t.size) for t in ins + outs)
     return nchw, blocked
 
 

@@ -29,6 +29,15 @@ class Target:
     pool_job_us: float = 5.0          # handing one job to the thread pool (codegen/ops/_par.py)
     f32_macs_per_us: float = 1000.0   # one core, small layers: the work a split must outweigh
     f32_floats_per_us: float = 500.0
+    # the layout estimate's constants (costmodel.LAYOUT_KEYS -> ns), as (key, value) pairs: a Target stays hashable
+    layout_cost: tuple = ()
+
+    def layout_value(self, key: str) -> float:
+        """This target's layout_cost entry `key` (targets.yaml)."""
+        for k, v in self.layout_cost:
+            if k == key:
+                return v
+        raise EdgecError(f"target {self.name}: codegen/targets.yaml gives no layout_cost {key}")
 
     def runs_natively(self) -> bool:
         """True when binaries for this target run on this machine without qemu."""
@@ -118,6 +127,21 @@ def host_caches() -> tuple[int | None, int | None]:
     return l1, l2
 
 
+def _layout_cost(name: str, d) -> tuple:
+    """A target entry's layout_cost map as sorted (key, float) pairs; one line naming the bad entry otherwise."""
+    if d is None:
+        return ()
+    if not isinstance(d, dict):
+        raise EdgecError(f"target {name}: layout_cost in codegen/targets.yaml must be a map of name: ns")
+    out = []
+    for k, v in d.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise EdgecError(f"target {name}: layout_cost {k} in codegen/targets.yaml must be a number >= 0, "
+                             f"not {v!r}")
+        out.append((str(k), float(v)))
+    return tuple(sorted(out))
+
+
 def get_target(name: str = "native") -> Target:
     """The Target called name; 'native' resolves to the detected one, with this machine's cache sizes."""
     if isinstance(name, Target):
@@ -134,4 +158,5 @@ def get_target(name: str = "native") -> Target:
                   f32_lanes=int(d["f32_lanes"]), cc=d["cc"], cflags=tuple(d["cflags"]),
                   qemu=tuple(d["qemu"]) if d.get("qemu") else None,
                   l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]),
+                  layout_cost=_layout_cost(name, d.get("layout_cost")),
                   **{k: float(d[k]) for k in ("pool_job_us", "f32_macs_per_us", "f32_floats_per_us") if k in d})

@@ -1,0 +1,88 @@
+"""codegen/costmodel.py estimates read from target data: the layout constants of a target entry reach the
+estimate and the region's pick, a device's learned value still wins over them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgec.codegen import costmodel, layout, options
+from edgec.codegen.lower import lower_file
+from edgec.codegen.options import CompileOptions
+from edgec.codegen.targets import get_target
+
+# the AVX2 entry with the Zen 3 host's caches (the layout constants were measured there): host-independent picks
+ZEN3 = dataclasses.replace(get_target("x86_64-avx2"), l1d_bytes=32 << 10, l2_bytes=512 << 10)
+
+
+def with_layout(t, **values):
+    """A copy of target t whose targets.yaml layout_cost entries `values` are changed."""
+    d = dict(t.layout_cost)
+    assert set(values) <= set(d)
+    d.update(values)
+    return dataclasses.replace(t, layout_cost=tuple(sorted(d.items())))
+
+
+def geom(c, k, hw, groups=1, kh=1, stride=1):
+    ho = (hw - 1) // stride + 1
+    return dict(N=1, C=c, K=k, G=groups, H=hw, W=hw, Ho=ho, Wo=ho, KH=kh, KW=kh, SH=stride, SW=stride, DH=1, DW=1,
+                PT=kh // 2, PL=kh // 2)
+
+
+def dw_1x1_chain(path, c, hw):
+    """Depthwise 3x3 C -> 1x1 C->C + ReLU: one region of the layout pass, two edge tensors."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((c, 1, 3, 3)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32), "w2")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["d"], group=c, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["d", "w2"], ["p"]),
+             helper.make_node("Relu", ["p"], ["y"])]
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, hw, hw])], [w1, w2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    return path
+
+
+@pytest.mark.parametrize("kind,key,args", [
+    ("dw", "dw_nchwc_tap", dict(g=geom(256, 256, 14, groups=256, kh=3))),
+    ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=3))),
+    ("1x1", "nchwc_mac", dict(g=geom(256, 256, 14))),
+    ("1x1", "gemm_mac", dict(g=geom(256, 256, 14))),
+    ("pool", "elem", dict(y_shape=(1, 256, 14, 14))),
+])
+def test_target_layout_cost_reaches_the_node_estimate(kind, key, args):
+    base = costmodel.layout_node_cost(ZEN3, kind, 8, **args)
+    more = costmodel.layout_node_cost(with_layout(ZEN3, **{key: 2 * ZEN3.layout_value(key)}), kind, 8, **args)
+    assert more != base and all(m >= b for m, b in zip(more, base))
+
+
+def test_target_layout_cost_reaches_the_reorder_estimate():
+    t = with_layout(ZEN3, reorder_byte=0.1, reorder_call=0.0)
+    assert costmodel.layout_reorder_cost(t, 1000) == pytest.approx(100.0)
+    assert costmodel.layout_reorder_cost(ZEN3, 1000) == pytest.approx(1000 * 0.046 + 2000.0)
+
+
+def test_region_pick_follows_the_target_entry_and_learned_values_win(tmp_path):
+    """256ch 14x14 dw + 1x1 is blocked on the measured constants; a target whose blocked 1x1 costs 0.03 ns a MAC
+    (about the rate before its pixel chunks) keeps it NCHW, and a device's learned layout-nchwc_mac overrides the
+    entry again."""
+    g = lower_file(dw_1x1_chain(tmp_path / "m.onnx", 256, 14))
+
+    def pick(t):
+        (r,) = layout.regions(g, t)
+        return layout.estimate(g, r, t), layout.pays(g, r, t)
+
+    (nchw, blocked), pays = pick(ZEN3)
+    assert pays and blocked < nchw
+    slow = with_layout(ZEN3, nchwc_mac=0.03)
+    (nchw2, blocked2), pays2 = pick(slow)
+    assert not pays2 and nchw2 == pytest.approx(nchw) and blocked2 > blocked
+    with options.using(CompileOptions(learned=(("layout-nchwc_mac", ZEN3.layout_value("nchwc_mac")),))):
+        (_, blocked3), pays3 = pick(slow)
+    assert pays3 and blocked3 == pytest.approx(blocked)
