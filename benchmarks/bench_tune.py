@@ -14,7 +14,12 @@ as well after an untuned deploy of DST there (a device that ran DST before tunin
 kernels of DST compiled too). Afterwards untuned, tuned, transfer and onnxruntime are timed in
 interleaved rounds (median of the rounds' medians; --search-only skips this). Runs in one process so that
 edgec's code-generator fingerprint stays put; the databases live in a temporary cache dir (--cache-dir to
-keep them).
+keep them). Search times are wall seconds and CPU seconds (this process and what it ran: make, the compilers,
+the programs). --builds per-candidate,units runs every search once per way of building the measurement
+programs, back to back (before/after in one run).
+
+    python benchmarks/bench_tune.py --full rn34g16,rn34g32 --pairs rn34g16:rn34g32 --search-only --warm \
+        --builds per-candidate,units --md
 """
 
 from __future__ import annotations
@@ -109,6 +114,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cache-dir", type=Path, help="keep builds and databases here")
+    ap.add_argument("--builds", default="units",
+                    help="how a measurement program compiles its candidates (comma list, each runs every search): "
+                         "units (candidates sharing runtime headers in one translation unit, objects cached) or "
+                         "per-candidate (one object per candidate file, the build before units)")
     ap.add_argument("--md", action="store_true")
     a = ap.parse_args()
 
@@ -127,68 +136,86 @@ def main() -> int:
     pairs = [tuple(p.split(":")) for p in a.pairs.split(",") if p]
     names = list(dict.fromkeys(full + [m for p in pairs for m in p]))
     paths = {n: model_path(n, tmp) for n in names}
-    results: dict[str, dict] = {n: {} for n in names}
+    builds = [b for b in a.builds.split(",") if b]
+    if not builds or set(builds) - {"units", "per-candidate"}:
+        raise SystemExit(f"--builds: units and/or per-candidate, got {a.builds!r}")
+    results: dict[str, dict[str, dict]] = {b: {n: {} for n in names} for b in builds}
+    all_results = results
     load0 = open("/proc/loadavg").read().split()[:3]
+    from edgec.devices import tune as tune_mod
+
+    def search(kind: str, n: str, db, b: str, transfer: bool = False) -> dict:
+        """One search of model n in build mode b; its wall time (the report's) and the CPU time of this process
+        and the compilers and programs it ran (less sensitive to the shared host's load)."""
+        tune_mod.UNITS = b == "units"
+        c0 = _cpu_s()
+        rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=transfer,
+                   input_shapes=paths[n][1], db=db, final_bench=False)
+        rep["cpu_s"] = _cpu_s() - c0
+        print(f"# {b}: {kind} {n}: {rep['measured']} signatures in {rep['search_s']:.1f} s ({rep['cpu_s']:.1f} s CPU)"
+              f"{' (budget hit)' if rep['stopped_at_budget'] else ''}; load {_load()}", file=sys.stderr)
+        return rep
+
     with open_transport(dev) as t:
-        # each search starts from an empty build cache: no phase may reuse another's builds
+        # each search starts from an empty build cache: no phase may reuse another's builds. With several --builds,
+        # each phase runs once per build mode, back to back (each mode in its own caches), so load falls on all
         for n in full:
-            os.environ["EDGEC_CACHE_DIR"] = str(cache / f"full-{n}")
-            db = TuningDB(cache / f"full-{n}.sqlite")
-            rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, input_shapes=paths[n][1], db=db,
-                       final_bench=False)
-            changed = _changed(rep)
-            results[n].update(full_search_s=rep["search_s"], full_measured=rep["measured"], full_changed=changed,
-                              full_programs=rep.get("programs"),
-                              full_stopped=rep["stopped_at_budget"], full_db=db.path,
-                              full_layers=[(r["class"], r.get("record", {}).get("algo"),
-                                            r.get("record", {}).get("speedup")) for r in rep["layers"]])
-            db.close()
-            print(f"# tuned {n}: {rep['measured']} signatures in {rep['search_s']:.0f} s"
-                  f"{' (budget hit)' if rep['stopped_at_budget'] else ''}", file=sys.stderr)
+            for b in builds:
+                os.environ["EDGEC_CACHE_DIR"] = str(cache / b / f"full-{n}")
+                db = TuningDB(cache / b / f"full-{n}.sqlite")
+                rep = search("full", n, db, b)
+                results[b][n].update(full_search_s=rep["search_s"], full_cpu_s=rep["cpu_s"],
+                                     full_measured=rep["measured"], full_changed=_changed(rep),
+                                     full_programs=rep.get("programs"),
+                                     full_stopped=rep["stopped_at_budget"], full_db=db.path,
+                                     full_layers=[(r["class"], r.get("record", {}).get("algo"),
+                                                   r.get("record", {}).get("speedup")) for r in rep["layers"]])
+                db.close()
         for src, dst in pairs:
             if src not in full:
                 raise SystemExit(f"pair {src}:{dst}: {src} must be in --full")
-            os.environ["EDGEC_CACHE_DIR"] = str(cache / f"transfer-{src}-{dst}")
-            path = cache / f"transfer-{src}-{dst}.sqlite"
-            shutil.copy(results[src]["full_db"], path)
-            db = TuningDB(path)
-            rep = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=True,
-                       input_shapes=paths[dst][1], db=db, final_bench=False)
-            changed = _changed(rep)
-            results[dst].update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_db=path,
-                                transfer_programs=rep.get("programs"),
-                                transfer_changed=changed, transfer_measured=rep["measured"],
-                                transfer_stopped=rep["stopped_at_budget"],
-                                transfer_sources=[r["source"] for r in rep["layers"]])
-            db.close()
-            if "full_search_s" in results[dst]:
-                results[dst]["search_ratio"] = rep["search_s"] / results[dst]["full_search_s"]
-            print(f"# transfer {src} -> {dst}: {rep['measured']} signatures in {rep['search_s']:.0f} s",
-                  file=sys.stderr)
+            for b in builds:
+                r = results[b][dst]
+                os.environ["EDGEC_CACHE_DIR"] = str(cache / b / f"transfer-{src}-{dst}")
+                path = cache / b / f"transfer-{src}-{dst}.sqlite"
+                shutil.copy(results[b][src]["full_db"], path)
+                db = TuningDB(path)
+                rep = search(f"transfer from {src}", dst, db, b, transfer=True)
+                r.update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_cpu_s=rep["cpu_s"],
+                         transfer_db=path, transfer_programs=rep.get("programs"),
+                         transfer_changed=_changed(rep), transfer_measured=rep["measured"],
+                         transfer_stopped=rep["stopped_at_budget"],
+                         transfer_sources=[x["source"] for x in rep["layers"]])
+                db.close()
+                if "full_search_s" in r:
+                    r["search_ratio"] = rep["search_s"] / r["full_search_s"]
+                    r["cpu_ratio"] = rep["cpu_s"] / r["full_cpu_s"]
         for src, dst in pairs if a.warm else []:
             # a device that tuned SRC before: its build cache holds SRC's programs and compiled kernels. DST is
             # transfer-tuned and fully tuned (fresh databases) each in its own copy of that cache, so neither
             # reuses what the other compiled
-            base = cache / f"full-{src}"
-            os.environ["EDGEC_CACHE_DIR"] = str(base)
-            if a.deployed:  # the device ran DST untuned before: the cost model's kernels are built
-                from edgec.devices.deploy import deploy
-                deploy(paths[dst][0], dev, t, input_shapes=paths[dst][1])
-            path = cache / f"warm-transfer-{src}-{dst}.sqlite"
-            shutil.copy(results[src]["full_db"], path)
-            warm = {}
-            for kind, dbp in (("transfer", path), ("full", cache / f"warm-full-{src}-{dst}.sqlite")):
-                wdir = cache / f"warm-{kind}-{src}-{dst}"
-                shutil.copytree(base, wdir, symlinks=True)
-                os.environ["EDGEC_CACHE_DIR"] = str(wdir)
-                with TuningDB(dbp) as db:
-                    warm[kind] = tune(paths[dst][0], dev, t, threads=a.threads, budget=a.budget,
-                                      transfer_only=kind == "transfer", input_shapes=paths[dst][1], db=db,
-                                      final_bench=False)["search_s"]
-            results[dst].update(warm_from=src, warm_transfer_search_s=warm["transfer"],
-                                warm_full_search_s=warm["full"], warm_ratio=warm["transfer"] / warm["full"])
-            print(f"# after {src} on this host: transfer {src} -> {dst} {warm['transfer']:.1f} s, full {dst} "
-                  f"{warm['full']:.1f} s", file=sys.stderr)
+            for b in builds:
+                base = cache / b / f"full-{src}"
+                os.environ["EDGEC_CACHE_DIR"] = str(base)
+                if a.deployed:  # the device ran DST untuned before: the cost model's kernels are built
+                    from edgec.devices.deploy import deploy
+                    deploy(paths[dst][0], dev, t, input_shapes=paths[dst][1])
+                path = cache / b / f"warm-transfer-{src}-{dst}.sqlite"
+                shutil.copy(results[b][src]["full_db"], path)
+                warm = {}
+                for kind, dbp in (("transfer", path), ("full", cache / b / f"warm-full-{src}-{dst}.sqlite")):
+                    wdir = cache / b / f"warm-{kind}-{src}-{dst}"
+                    shutil.copytree(base, wdir, symlinks=True)
+                    os.environ["EDGEC_CACHE_DIR"] = str(wdir)
+                    with TuningDB(dbp) as db:
+                        warm[kind] = search(f"warm {kind} (after {src})", dst, db, b, transfer=kind == "transfer")
+                results[b][dst].update(warm_from=src, warm_transfer_search_s=warm["transfer"]["search_s"],
+                                       warm_full_search_s=warm["full"]["search_s"],
+                                       warm_ratio=warm["transfer"]["search_s"] / warm["full"]["search_s"],
+                                       warm_transfer_cpu_s=warm["transfer"]["cpu_s"],
+                                       warm_full_cpu_s=warm["full"]["cpu_s"],
+                                       warm_cpu_ratio=warm["transfer"]["cpu_s"] / warm["full"]["cpu_s"])
+        results = results[builds[0]]  # the whole-model times use the first build mode's records
         # whole-model times, interleaved rounds
         os.environ["EDGEC_CACHE_DIR"] = str(cache / "whole")
         for n in [] if a.search_only else names:
@@ -212,9 +239,11 @@ def main() -> int:
     load1 = open("/proc/loadavg").read().split()[:3]
     host = f"{platform.machine()} {_cpu()}, {os.cpu_count()} cores; loadavg before {' '.join(load0)}, after {' '.join(load1)}"
     print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s")
-    if a.search_only:
-        _search_table(names, results, a.md, a.deployed)
-    elif a.md:
+    if a.search_only or len(builds) > 1:
+        for b in builds:
+            print(f"# build: {b}")
+            _search_table(names, all_results[b], a.md, a.deployed)
+    if not a.search_only and a.md:
         print("| model | untuned ms | tuned ms (search s, signatures changed/measured) | transfer ms (from, search s, "
               "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain | transfer / full search |")
         print("|---|---|---|---|---|---|---|---|")
@@ -250,26 +279,41 @@ def _changed(rep: dict) -> int:
 
 
 def _search_table(names: list[str], results: dict, md: bool, deployed: bool = False) -> None:
-    """Search times only: full tune and transfer per model, and transfer / full for a DST tuned both ways."""
+    """Search times only: full tune and transfer per model, and transfer / full for a DST tuned both ways; wall
+    seconds (CPU seconds of the process and what it ran)."""
     if md:
-        print("| model | full tune: search s (signatures measured, programs built) | transfer: search s (from, "
-              f"signatures measured, programs built) | transfer / full search | after SRC"
-              f"{' and an untuned deploy of DST' if deployed else ''}: transfer s / full s |")
+        print("| model | full tune: search s (CPU s; signatures measured, programs built) | transfer: search s (CPU s; "
+              "from, signatures measured, programs built) | transfer / full: wall (CPU) | after SRC"
+              f"{' and an untuned deploy of DST' if deployed else ''}: transfer s / full s, wall (CPU) |")
         print("|---|---|---|---|---|")
     for n in names:
         r = results[n]
         if not md:
             print(json.dumps({"model": n, **{k: v for k, v in r.items() if not k.endswith("_db")}}, default=str))
             continue
-        full = f"{r['full_search_s']:.1f} ({r['full_measured']}, {r.get('full_programs', '?')}" \
-            f"{', budget hit' if r['full_stopped'] else ''})" if "full_search_s" in r else "-"
-        tr = f"{r['transfer_search_s']:.1f} ({r['transfer_from']}, {r['transfer_measured']}, " \
-            f"{r.get('transfer_programs', '?')}" \
+        full = f"{r['full_search_s']:.1f} ({r['full_cpu_s']:.1f}; {r['full_measured']}, " \
+            f"{r.get('full_programs', '?')}{', budget hit' if r['full_stopped'] else ''})" \
+            if "full_search_s" in r else "-"
+        tr = f"{r['transfer_search_s']:.1f} ({r['transfer_cpu_s']:.1f}; {r['transfer_from']}, " \
+            f"{r['transfer_measured']}, {r.get('transfer_programs', '?')}" \
             f"{', budget hit' if r['transfer_stopped'] else ''})" if "transfer_search_s" in r else "-"
-        ratio = f"{r['search_ratio']:.0%}" if "search_ratio" in r else "-"
-        warm = f"{r['warm_transfer_search_s']:.1f} / {r['warm_full_search_s']:.1f} = {r['warm_ratio']:.0%}" \
+        ratio = f"{r['search_ratio']:.0%} ({r['cpu_ratio']:.0%})" if "search_ratio" in r else "-"
+        warm = f"{r['warm_transfer_search_s']:.1f} / {r['warm_full_search_s']:.1f} = {r['warm_ratio']:.0%} " \
+            f"({r['warm_transfer_cpu_s']:.1f} / {r['warm_full_cpu_s']:.1f} = {r['warm_cpu_ratio']:.0%})" \
             if "warm_ratio" in r else "-"
         print(f"| {n} | {full} | {tr} | {ratio} | {warm} |")
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of the children it waited for (make, the compilers, the programs)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _load() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
 def _cpu() -> str:

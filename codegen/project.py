@@ -104,12 +104,13 @@ def emit_model(model_path, options: CompileOptions, prefix: str, input_shapes=No
 
 
 def write_candidates(out_dir, builds: list[Emitted], names: list[str], algos: list[str],
-                     layers: list[int] | None = None) -> Path:
+                     layers: list[int] | None = None, units: list[list[str]] | None = None) -> Path:
     """One C project holding several builds (edgec tune's candidates, one variant forced in each) and the
     harness that checks and times them all in one program (templates/tune.c): each build keeps its own
     symbol prefix, weights blob and workspace; the runtime kernels are compiled once. layers[i] says which
     layer model build i is of (default: all of one model); the builds of a layer share its interface, and the
-    layers' inputs follow each other on the program's command line. names and algos label the builds."""
+    layers' inputs follow each other on the program's command line. names and algos label the builds.
+    units: the builds' prefixes grouped into translation units, each compiled once (default: one per build)."""
     out_dir = Path(out_dir)
     layers = list(layers) if layers is not None else [0] * len(builds)
     if not builds or len({b.prefix for b in builds}) != len(builds) or \
@@ -134,7 +135,7 @@ def write_candidates(out_dir, builds: list[Emitted], names: list[str], algos: li
             if f not in runtime:
                 runtime.append(f)
     write_tune_project(out_dir, [b.prefix for b in builds], names, algos, [graphs[i] for i in sorted(graphs)],
-                       target, runtime, threads, layers)
+                       target, runtime, threads, layers, units)
     return out_dir
 
 

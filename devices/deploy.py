@@ -197,14 +197,16 @@ def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str,
     args = ["make", f"-j{max(1, int(jobs))}", "-C", str(work), f"CC={cc}"] + (["PROFILE=1"] if profile else [])
     if ldflags:
         args.append(f"LDFLAGS={ldflags}")
-    objs = _runtime_objects(work, cc, profile)
+    objs, own = _runtime_objects(work, cc, profile), _tune_objects(work, cc)
     fetch_objects(objs)
+    fetch_objects(own, TUNE_OBJECT_STATS)
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         errs = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() or "undefined reference" in ln] or \
             [last_line(proc.stderr)]  # a link error's cause comes before collect2's "error" line
         raise EdgecError(f"building for {device.name} with {cc} failed: {errs[0][:300]}")
     store_objects(objs)
+    store_objects(own, TUNE_OBJECT_STATS)
     return {b: work / b for b in BINARIES}
 
 
@@ -215,6 +217,10 @@ def _make_copy(project: Path, work: Path, device: Device, cc: str, ldflags: str,
 # compiled before with the same compiler and flags instead of compiling it again.
 
 OBJECT_STATS = {"hits": 0, "stored": 0}  # since the process started (tests, benchmarks)
+# A tune program's own objects (devices/tune.py): its candidate units (tune_unit<k>.c, each including its candidates'
+# generated files) and its harness (tune.c, tune_cands.c) are cached the same way, so a search that builds the same
+# candidates again (a re-tune, a layer the budget interrupted, another device with the same toolchain) compiles none.
+TUNE_OBJECT_STATS = {"hits": 0, "stored": 0}
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -292,7 +298,21 @@ def _runtime_objects(work: Path, cc: str, profile: bool) -> list[tuple[Path, str
     return out
 
 
-def fetch_objects(objs: list[tuple[Path, str, Path]]) -> None:
+def _tune_objects(work: Path, cc: str) -> list[tuple[Path, str, Path]]:
+    """(object, key, cache file) of a tune program's candidate units and harness; none in other projects."""
+    mk = (work / "Makefile").read_text()
+    if not re.search(r"^tune: ", mk, re.M):
+        return []
+    store, objdir = cache_dir() / "objects" / "tune", work / "obj" / Path(cc).name  # apart from the kernels'
+    out = []
+    for rel in ["tune.c", *dict.fromkeys(re.findall(r"\b(?:tune_unit\d+|tune_cands)\.c\b", mk))]:
+        if (work / rel).is_file():
+            key = object_key(work, rel, cc, False)
+            out.append((objdir / (rel[:-2] + ".o"), key, store / key[:2] / f"{key}.o"))
+    return out
+
+
+def fetch_objects(objs: list[tuple[Path, str, Path]], stats: dict = OBJECT_STATS) -> None:
     """Before make: each runtime object of the build copy that was not built from exactly these sources,
     flags and compiler (its .key file says what it was built from) comes from the cache, or is removed
     so that make compiles it."""
@@ -309,10 +329,10 @@ def fetch_objects(objs: list[tuple[Path, str, Path]]) -> None:
         shutil.copyfile(cached, tmp)  # a fresh time: newer than the sources, so make keeps it
         os.replace(tmp, obj)
         stamp.write_text(key)
-        OBJECT_STATS["hits"] += 1
+        stats["hits"] += 1
 
 
-def store_objects(objs: list[tuple[Path, str, Path]]) -> None:
+def store_objects(objs: list[tuple[Path, str, Path]], stats: dict = OBJECT_STATS) -> None:
     """After make: the objects it compiled into the cache (content-addressed: never rewritten; atomic)."""
     for obj, key, cached in objs:
         if not obj.is_file():
@@ -324,7 +344,7 @@ def store_objects(objs: list[tuple[Path, str, Path]]) -> None:
         tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
         shutil.copyfile(obj, tmp)
         os.replace(tmp, cached)
-        OBJECT_STATS["stored"] += 1
+        stats["stored"] += 1
 
 
 def _project_files(project: Path) -> list[Path]:

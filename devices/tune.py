@@ -49,6 +49,10 @@ TARGET_RUN_S = 0.15   # timed runs per candidate in all its rounds: about this l
 EMULATED_RUNS = 6     # under an emulator: time is the emulator's, a few runs say as much
 DEFAULT_BUDGET = 300.0
 BUILD_JOBS = 2        # make -j for a measurement program built here (its candidates' files compile side by side)
+# a program's candidates are compiled in translation units of several (tune_unit<k>.c, grouped by the runtime
+# headers they include: parsing those is most of a candidate file's compile), at most BUILD_JOBS of them. False:
+# one object per candidate file, the build before units (benchmarks/bench_tune.py --builds)
+UNITS = True
 
 Progress = Callable[..., None]
 
@@ -621,13 +625,14 @@ class Tuner:
         """The measurement program: one C project holding every live candidate of its layers (in the workspace)."""
         from edgec.codegen.project import write_candidates
 
-        keep = {f"cand{c.index}" for c in live}
-        for f in ws.glob("cand*"):  # an earlier program's candidates beyond this one's count
-            m = re.fullmatch(r"(cand\d+)(\.c|\.h|_weights\.bin)", f.name)
+        units = _units(live, BUILD_JOBS) if UNITS else None
+        keep = {f"cand{c.index}" for c in live} | {f"tune_unit{k}" for k in range(len(units or []))}
+        for f in [*ws.glob("cand*"), *ws.glob("tune_unit*")]:  # an earlier program's beyond this one's count
+            m = re.fullmatch(r"(cand\d+|tune_unit\d+)(\.c|\.h|_weights\.bin)", f.name)
             if m and m.group(1) not in keep:
                 f.unlink()
         write_candidates(ws, [c.build for c in live], [c.name for c in live], [c.algo for c in live],
-                         [c.layer for c in live])
+                         [c.layer for c in live], units)
         for c in live:
             c.build = None  # the weights are written; do not hold them for the rest of the tune
         self.programs += 1
@@ -795,6 +800,22 @@ class Tuner:
             raise EdgecError(f"the tuned build of {self.model.name} differs from the untuned one on "
                              f"{self.device.name}: max relative error {worst:.2e}; rerun with --no-tuning builds")
         return worst
+
+
+def _units(live: list[Candidate], jobs: int) -> list[list[str]]:
+    """A program's candidates (their prefixes) in translation units: one per set of runtime headers they include
+    (a unit parses its headers once: 0.2-0.9 s of CPU a candidate file at -O3 on the 2-core x86 host, most of its
+    compile), the two smallest merged while there are more units than make jobs. In candidate order, so the same
+    candidates give the same units (and cached objects) in a later search."""
+    groups: dict[tuple, list[Candidate]] = {}
+    for c in live:
+        groups.setdefault(tuple(sorted(r for r in c.build.ctx.required if r.endswith(".h"))), []).append(c)
+    units = list(groups.values())
+    while len(units) > max(1, jobs):
+        units.sort(key=len)  # stable: ties keep candidate order
+        units.append(units.pop(0) + units.pop(0))
+    units = [sorted(u, key=lambda c: c.index) for u in units]
+    return [[c.build.prefix for c in u] for u in sorted(units, key=lambda u: u[0].index)]
 
 
 def _tuned_layers(dep) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -653,6 +654,87 @@ def test_runtime_objects_are_reused_across_searches_and_keyed_by_flags_and_compi
     assert third == {"hits": 0, "stored": len(objs3)}
     assert len(list((cache / "objects").glob("*/*.o"))) == n + len(objs3)
 
+
+
+def _srcs(makefile: Path) -> list[str]:
+    """The sources a generated Makefile compiles (its SRCS list)."""
+    mk = makefile.read_text()
+    return mk[mk.index("SRCS = ") + 7:mk.index("\nOBJS")].replace("\\", " ").split()
+
+
+def test_candidates_are_grouped_in_units_by_the_headers_they_include(env, models):
+    """A measurement program's candidates go into at most BUILD_JOBS translation units: those including the
+    same runtime headers together (a unit parses them once), every candidate in exactly one unit, in candidate
+    order; with one make job, one unit."""
+    from edgec.devices import tune as tune_mod
+
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t, tuningdb.TuningDB(env / "units.sqlite") as db:
+        tu = tune_mod.Tuner(models["a"], dev, t, db=db, layout="nchw")
+        jobs = tune_mod.plan(models["a"], dev, 1, None, "nchw")
+        live, base = [], 0
+        for k, j in enumerate(jobs):  # codegen only: both layers' candidates, as a transfer program holds them
+            _, _, lv = tu._prepare(j, None, base, k)
+            live += lv
+            base += len(lv)
+    heads = {c.build.prefix: tuple(sorted(r for r in c.build.ctx.required if r.endswith(".h"))) for c in live}
+    assert len(set(heads.values())) >= 3  # Winograd, direct and depthwise kernels: something to group
+    units = tune_mod._units(live, 2)
+    assert len(units) == 2 and sorted(p for u in units for p in u) == sorted(heads)
+    for u in units:
+        assert u == sorted(u, key=lambda p: int(p[4:]))
+    for h in set(heads.values()):  # a header set is never split between units
+        assert sum(1 for u in units if any(heads[p] == h for p in u)) == 1
+    assert tune_mod._units(live, 1) == [[c.build.prefix for c in live]]
+
+
+def test_a_second_search_compiles_no_candidate_again(env, models, tmp_path, monkeypatch):
+    """The program compiles its candidates in units (no candidate file alone), whose objects, like the
+    harness's and the runtime kernels', are cached by their sources, flags and compiler: a second search of
+    the same layer, its build folders gone, compiles nothing (counts) and measures as before. Built one object
+    per candidate (tune.UNITS off, the build before units), the program lists the candidate files and caches
+    none of them."""
+    import shutil
+
+    from edgec.devices import deploy
+    from edgec.devices import tune as tune_mod
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(cache))
+    dev = Inventory().resolve(["local"])[0]
+
+    def search(name):
+        before = {k: dict(d) for k, d in (("kernels", deploy.OBJECT_STATS), ("own", deploy.TUNE_OBJECT_STATS))}
+        with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / f"{name}.sqlite") as db:
+            rep = tune(models["dw"], dev, t, db=db, final_bench=False, layout="nchw")
+        assert rep["measured"] == rep["programs"] == 1
+        (work,) = [d for d in (cache / "cross").iterdir() if d.is_dir() and d.name[0] != "."]
+        stats = {k: {x: d[x] - before[k][x] for x in d}
+                 for k, d in (("kernels", deploy.OBJECT_STATS), ("own", deploy.TUNE_OBJECT_STATS))}
+        return rep, stats, work
+
+    rep, first, work = search("one")
+    srcs = _srcs(work / "Makefile")
+    units = [s for s in srcs if s.startswith("tune_unit")]
+    cands = re.findall(r'#include "(cand\d+)\.h"', (work / "tune_cands.c").read_text())
+    included = [m for u in units for m in re.findall(r'#include "(cand\d+)\.c"', (work / u).read_text())]
+    assert 1 <= len(units) <= tune_mod.BUILD_JOBS and sorted(included) == sorted(cands) and len(cands) >= 2
+    assert not [s for s in srcs if s.startswith("cand")] and not list(work.glob("obj/*/cand*.o"))
+    # compiled and cached: the units, tune.c and tune_cands.c
+    assert first["own"] == {"hits": 0, "stored": len(units) + 2} and first["kernels"]["hits"] == 0
+    for d in ("cross", "builds"):  # a new workspace and build folder: only the object cache is left
+        shutil.rmtree(cache / d)
+    rep2, second, _ = search("two")
+    assert second["own"] == {"hits": len(units) + 2, "stored": 0} and second["kernels"]["stored"] == 0
+    assert [t["algo"] for t in rep2["layers"][0]["record"]["trials"]] == \
+        [t["algo"] for t in rep["layers"][0]["record"]["trials"]]
+    monkeypatch.setattr(tune_mod, "UNITS", False)
+    shutil.rmtree(cache / "cross")
+    _, third, work = search("three")
+    srcs = _srcs(work / "Makefile")
+    assert sorted(s for s in srcs if s.startswith("cand")) == sorted(f"{c}.c" for c in cands)
+    assert not [s for s in srcs if s.startswith("tune_unit")] and len(list(work.glob("obj/*/cand*.o"))) == len(cands)
+    assert third["own"]["stored"] == 0  # tune.c and tune_cands.c from the cache; candidate objects not cached
 
 def _q8_sparse_1x1(path, c=64, k=64, hw=14, sparsity=0.8, seed=3):
     """One int8 QLinearConv 1x1 whose weights are pruned in 4x1 blocks (4 output channels x 1 input channel)."""
