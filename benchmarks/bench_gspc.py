@@ -194,11 +194,11 @@ def bench_engines(c, h, stride, depth, names, threads, runs, warmup, target, tmp
             try:
                 r = e.prepare(path, feeds, threads, tmp / f"w{c}_{h}_{stride}_{g}_{e.name}")
             except EngineError as err:
-                print(f"{e.name} g={g}: {err}", flush=True)
+                print(f"{e.name} {c}ch {h}x{h} stride {stride} g={g}: {err}", flush=True)
                 continue
             ok = check(r.outputs(), want, 1e-3)
             if not ok["ok"]:
-                print(f"{e.name} g={g}: {ok['why']}", flush=True)
+                print(f"{e.name} {c}ch {h}x{h} stride {stride} g={g}: {ok['why']} (left out)", flush=True)
                 continue
             runners[e.name] = (r, ok["max_abs"])
         times: dict[str, list[float]] = {n: [] for n in runners}
