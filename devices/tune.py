@@ -804,7 +804,7 @@ class Tuner:
 
 def _units(live: list[Candidate], jobs: int) -> list[list[str]]:
     """A program's candidates (their prefixes) in translation units: one per set of runtime headers they include
-    (a unit parses its headers once: 0.2-0.9 s of CPU a candidate file at -O3 on the 2-core x86 host, most of its
+    (a unit parses its headers once: 0.2-1.2 s of CPU a candidate file at -O3 on the 2-core x86 host, most of its
     compile), the two smallest merged while there are more units than make jobs. In candidate order, so the same
     candidates give the same units (and cached objects) in a later search."""
     groups: dict[tuple, list[Candidate]] = {}
