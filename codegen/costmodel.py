@@ -131,14 +131,24 @@ def choose_int8_sparse(target, w2d, override: str | None = None) -> Choice:
 # at 1/2.6 of the packed GEMM's MAC rate once its B panel (9*Cpg rows of NR) outgrows L1 (strided rows
 # across padded planes), at ~1/1.2 while it fits, like the spatial pack (plus its im2col); one transformed
 # input value costs ~25 MACs, one output value ~13 (bias and activation included), one phase-packed input
-# element ~28; streaming a byte of weights from memory ~10, ~2 again from L3 (a layer costs the larger of
-# compute and weight traffic).
+# element ~28. A direct path streaming a byte of weights from memory ~10 (it costs the larger of compute and weight
+# traffic). Winograd streams U during its GEMMs only: that phase costs the larger of its MACs and its passes over U,
+# the transforms add to it.
 # Other ISAs: the same ratios, not measured.
 WINOGRAD_M = (2, 4, 6)
 _DIRECT_RATE = {"s1": 2.6, "pack": 1.2, "gspc": 1.7}
 _WG_IN, _WG_OUT, _WG_PACK, _BYTE = 25.0, 13.0, 28.0, 10.0
 _BYTE_L3, _L3_SHARE = 2.0, 4 << 20  # repeated passes over weights that stay in (a share of) L3
 _CALL = 12  # MAC-equivalents per microkernel call beyond its K loop (tile load/store)
+# Winograd's first pass over U, units a byte (a device's value: learned "wino-byte"); each further pass (one per
+# tile block) over a U within the L3 share at _BYTE_L3 / _BYTE of that. Measured on Zen 3 (AVX2, 1 thread, thread
+# CPU time of 4-layer stacks, bench_gspc.py --variants, docs/benchmarks.md; its 32 MB L3 shared with other work):
+# the GEMM phase of dense 256ch 14x14 F(4,3) (9.4 MB of U a layer) ~9 units a byte, of a 40-layer 128ch 8x8 g=2
+# stack (U from memory) 3.0 (F(4,3)) and 5.6 (F(2,3)); 6 moved 7 of 26 measured layers' picks, each to a faster
+# path, none to a slower one. The former max(GEMMs + transforms, 10 a byte) let the transforms hide U (so F(4,3)
+# on 14x14 maps looked as cheap as F(2,3), measured 1.2-1.5x slower) and charged small U past the GEMMs' time
+# (7x7-8x8 grouped layers went to GSPC, 1.2-1.9x slower than F(2,3)). Other ISAs: not measured.
+_WG_BYTE = 6.0
 
 
 @functools.lru_cache(maxsize=8)
@@ -178,10 +188,11 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
                  + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
     u_bytes = 4 * groups * a2 * np_k * cpg
     passes = n * blocking(target, g, m, mr, nr, 1)["nblocks"]  # U is streamed once per tile block
-    weights = u_bytes * (_BYTE + (passes - 1) * (_BYTE_L3 if u_bytes <= _L3_SHARE else _BYTE))
+    stream = u_bytes * learned_value("wino-byte", _WG_BYTE)  # the GEMMs' first pass over U
+    again = stream * (passes - 1) * (_BYTE_L3 / _BYTE if u_bytes <= _L3_SHARE else 1.0)
     direct_macs = n * g["K"] * cpg * 9 * g["Ho"] * g["Wo"]
     wino_macs = n * g["K"] * cpg * a2 * tiles
-    return {"cost": max(gemm + trans, weights), "gemm": gemm, "transforms": trans,
+    return {"cost": trans + max(gemm, stream + again), "gemm": gemm, "transforms": trans, "stream": stream,
             "weight_bytes": u_bytes, "mult_reduction": direct_macs / wino_macs}
 
 
@@ -191,6 +202,12 @@ def direct_estimate(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> 
     mp = -(-kpg // mr) * mr
     kg = cpg * 9
     rate = _DIRECT_RATE["pack"] if kind == "s1" and kg * nr * 4 <= target.l1d_bytes else _DIRECT_RATE[kind]
+    if kind in ("s1", "pack") and _transposed_gemm(target, g):
+        # the emitter's transposed GEMM (conv.transposed: pixels on the MR rows, output channels on NR columns,
+        # packed input) at the packed rate. Zen 3, dense 7x7, thread CPU time: 512ch 3.5 ms a layer for 154 M
+        # units here, 960ch 9.2 ms for 539 M; the s1 estimate (397 M / 1.4 G, ~2.6x) sent 512ch to F(2,3), 1.11x
+        # slower. Other ISAs: not measured.
+        mp, cols, kind, rate = -(-g["K"] // nr) * nr, -(-(g["Ho"] * g["Wo"]) // mr) * mr, "pack", _DIRECT_RATE["pack"]
     compute = g["N"] * g["G"] * mp * cols * (kg + _CALL) * rate
     if kind == "pack":
         compute += g["N"] * g["G"] * kg * cols * 2  # im2col
@@ -309,7 +326,7 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
         return Choice(f"winograd-f{best}3", f"winograd F({best},3): {e['mult_reduction']:.1f}x fewer multiplies, "
                       f"est. {ratio:.1f}x faster than direct after transforms{fitted}", {"est_speedup": round(ratio, 2)})
     why = "transforms dominate (few channels)" if e["transforms"] > 0.5 * e["gemm"] else \
-        "weight traffic (alpha^2/9 x the weights over few tiles)" if e["cost"] > e["gemm"] + e["transforms"] else \
+        "weight traffic (alpha^2/9 x the weights over few tiles)" if e["stream"] > e["gemm"] else \
         "too few tiles"
     return Choice("direct", f"direct, not winograd: best F({best},3) est. {1 / ratio:.1f}x direct's time: {why}"
                   f"{fitted}", {"est_speedup": round(ratio, 2)})
