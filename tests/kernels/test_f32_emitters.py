@@ -247,3 +247,34 @@ def test_grouped_3x3_winograd_or_gspc_by_estimate():
     assert pick(128, 28, 8) == "winograd-f43"
     assert pick(128, 28, 16) == "direct"
     assert pick(256, 14, 8) == "winograd-f23"
+
+
+def test_winograd_weight_stream_picks():
+    """U streams during the GEMMs (costmodel._WG_BYTE). Forced paths, 4-layer stacks, thread CPU ms on Zen 3
+    (docs/benchmarks.md, GSPC section): 512ch 7x7 g=8 F(2,3) 1.38-1.78 against GSPC 1.97-2.54; 576ch 14x14 g=2
+    F(2,3) 19.5, F(4,3) 23.8, GSPC 37.9; 256ch 14x14 g=4 F(2,3) 1.63-1.72, F(4,3) 2.25-2.71; dense 512ch 7x7 on the
+    transposed GEMM 14.0, F(2,3) 15.5. A device's learned wino-byte moves the estimate."""
+    from edgec.codegen import costmodel, kernels, options
+    from edgec.codegen.ops.conv import direct_path_3x3
+    from edgec.codegen.options import CompileOptions
+
+    t = get_target("x86_64-avx2")
+    mr, nr = kernels.gemm_kernel(t).params["mr"], kernels.gemm_kernel(t).params["nr"]
+
+    def geom(c, hw, groups):
+        return dict(N=1, C=c, H=hw, W=hw, K=c, Ho=hw, Wo=hw, G=groups, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1)
+
+    def pick(c, hw, groups):
+        g = geom(c, hw, groups)
+        return costmodel.choose_conv3x3(t, g, mr, nr, *direct_path_3x3(t, g)).algo
+
+    assert pick(512, 7, 8) == "winograd-f23"
+    assert pick(576, 14, 2) == "winograd-f23"
+    assert pick(256, 14, 4) == "winograd-f23"
+    assert pick(512, 7, 1) == "direct"
+    g = geom(256, 14, 1)
+    base = costmodel.winograd_estimate(t, g, 4, mr, nr)
+    assert base["stream"] > base["gemm"]  # 9.4 MB of U over 18 tile rows: the pass over U bounds the GEMMs
+    with options.using(CompileOptions(learned=(("wino-byte", 1.0),))):
+        low = costmodel.winograd_estimate(t, g, 4, mr, nr)
+    assert low["cost"] < base["cost"] and low["stream"] == pytest.approx(base["stream"] / costmodel._WG_BYTE)
