@@ -12,7 +12,8 @@ ratio transfer / full for DST; --warm times DST's transfer and full searches aga
 of SRC's build cache (a device that tuned SRC before: its compiled runtime kernels are in the object cache), --deployed
 as well after an untuned deploy of DST there (a device that ran DST before tuning it: the cost model's
 kernels of DST compiled too). Afterwards untuned, tuned, transfer and onnxruntime are timed in
-interleaved rounds (median of the rounds' medians; --search-only skips this). Runs in one process so that
+interleaved rounds (median of the rounds' medians; --search-only skips this); with --md a second table gives every
+round's medians, their spread and the gains round by round (the noise of a shared host). Runs in one process so that
 edgec's code-generator fingerprint stays put; the databases live in a temporary cache dir (--cache-dir to
 keep them). Search times are wall seconds and CPU seconds (this process and what it ran: make, the compilers,
 the programs). --builds per-candidate,units runs every search once per way of building the measurement
@@ -47,7 +48,10 @@ from common import median, random_inputs, time_onnxruntime  # noqa: E402
 # multi-layer grouped chains: one grouped 3x3 conv + ReLU per stage of the network's shape list
 # (benchmarks/bench_gspc.py SCALING: channels, input size), stride 2 between stages, so every layer is its own
 # signature and g=16 / g=32 or the two networks share the layer classes (gconv3x3s1+relu, gconv3x3s2+relu)
-CHAINS = {"rn34": [(64, 56), (128, 28), (256, 14), (512, 7)], "wrn": [(32, 32), (64, 16), (128, 8)]}
+# mnv2: MobileNetV2's grouped-set shapes from 144 channels on (192ch 28x28 is where the GSPC set measured the cost
+# model's Winograd pick slower than GSPC at g 8 / 16)
+CHAINS = {"rn34": [(64, 56), (128, 28), (256, 14), (512, 7)], "wrn": [(32, 32), (64, 16), (128, 8)],
+          "mnv2": [(144, 56), (192, 28), (384, 14), (576, 7)]}
 
 
 def chain_model(path: Path, stages: list[tuple[int, int]], g: int, seed: int = 0) -> Path:
@@ -82,7 +86,7 @@ def chain_model(path: Path, stages: list[tuple[int, int]], g: int, seed: int = 0
 def model_path(name: str, tmp: Path) -> tuple[Path, dict | None]:
     from edgec import zoo
 
-    chain = re.fullmatch(r"(rn34|wrn)g(\d+)", name)
+    chain = re.fullmatch(r"(rn34|wrn|mnv2)g(\d+)", name)
     if chain:  # e.g. rn34g16: ResNet34's stage shapes, 16 groups
         return chain_model(tmp / f"{name}.onnx", CHAINS[chain.group(1)], int(chain.group(2))), None
     if name.startswith("stack"):  # the grouped scaling set: 4 x conv3x3 + ReLU, 128 ch, 28x28, g groups
@@ -101,8 +105,8 @@ def model_path(name: str, tmp: Path) -> tuple[Path, dict | None]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--full", default="stack8,stack16,squeezenet,digits,ppocr-cls",
-                    help="models to tune fully (comma list): stackG, rn34gG, wrngG (multi-layer grouped chains), "
-                         "squeezenet, shufflenet, resnet50, digits, ppocr-cls")
+                    help="models to tune fully (comma list): stackG, rn34gG, wrngG, mnv2gG (multi-layer grouped "
+                         "chains), squeezenet, shufflenet, resnet50, digits, ppocr-cls")
     ap.add_argument("--pairs", default="stack8:stack16,ppocr-cls:digits", help="SRC:DST transfer pairs (comma list)")
     ap.add_argument("--search-only", action="store_true", help="search times only, no whole-model timing")
     ap.add_argument("--warm", action="store_true",
@@ -234,6 +238,8 @@ def main() -> int:
                     times[k].append(tu.whole_model(k != "untuned", runs=a.runs)["median_ms"])
                 times["onnxruntime"].append(median(time_onnxruntime(path, feeds, a.threads, a.runs, 5)))
             results[n]["ms"] = {k: median(v) for k, v in times.items()}
+            results[n]["rounds_ms"] = times
+            print(f"# {n} rounds (ms): {json.dumps(times)}; load {_load()}", file=sys.stderr)
             for tu in tuners.values():
                 tu.db.close()
     load1 = open("/proc/loadavg").read().split()[:3]
@@ -247,6 +253,7 @@ def main() -> int:
         print("| model | untuned ms | tuned ms (search s, signatures changed/measured) | transfer ms (from, search s, "
               "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain | transfer / full search |")
         print("|---|---|---|---|---|---|---|---|")
+        rounds_md = []
     for n in [] if a.search_only else names:
         r, ms = results[n], results[n]["ms"]
         tuned = f"{ms['tuned']:.3f} ({r['full_search_s']:.0f} s, {r['full_changed']}/{r['full_measured']}" \
@@ -262,8 +269,17 @@ def main() -> int:
         if a.md:
             print(f"| {n} | {ms['untuned']:.3f} | {tuned} | {tr} | {ms['onnxruntime']:.3f} | {ratio} | {share} | "
                   f"{search} |")
+            rounds_md.append(_rounds_row(n, r["rounds_ms"]))
         else:
             print(json.dumps({"model": n, **{k: v for k, v in r.items() if not k.endswith("_db")}}, default=str))
+    if not a.search_only and a.md:
+        # the noise: every round's median per build, the spread of the rounds, and the gains round by round
+        # (untuned, tuned and transfer of one round ran back to back, so a change of load falls on all three)
+        print("\n| model | untuned ms, per round (spread) | tuned ms, per round (spread) | transfer ms, per round "
+              "(spread) | tuned / untuned, per round | transfer gain / full gain, per round |")
+        print("|---|---|---|---|---|---|")
+        for row in rounds_md:
+            print(row)
     for n in names:
         if results[n].get("full_layers"):
             print(f"# {n} tuned layers: " + "; ".join(f"{c} -> {algo} {sp}x" for c, algo, sp in
@@ -271,6 +287,23 @@ def main() -> int:
     if not a.cache_dir:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _rounds_row(n: str, times: dict[str, list[float]]) -> str:
+    """One model's rounds: each build's round medians with their spread ((max - min) / median), tuned / untuned
+    and the transfer's share of full tuning's gain within each round."""
+    def col(k: str) -> str:
+        v = times.get(k)
+        if not v:
+            return "-"
+        return f"{', '.join(f'{x:.3f}' for x in v)} ({(max(v) - min(v)) / median(v):.0%})"
+
+    u, tu, tr = times["untuned"], times.get("tuned"), times.get("transfer")
+    ratio = ", ".join(f"{b / a:.2f}" for a, b in zip(u, tu)) if tu else "-"
+    share = "-"
+    if tu and tr:
+        share = ", ".join(f"{(a - c) / (a - b):.0%}" if a > b else "no gain" for a, b, c in zip(u, tu, tr))
+    return f"| {n} | {col('untuned')} | {col('tuned')} | {col('transfer')} | {ratio} | {share} |"
 
 
 def _changed(rep: dict) -> int:
