@@ -144,7 +144,7 @@ _CALL = 12  # MAC-equivalents per microkernel call beyond its K loop (tile load/
 # tile block) over a U within the L3 share at _BYTE_L3 / _BYTE of that. Measured on Zen 3 (AVX2, 1 thread, thread
 # CPU time of 4-layer stacks, bench_gspc.py --variants, docs/benchmarks.md; its 32 MB L3 shared with other work):
 # the GEMM phase of dense 256ch 14x14 F(4,3) (9.4 MB of U a layer) ~9 units a byte, of a 40-layer 128ch 8x8 g=2
-# stack (U from memory) 3.0 (F(4,3)) and 5.6 (F(2,3)); 6 moved 7 of 26 measured layers' picks, each to a faster
+# stack (U from memory) 3.0 (F(4,3)) and 5.6 (F(2,3)); 6 moved 8 of 27 measured layers' picks, each to a faster
 # path, none to a slower one. The former max(GEMMs + transforms, 10 a byte) let the transforms hide U (so F(4,3)
 # on 14x14 maps looked as cheap as F(2,3), measured 1.2-1.5x slower) and charged small U past the GEMMs' time
 # (7x7-8x8 grouped layers went to GSPC, 1.2-1.9x slower than F(2,3)). Other ISAs: not measured.
