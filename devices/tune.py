@@ -892,7 +892,7 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
                     for v in r.transferable():
                         # a record with trials says which kernel its variant gave there (a record without does not)
                         if r.trials and kernels.get(v, set()) is not None:
-                            kernels.setdefault(v, set()).add(r.algo.split("/")[0])
+                            kernels.setdefault(v, set()).add(r.kernel_of(v))
                         else:
                             kernels[v] = None
             names = sorted(kernels)

@@ -29,6 +29,10 @@ _COLUMNS = """
   PRIMARY KEY (fingerprint, signature)"""
 
 
+# a transfer also tries a source layer's variants timed within this factor of its fastest (Record.transferable)
+NEAR_TIE = 1.05
+
+
 @dataclass
 class Record:
     fingerprint: str
@@ -68,11 +72,23 @@ class Record:
                f"{self.algo}){src}"
 
     def transferable(self) -> list[str]:
-        """Variant names that reproduce this record's winner on another layer of its class: the winner, or
-        for a kept cost-model pick the variants that emitted the same kernel."""
-        if self.variant != "default":
-            return [self.variant]
-        return [t["variant"] for t in self.trials if t.get("rejected") == "same code as default"]
+        """Variant names a transfer tries on another layer of its class: those that reproduce this record's
+        winner (the winner, or for a kept cost-model pick the variants that emitted the same kernel), then the
+        near ties (NEAR_TIE): where two paths nearly tie on the source layer, which one wins at another shape is
+        for the measurement to settle (mnv2g8 -> mnv2g16: a GSPC tile 1.05x over F(4,3) on the source gave
+        1.4-1.6x on the destination's layers when transferred, nothing when the source record kept F(4,3))."""
+        names = [self.variant] if self.variant != "default" else \
+            [t["variant"] for t in self.trials if t.get("rejected") == "same code as default"]
+        timed = [t for t in self.trials if "ms" in t]
+        best = min((t["ms"] for t in timed), default=0.0)
+        return names + [t["variant"] for t in timed if t["variant"] not in ("default", *names)
+                        and t["ms"] <= best * NEAR_TIE]
+
+    def kernel_of(self, variant: str) -> str:
+        """The kernel (emitted algorithm, without its partitioning) a transferable variant gave on the source."""
+        trial = next((t for t in self.trials if t["variant"] == variant and "ms" in t), None)
+        algo = self.algo if variant == self.variant or trial is None else trial.get("algo", self.algo)
+        return algo.split("/")[0]
 
 
 def fingerprint(facts: dict) -> str:

@@ -253,3 +253,21 @@ def test_int8_path_is_learned():
         assert costmodel.choose_int8_conv(T, 64, 64, 8, (3, 3), 400, gspc=True).algo == "q8-gspc"  # 8 per group
     with using(CompileOptions(learned=learned, tuning="off")):
         assert costmodel.choose_int8_conv(T, 48, 48, 48, (3, 3), 900).algo == "q8-dwconv"
+
+
+def test_transfer_tries_the_source_layers_near_ties():
+    """A transfer tries the source's winner (or the variants giving the kept pick's code) and the variants timed
+    within NEAR_TIE of the fastest there, each with the kernel it gave on the source; a slower one stays out."""
+    from edgec.devices.tuningdb import NEAR_TIE
+
+    trials = [{"variant": "default", "algo": "winograd-f43-6x16-avx2", "ms": 1.00},
+              {"variant": "conv=winograd-f43", "algo": "winograd-f43-6x16-avx2", "rejected": "same code as default"},
+              {"variant": "gspc-tile", "algo": "gspc-o8-avx2/serial", "ms": 1.00 * NEAR_TIE * 0.99},
+              {"variant": "conv=direct", "algo": "gemm-s1-6x16-avx2", "ms": 1.00 * NEAR_TIE * 1.05}]
+    kept = rec(GSPC_SIG, "gconv3x3s1+relu", trials)  # the cost model's pick measured fastest
+    assert kept.variant == "default" and kept.transferable() == ["conv=winograd-f43", "gspc-tile"]
+    assert kept.kernel_of("conv=winograd-f43") == "winograd-f43-6x16-avx2"
+    assert kept.kernel_of("gspc-tile") == "gspc-o8-avx2"
+    trials[2]["ms"] = 0.9  # now the GSPC tile wins: the kept pick is its near tie (a transfer builds it anyway)
+    won = rec(GSPC_SIG, "gconv3x3s1+relu", trials)
+    assert won.transferable() == ["gspc-tile"] and won.kernel_of("gspc-tile") == "gspc-o8-avx2"
