@@ -9,6 +9,14 @@
 #define DW_KW s->KW
 #endif
 #define DW_TAPS_MAX 64
+/* Fixed windows unroll their taps whole; a run-time window by the three partial sums only (unrolling an
+ * unknown trip count 25 times multiplied the inlined row variants into minutes of compile time, for no
+ * speed: the taps' offsets come from memory either way). */
+#if FIXED_KH
+#define DW_UNROLL _Pragma("GCC unroll 25")
+#else
+#define DW_UNROLL _Pragma("GCC unroll 3")
+#endif
 
 /* Bias already in acc; residual, activation and the store of n <= VL outputs. */
 EC_INLINE void dw_out(const f32_dwconv_plane_args *a, ec_v acc, float *y, const float *res, size_t n,
@@ -29,13 +37,13 @@ EC_INLINE void dw_vec(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a,
   const ec_v bias = ec_vset1(a->bias);
   ec_v p0[3] = {bias, ec_vzero(), ec_vzero()}, p1[3] = {bias, ec_vzero(), ec_vzero()};
   if (full) {
-#pragma GCC unroll 25
+DW_UNROLL
     for (size_t t = 0; t < taps; t++) {
       p0[t % 3] = ec_vfma(p0[t % 3], ec_vld(r0 + toff[t] + ow), wv[t]);
       if (TWO) p1[t % 3] = ec_vfma(p1[t % 3], ec_vld(r1 + toff[t] + ow), wv[t]);
     }
   } else {
-#pragma GCC unroll 25
+DW_UNROLL
     for (size_t t = 0; t < taps; t++) {
       p0[t % 3] = ec_vfma(p0[t % 3], ec_vld_n(r0 + toff[t] + ow, n), wv[t]);
       if (TWO) p1[t % 3] = ec_vfma(p1[t % 3], ec_vld_n(r1 + toff[t] + ow, n), wv[t]);
@@ -177,7 +185,7 @@ EC_INLINE void dw_flat(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
   float tile[DW_FLAT_MAX + EC_VL];
   for (size_t j = 0; j < n; j += EC_VL) {
     ec_v p[3] = {ec_vzero(), ec_vzero(), ec_vzero()};
-#pragma GCC unroll 25
+DW_UNROLL
     for (size_t t = 0; t < taps; t++) p[t % 3] = ec_vfma(p[t % 3], ec_vld(a->xp + toff[t] + j), wv[t]);
     ec_vst(tile + j, ec_vadd(ec_vadd(p[0], p[1]), p[2]));
   }
@@ -231,3 +239,4 @@ F32_DWCONV_DECL(FN) {
 }
 #undef DW_KH
 #undef DW_KW
+#undef DW_UNROLL
