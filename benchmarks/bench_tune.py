@@ -143,8 +143,7 @@ def main() -> int:
     builds = [b for b in a.builds.split(",") if b]
     if not builds or set(builds) - {"units", "per-candidate"}:
         raise SystemExit(f"--builds: units and/or per-candidate, got {a.builds!r}")
-    results: dict[str, dict[str, dict]] = {b: {n: {} for n in names} for b in builds}
-    all_results = results
+    by_build: dict[str, dict[str, dict]] = {b: {n: {} for n in names} for b in builds}
     load0 = open("/proc/loadavg").read().split()[:3]
     from edgec.devices import tune as tune_mod
 
@@ -168,7 +167,7 @@ def main() -> int:
                 os.environ["EDGEC_CACHE_DIR"] = str(cache / b / f"full-{n}")
                 db = TuningDB(cache / b / f"full-{n}.sqlite")
                 rep = search("full", n, db, b)
-                results[b][n].update(full_search_s=rep["search_s"], full_cpu_s=rep["cpu_s"],
+                by_build[b][n].update(full_search_s=rep["search_s"], full_cpu_s=rep["cpu_s"],
                                      full_measured=rep["measured"], full_changed=_changed(rep),
                                      full_programs=rep.get("programs"),
                                      full_stopped=rep["stopped_at_budget"], full_db=db.path,
@@ -179,10 +178,10 @@ def main() -> int:
             if src not in full:
                 raise SystemExit(f"pair {src}:{dst}: {src} must be in --full")
             for b in builds:
-                r = results[b][dst]
+                r = by_build[b][dst]
                 os.environ["EDGEC_CACHE_DIR"] = str(cache / b / f"transfer-{src}-{dst}")
                 path = cache / b / f"transfer-{src}-{dst}.sqlite"
-                shutil.copy(results[b][src]["full_db"], path)
+                shutil.copy(by_build[b][src]["full_db"], path)
                 db = TuningDB(path)
                 rep = search(f"transfer from {src}", dst, db, b, transfer=True)
                 r.update(transfer_from=src, transfer_search_s=rep["search_s"], transfer_cpu_s=rep["cpu_s"],
@@ -205,7 +204,7 @@ def main() -> int:
                     from edgec.devices.deploy import deploy
                     deploy(paths[dst][0], dev, t, input_shapes=paths[dst][1])
                 path = cache / b / f"warm-transfer-{src}-{dst}.sqlite"
-                shutil.copy(results[b][src]["full_db"], path)
+                shutil.copy(by_build[b][src]["full_db"], path)
                 warm = {}
                 for kind, dbp in (("transfer", path), ("full", cache / b / f"warm-full-{src}-{dst}.sqlite")):
                     wdir = cache / b / f"warm-{kind}-{src}-{dst}"
@@ -213,13 +212,13 @@ def main() -> int:
                     os.environ["EDGEC_CACHE_DIR"] = str(wdir)
                     with TuningDB(dbp) as db:
                         warm[kind] = search(f"warm {kind} (after {src})", dst, db, b, transfer=kind == "transfer")
-                results[b][dst].update(warm_from=src, warm_transfer_search_s=warm["transfer"]["search_s"],
+                by_build[b][dst].update(warm_from=src, warm_transfer_search_s=warm["transfer"]["search_s"],
                                        warm_full_search_s=warm["full"]["search_s"],
                                        warm_ratio=warm["transfer"]["search_s"] / warm["full"]["search_s"],
                                        warm_transfer_cpu_s=warm["transfer"]["cpu_s"],
                                        warm_full_cpu_s=warm["full"]["cpu_s"],
                                        warm_cpu_ratio=warm["transfer"]["cpu_s"] / warm["full"]["cpu_s"])
-        results = results[builds[0]]  # the whole-model times use the first build mode's records
+        results = by_build[builds[0]]  # the whole-model times use the first build mode's records
         # whole-model times, interleaved rounds
         os.environ["EDGEC_CACHE_DIR"] = str(cache / "whole")
         for n in [] if a.search_only else names:
@@ -248,7 +247,7 @@ def main() -> int:
     if a.search_only or len(builds) > 1:
         for b in builds:
             print(f"# build: {b}")
-            _search_table(names, all_results[b], a.md, a.deployed)
+            _search_table(names, by_build[b], a.md, a.deployed)
     if not a.search_only and a.md:
         print("| model | untuned ms | tuned ms (search s, signatures changed/measured) | transfer ms (from, search s, "
               "changed) | onnxruntime ms | tuned/untuned | transfer gain / full gain | transfer / full search |")
