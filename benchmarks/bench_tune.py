@@ -122,6 +122,8 @@ def main() -> int:
                     help="how a measurement program compiles its candidates (comma list, each runs every search): "
                          "units (candidates sharing runtime headers in one translation unit, objects cached) or "
                          "per-candidate (one object per candidate file, the build before units)")
+    ap.add_argument("--no-guard", action="store_true",
+                    help="searches without the whole-model check (edgec tune --no-guard): every record kept")
     ap.add_argument("--md", action="store_true")
     a = ap.parse_args()
 
@@ -153,10 +155,17 @@ def main() -> int:
         tune_mod.UNITS = b == "units"
         c0 = _cpu_s()
         rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=transfer,
-                   input_shapes=paths[n][1], db=db, final_bench=False)
+                   input_shapes=paths[n][1], db=db, final_bench=False, guard=not a.no_guard)
         rep["cpu_s"] = _cpu_s() - c0
         print(f"# {b}: {kind} {n}: {rep['measured']} signatures in {rep['search_s']:.1f} s ({rep['cpu_s']:.1f} s CPU)"
               f"{' (budget hit)' if rep['stopped_at_budget'] else ''}; load {_load()}", file=sys.stderr)
+        g = rep.get("guard")
+        if g:  # the whole-model check after the search (its time is not in search_s)
+            print(f"# {b}: {kind} {n}: whole-model check {g.get('s', 0):.1f} s: {g['verdict']}; "
+                  + json.dumps({k: g.get(k) for k in ("tuned_over_untuned", "tuned_rounds", "kept_over_untuned")})
+                  + "".join(f"\n#   {x['signature']} {x['algo']} (alone {x['alone_speedup']}x): with / without "
+                            f"{x['with_over_without']} {x['rounds']} {'kept' if x['kept'] else 'REJECTED'}"
+                            for x in g.get("records", [])), file=sys.stderr)
         return rep
 
     with open_transport(dev) as t:

@@ -45,7 +45,7 @@ def compile(  # noqa: A001 - the command is called compile
     cmd = "edgec compile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [str(model), "-o", str(output)])
     opts = CompileOptions.from_env(target=target, threads=threads, **({"tuning": "off"} if no_tuning else {}))
     b = compile_model(model, output, input_shapes=parse_input_shapes(input_shape), build=build, profile=profile,
-                      cc=cc, command=cmd, options=local_tuned_options(opts))
+                      cc=cc, command=cmd, options=local_tuned_options(opts, model))
     doc = {"dir": str(b.dir), "target": b.target.name, "arena_bytes": b.arena_bytes, "naive_bytes": b.naive_bytes,
            "weights_bytes": b.weights_bytes, "layers": b.layers,
            "binaries": {k: str(v) for k, v in b.binaries.items()}}

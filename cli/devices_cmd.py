@@ -33,12 +33,13 @@ SHAPE_OPT = typer.Option(None, "--input-shape", "-s", help="Pin an input's shape
 NO_TUNING_OPT = typer.Option(False, "--no-tuning", help="Ignore the device's tuning records (edgec tune).")
 
 
-def _with_tuning(dev, t, build: str, options):
-    """The device's tuning records (matching fingerprint) in the options, unless --no-tuning."""
+def _with_tuning(dev, t, build: str, options, model=None):
+    """The device's tuning records (matching fingerprint) in the options, unless --no-tuning (model: the ONNX
+    file built, whose own rejections of records apply)."""
     from edgec.devices.deploy import choose_mode
     from edgec.devices.tune import tuned_options
 
-    return tuned_options(dev, t, choose_mode(dev, build), options)
+    return tuned_options(dev, t, choose_mode(dev, build), options, model=model)
 
 
 @devices_app.command("list")
@@ -232,7 +233,7 @@ def deploy_cmd(
     def work(dev, progress):  # each device's target and tuning records are filled in per device
         with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, model=model,
-                         progress=progress, options=_with_tuning(dev, t, build, options))
+                         progress=progress, options=_with_tuning(dev, t, build, options, source))
             res = {"device": dev.name, "dir": dep.dir, "build": dep.mode, "sent_bytes": dep.sent_bytes,
                    "unchecked": check_outputs and dep.model is None}
             if check_outputs and dep.model is not None:
@@ -294,7 +295,7 @@ def bench_cmd(
 
     def work(dev, progress):  # each device's target and tuning records are filled in per device
         with open_transport(dev, accept_new_host_key=accept_new_host_key, notice=_notice) as t:
-            opts = _with_tuning(dev, t, build, options)
+            opts = _with_tuning(dev, t, build, options, source)
             dep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=False,
                          progress=progress, options=opts)
             # per-layer timers cost time themselves: latency from the plain build, layers from a profiled one

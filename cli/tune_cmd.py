@@ -25,6 +25,8 @@ def tune_cmd(
     build: str = typer.Option("auto", "--build", help="cross, on-device or auto (as for deploy)."),
     input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help="Pin an input's shape, "
                                                     "NAME:D1,D2,... (repeatable)."),
+    no_guard: bool = typer.Option(False, "--no-guard", help="Skip the whole-model check after the layer search "
+                                  "(records that make this model slower are then not rejected for it)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     export: Optional[Path] = typer.Option(None, "--export", help="Write the tuning records (of --device when "
                                           "given with a model, else all) to this JSON file."),
@@ -66,7 +68,7 @@ def tune_cmd(
     with _TuneProgress(err) as prog, open_transport(dev, accept_new_host_key=accept_new_host_key,
                                                     notice=lambda s: err.print(escape(s))) as t:
         rep = tune(model, dev, t, threads=threads, budget=budget, transfer_only=transfer_only, mode=build,
-                   input_shapes=shapes, progress=prog)
+                   input_shapes=shapes, progress=prog, guard=not no_guard)
     if json_out:
         print_json(rep)
         return
@@ -91,6 +93,17 @@ def render(rep: dict) -> None:
     if rep["stopped_at_budget"]:
         line += f"; stopped at the {rep['budget_s']:.0f} s budget: run again to measure the rest"
     out.print(escape(line))
+    g = rep.get("guard")
+    if g:
+        line = f"whole-model check: {g['verdict']}"
+        if "tuned_over_untuned" in g:
+            line += f" (tuned / untuned {g['tuned_over_untuned']:.2f}, median of {g['rounds']} interleaved rounds)"
+        out.print(escape(line))
+        for x in g.get("records", []):
+            if not x["kept"]:
+                out.print(escape(f"  rejected for this model: {x['algo']} on {x['signature']}: {x['why']}"))
+        if g.get("unchecked"):
+            out.print(escape(f"  not checked (budget): {', '.join(g['unchecked'])}"))
     wm = rep.get("whole_model")
     if wm:
         out.print(escape(f"whole model: untuned {wm['untuned_ms']:.3f} ms, tuned {wm['tuned_ms']:.3f} ms "
@@ -130,6 +143,8 @@ class _TuneProgress:
         elif event == "done-layer" and self.task is not None:
             self.best = kw["best"]
             self.p.update(self.task, advance=1, best=f"{self.best:.2f}x")
+        elif event == "guard" and self.task is not None:
+            self.p.update(self.task, description=f"whole-model check of {kw['records']} record(s)")
         elif event == "final" and self.task is not None:
             self.p.update(self.task, description="whole model: untuned vs tuned")
 

@@ -53,6 +53,13 @@ BUILD_JOBS = 2        # make -j for a measurement program built here (its candid
 # headers they include: parsing those is most of a candidate file's compile), at most BUILD_JOBS of them. False:
 # one object per candidate file, the build before units (benchmarks/bench_tune.py --builds)
 UNITS = True
+# the whole-model check after the layer search (Tuner.guard): layers timed alone are a proxy (alone, a layer's
+# weights stay in the caches from run to run; inside the model its neighbours evict them: mnv2g8's F(4,3) on
+# 576ch 7x7 g8, 6 MB of transformed weights, ran 0.33 ms alone and about 0.67 ms in the model)
+GUARD_ROUNDS = 7      # interleaved rounds, each build's runs back to back, the order alternating round by round
+GUARD_RUN_S = 0.1     # timed runs per build and round: about this long, 3..50
+GUARD_GAIN = 1.01     # records stay when the model runs at least this much faster with them (median of rounds)
+GUARD_SHARE = 0.25    # of the budget kept for the check: the layer search stops at the rest
 
 Progress = Callable[..., None]
 
@@ -69,8 +76,12 @@ class Job:
     region: dict | None = None  # a channel-blocked region (codegen/layout.py assign's record of it), not a layer
 
 
-def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | None = None) -> CompileOptions:
-    """options with the device's tuning records filled in (CompileOptions.tuned), unless tuning is off."""
+def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | None = None,
+                  model: Path | None = None, drop: frozenset = frozenset()) -> CompileOptions:
+    """options with the device's tuning records filled in (CompileOptions.tuned), unless tuning is off.
+    model: the model being built; records the tune's whole-model check rejected for it (tuningdb.Rejection)
+    are left out, its layers keep the cost model's pick with a note saying why. drop: signatures whose records
+    are left out as well (the check's trial builds)."""
     if options.tuning == "off":
         return options.with_(tuned=())
     if db is None and not tuningdb.db_path().is_file():  # nothing tuned yet: nothing to probe or create
@@ -79,14 +90,19 @@ def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | 
     own = db is None
     db = db or TuningDB()
     try:
-        recs = db.applicable(tuningdb.fingerprint(facts), device.emulated)
+        fp = tuningdb.fingerprint(facts)
+        recs = db.applicable(fp, device.emulated)
+        rej = db.rejections(fp, tuningdb.model_key(model)) if model is not None and Path(model).is_file() else {}
     finally:
         if own:
             db.close()
     from edgec.codegen.targets import get_target
 
+    recs = [r for r in recs if r.signature not in rej and r.signature not in drop]
+    # fitted from the records this model's build uses: a rejected record's layer-alone times mislead here too
     learned = learned_constants(recs, get_target(device.target))
-    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs),
+    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs)
+                         + tuple((sig, "", x.note()) for sig, x in rej.items()),
                          learned=tuple(learned.items()))
 
 
@@ -202,8 +218,9 @@ def fit_pool_job(recs, target) -> dict[str, float]:
     return _par.fit_job_us(target, samples)
 
 
-def local_tuned_options(options: CompileOptions) -> CompileOptions:
-    """`edgec compile`: the records of this machine (the `local` device) when the target runs here."""
+def local_tuned_options(options: CompileOptions, model: Path | None = None) -> CompileOptions:
+    """`edgec compile`: the records of this machine (the `local` device) when the target runs here (model: as
+    for tuned_options)."""
     import dataclasses
 
     from edgec.codegen.targets import get_target
@@ -216,7 +233,7 @@ def local_tuned_options(options: CompileOptions) -> CompileOptions:
     # the built-in `local` device (what `edgec tune MODEL` measures on by default), not the inventory's entry
     dev = dataclasses.replace(device_from_profile("local", "local"), target=options.target)
     with open_transport(dev) as t:
-        return tuned_options(dev, t, choose_mode(dev, "auto"), options)
+        return tuned_options(dev, t, choose_mode(dev, "auto"), options, model=model)
 
 
 # -- the layers of a model ---------------------------------------------------------------------------
@@ -477,7 +494,9 @@ class Tuner:
         return time.monotonic() - self.t0
 
     def over_budget(self) -> bool:
-        return self.elapsed() > self.budget
+        return self.elapsed() > self.budget * self.share
+
+    share = 1.0  # of the budget the current phase may use (the layer search leaves GUARD_SHARE to the check)
 
     # one layer: candidates -> measured record (or None when nothing could be measured)
     def measure(self, job: Job, names: list[str] | None = None, source: str = "measured") -> tuple[Record | None, str]:
@@ -773,14 +792,103 @@ class Tuner:
         dep = self.deploy_whole(tuned)
         return {"median_ms": self._time(dep, runs), "tuned_layers": _tuned_layers(dep)}
 
-    def deploy_whole(self, tuned: bool):
+    def deploy_whole(self, tuned: bool, drop: frozenset = frozenset()):
+        """The whole model built for the device: untuned, or with the records it uses (not those rejected for
+        it, nor those of the signatures in drop)."""
         from edgec.devices.deploy import deploy
 
         opts = CompileOptions(target=self.device.target, threads=self.threads, layout=self.layout)
         if tuned:
-            opts = tuned_options(self.device, self.t, self.mode, opts, self.db)
+            opts = tuned_options(self.device, self.t, self.mode, opts, self.db, model=self.model, drop=drop)
         return deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
                       input_shapes=self.input_shapes, options=opts)
+
+    def race(self, a, b, rounds: int = GUARD_ROUNDS) -> tuple[float, list[float]]:
+        """Two whole-model builds timed in interleaved rounds (each round runs both back to back, which one
+        first alternating, so a change of load falls on both): the median over rounds of a's time / b's, and
+        every round's ratio."""
+        from edgec.devices.bench import _run_bench
+
+        sized = []
+        for dep in (a, b):
+            ms = float(np.median(_run_bench(dep, 3, 1, self.threads, 600)["runs_ms"]))
+            sized.append(3 if self.device.emulated else int(min(50, max(3, GUARD_RUN_S * 1e3 / max(ms, 1e-3)))))
+        runs = self.runs or max(sized)  # both builds the same number of runs
+        ratios = []
+        for r in range(rounds):
+            pair = (a, b) if r % 2 == 0 else (b, a)
+            t = [float(np.median(_run_bench(dep, runs, 2, self.threads, 1800)["runs_ms"])) for dep in pair]
+            ratios.append(t[0] / t[1] if r % 2 == 0 else t[1] / t[0])
+        return float(np.median(ratios)), [round(x, 3) for x in ratios]
+
+    def guard(self, jobs: list[Job]) -> dict:
+        """The whole-model check: the model built with the records it uses against the untuned build, timed
+        interleaved on the device; when the tuned build is not GUARD_GAIN faster, each record that changes the
+        model's code (biggest layer first) is timed in the model with and without it, and those that do not make
+        it GUARD_GAIN faster are rejected for this model (tuningdb.Rejection: the record stays for other models).
+        Stops at the budget: records not reached yet are kept and named as unchecked."""
+        t0 = time.monotonic()
+        key = tuningdb.model_key(self.model)
+        recs = {r.signature: r for r in self.db.applicable(self.fp, self.device.emulated)}
+        rejected = self.db.rejections(self.fp, key)
+        sigs = [j.signature for j in jobs if j.signature in recs and j.signature not in rejected
+                and recs[j.signature].forced and recs[j.signature].algo != recs[j.signature].default_algo]
+        g: dict = {"records": [], "dropped": [], "unchecked": [], "rounds": GUARD_ROUNDS,
+                   "rejected_before": sorted(rejected)}
+        if not sigs:
+            g.update(verdict="no record changes this model's code", s=round(time.monotonic() - t0, 2))
+            return g
+        self.progress("guard", records=len(sigs))
+        u = self.deploy_whole(False)
+        ratio, rounds = self.race(self.deploy_whole(True), u)
+        g["tuned_over_untuned"], g["tuned_rounds"] = round(ratio, 3), rounds
+        if ratio <= 1 / GUARD_GAIN:
+            g.update(verdict=f"tuned build {1 / ratio:.2f}x faster than untuned: every record kept",
+                     s=round(time.monotonic() - t0, 2))
+            return g
+        dropped: list[str] = []
+        for k, sig in enumerate(sigs):
+            if self.over_budget():
+                g["unchecked"] = sigs[k:]
+                break
+            r = recs[sig]
+            with_it = self.deploy_whole(True, frozenset(dropped))
+            without = self.deploy_whole(True, frozenset(dropped + [sig]))
+            ratio, rounds = self.race(with_it, without)
+            keep = ratio <= 1 / GUARD_GAIN
+            g["records"].append({"signature": sig, "algo": r.algo, "default_algo": r.default_algo,
+                                 "alone_speedup": round(r.speedup, 3), "with_over_without": round(ratio, 3),
+                                 "rounds": rounds, "kept": keep})
+            self.progress("guard-record", signature=sig, kept=keep, ratio=ratio)
+            if not keep:
+                dropped.append(sig)
+        kept = [x["signature"] for x in g["records"] if x["kept"]] + g["unchecked"]
+        if kept and not g["unchecked"] and not self.over_budget():
+            # each kept record helps against the set without it; together they must beat the untuned build too
+            ratio, rounds = self.race(self.deploy_whole(True, frozenset(dropped)), u)
+            g["kept_over_untuned"], g["kept_rounds"] = round(ratio, 3), rounds
+            if ratio > 1 / GUARD_GAIN:
+                for x in g["records"]:
+                    if x["kept"]:
+                        x["kept"] = False
+                        x["why"] = f"the kept records together ran {ratio:.2f}x the untuned time"
+                        dropped.append(x["signature"])
+        for x in g["records"]:
+            if not x["kept"]:
+                why = x.get("why") or (f"the model ran {x['with_over_without']:.2f}x the time without it, median "
+                                       f"of {len(x['rounds'])} interleaved rounds; {x['alone_speedup']:.2f}x "
+                                       f"faster alone")
+                x["why"] = why
+                r = recs[x["signature"]]
+                self.db.reject(tuningdb.Rejection(self.fp, key, r.signature, self.model.name, r.variant, r.algo,
+                                                  why, self.device.name, tuningdb.today()))
+        g["dropped"] = dropped
+        n = len(dropped)
+        g["verdict"] = (f"{n} of {len(sigs)} record(s) rejected for this model" if n else
+                        "every record checked helps in the model") + \
+            (f"; {len(g['unchecked'])} not checked (budget)" if g["unchecked"] else "")
+        g["s"] = round(time.monotonic() - t0, 2)
+        return g
 
     def compare_whole(self, untuned, tuned) -> float:
         """The tuned build against the untuned one, on the device, same inputs (every kernel of the tuned
@@ -840,9 +948,12 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
          mode: str = "auto", input_shapes: dict | None = None, progress: Progress | None = None,
          db: TuningDB | None = None, after_run: Callable | None = None, runs: int | None = None,
          before_build: Callable | None = None, layout: str | None = None,
-         final_bench: bool = True) -> dict:
+         final_bench: bool = True, guard: bool | None = None) -> dict:
     """Tune (or transfer-tune) a model's layers on a device; returns the report (see docs/tuning.md).
-    layout: the activation layout the builds use (CompileOptions.layout; None: EDGEC_LAYOUT, as compile)."""
+    layout: the activation layout the builds use (CompileOptions.layout; None: EDGEC_LAYOUT, as compile).
+    guard: after the layer search, check the records in the whole model (Tuner.guard) and reject for this
+    model those that do not make it faster; the layer search then stops at 1 - GUARD_SHARE of the budget (None:
+    as final_bench)."""
     model = Path(model)
     if not model.is_file():
         raise EdgecError(f"{model} does not exist")
@@ -852,7 +963,8 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
                progress=progress, db=db, after_run=after_run, runs=runs, before_build=before_build,
                layout=layout or CompileOptions.from_env().layout)
     try:
-        return _tune(tu, model, device, threads, budget, transfer_only, input_shapes, final_bench)
+        return _tune(tu, model, device, threads, budget, transfer_only, input_shapes, final_bench,
+                     final_bench if guard is None else guard)
     finally:  # the extracted layer models; records and builds stay
         import shutil
         if tu._work is not None:
@@ -862,9 +974,11 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
 
 
 def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_only: bool,
-          input_shapes: dict | None, final_bench: bool) -> dict:
+          input_shapes: dict | None, final_bench: bool, guard: bool = True) -> dict:
     prog = tu.progress
     jobs = plan(model, device, threads, input_shapes, tu.layout)
+    tu.share = 1.0 - GUARD_SHARE if guard else 1.0
+    rejected = tu.db.rejections(tu.fp, tuningdb.model_key(model))
     prog("start", total=len(jobs), fingerprint=tu.fp)
     rows, measured, resumed, stopped = [], 0, 0, False
     pool = [r for r in tu.db.records(tu.fp) if r.model != model.name and (device.emulated or not r.emulated)]
@@ -882,6 +996,8 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
         elif have is not None and (device.emulated or not have.emulated):
             where = "this model" if have.model == model.name else f"model {have.model}"
             row.update(source=f"exact record ({have.source} on {where}, {have.date})", record=_rec_json(have))
+            if j.signature in rejected:
+                row["rejected"] = rejected[j.signature].reason
             resumed += have.model == model.name
         elif stopped:
             row["source"] = "not measured: budget"
@@ -935,6 +1051,16 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
     report["search_s"] = round(tu.elapsed(), 2)
     report["programs"] = tu.programs  # measurement programs built: full tuning one per layer, transfer one
     report["program_layers"] = tu.program_layers
+    if guard:
+        tu.share = 1.0
+        if tu.over_budget():
+            report["guard"] = {"verdict": "not run: the budget ran out in the layer search", "dropped": []}
+        else:
+            report["guard"] = tu.guard(jobs)
+        for row in rows:
+            for x in report["guard"].get("records", []):
+                if x["signature"] == row["signature"] and not x["kept"]:
+                    row["rejected"] = x["why"]
     if final_bench:
         prog("final")
         u_dep, t_dep = tu.deploy_whole(False), tu.deploy_whole(True)

@@ -28,6 +28,40 @@ _COLUMNS = """
   emulated INTEGER NOT NULL, facts TEXT NOT NULL, trials TEXT NOT NULL,
   PRIMARY KEY (fingerprint, signature)"""
 
+# a record the whole-model check of `edgec tune` found slower inside one model (devices/tune.py guard): records
+# are per layer signature and shared by every model, so the rejection is kept per model (its file's content
+# hash) and only that model's builds leave the record out
+_REJECT_COLUMNS = """
+  fingerprint TEXT NOT NULL, model_key TEXT NOT NULL, signature TEXT NOT NULL, model TEXT NOT NULL,
+  variant TEXT NOT NULL, algo TEXT NOT NULL, reason TEXT NOT NULL, device TEXT NOT NULL, date TEXT NOT NULL,
+  PRIMARY KEY (fingerprint, model_key, signature)"""
+
+
+def model_key(path: Path) -> str:
+    """A model's identity for per-model rejections: its bytes (two models both named model.onnx differ)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:20]
+    except OSError as e:
+        raise EdgecError(f"cannot read {path}: {e.strerror}") from None
+
+
+@dataclass
+class Rejection:
+    fingerprint: str
+    model_key: str
+    signature: str
+    model: str        # the model's file name (for people; model_key identifies it)
+    variant: str      # the record's variant and kernel when it was rejected
+    algo: str
+    reason: str       # what the whole-model timing showed
+    device: str
+    date: str
+
+    def note(self) -> str:
+        """The --explain text of a layer of this model that keeps the cost model's pick despite a record."""
+        return (f"the tuning record for this layer ({self.algo}) is not applied to {self.model}: edgec tune on "
+                f"{self.device}, {self.date}, found it slower inside the whole model ({self.reason})")
+
 
 # a transfer also tries a source layer's variants timed within this factor of its fastest (Record.transferable)
 NEAR_TIE = 1.05
@@ -108,6 +142,7 @@ class TuningDB:
             self.con = sqlite3.connect(str(self.path), timeout=30)
             self.con.execute(f"CREATE TABLE IF NOT EXISTS records ({_COLUMNS})")
             self.con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS rejections ({_REJECT_COLUMNS})")
             self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             self.con.commit()
         except sqlite3.DatabaseError as e:
@@ -152,6 +187,18 @@ class TuningDB:
     def get(self, fp: str, signature: str) -> Record | None:
         rows = self._rows("WHERE fingerprint = ? AND signature = ?", (fp, signature))
         return rows[0] if rows else None
+
+    def reject(self, r: Rejection) -> None:
+        """Leave a record out of one model's builds (committed at once, like put)."""
+        row = (r.fingerprint, r.model_key, r.signature, r.model, r.variant, r.algo, r.reason, r.device, r.date)
+        with self.con:
+            self.con.execute(f"INSERT OR REPLACE INTO rejections VALUES ({','.join('?' * len(row))})", row)
+
+    def rejections(self, fp: str, key: str) -> dict[str, Rejection]:
+        """Per signature, the records left out of the builds of the model with this content key."""
+        rows = self.con.execute("SELECT * FROM rejections WHERE fingerprint = ? AND model_key = ? ORDER BY signature",
+                                (fp, key)).fetchall()
+        return {row[2]: Rejection(*row) for row in rows}
 
 
 def today() -> str:

@@ -108,7 +108,8 @@ def tuned_a(tune_cache, models, tmp_path_factory):
         tune(models["a"], dev, t, progress=progress, after_run=hook)
     with tuningdb.TuningDB() as db:
         first = db.records()
-    rc, out, err = run_cli("tune", str(models["a"]), "--json")
+    # the records as measured: the whole-model check may reject one for this model (test_tune_guard.py)
+    rc, out, err = run_cli("tune", str(models["a"]), "--json", "--no-guard")
     assert rc == 0, err
     yield {"first": first, "interrupted_row": layers_done[0], "report": json.loads(out), "corrupted": hook}
     mp.undo()
@@ -321,7 +322,7 @@ def test_budget_and_bad_arguments(env, models):
 @pytest.mark.ssh
 def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models, monkeypatch):
     monkeypatch.setenv("EDGEC_LAYOUT", "nchw")  # as compile: the layer's NCHW kernels, no region to measure
-    rc, out, err = run_cli("tune", str(models["dw"]), "-d", "emu-pi4", "--json")
+    rc, out, err = run_cli("tune", str(models["dw"]), "-d", "emu-pi4", "--json", "--no-guard")
     assert rc == 0, err
     rep = json.loads(out)
     assert rep["emulated"] and rep["mode"] == "cross" and rep["facts"]["target"] == "aarch64-neon"

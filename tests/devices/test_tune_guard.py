@@ -1,0 +1,95 @@
+"""`edgec tune`'s whole-model check: a record that makes the model slower in place of the cost model's pick is
+rejected for that model only (real builds and runs on `local`, the tuning database in SQLite)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from devkit import run_cli
+from edgec.devices import tuningdb
+from edgec.devices.inventory import Inventory
+from edgec.devices.transport import open_transport
+from edgec.devices.tune import tune
+
+pytestmark = [pytest.mark.slow]
+
+
+def _convs(path, chans: int, size: int, pool: bool):
+    """3x3 conv + Relu (its signature shared by both models), then a max pool (pool) or a second conv."""
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((chans, chans, 3, 3)) * 0.1).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w0"), numpy_helper.from_array(np.zeros(chans, np.float32), "b0")]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"])]
+    if pool:
+        nodes.append(helper.make_node("MaxPool", ["r0"], ["y"], kernel_shape=[2, 2], strides=[2, 2]))
+        out = [1, chans, size // 2, size // 2]
+    else:
+        inits.append(numpy_helper.from_array((rng.standard_normal((chans, 1, 3, 3)) * 0.3).astype(np.float32), "w1"))
+        nodes += [helper.make_node("Conv", ["r0", "w1"], ["c1"], pads=[1, 1, 1, 1], group=chans),
+                  helper.make_node("Relu", ["c1"], ["y"])]
+        out = [1, chans, size, size]
+    g = helper.make_graph(nodes, path.stem, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, chans, size, size])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_model_only(edgec_env, monkeypatch):
+    monkeypatch.setattr("edgec.devices.tune.GUARD_ROUNDS", 5)
+    a = _convs(edgec_env / "a.onnx", 40, 24, pool=False)
+    b = _convs(edgec_env / "b.onnx", 40, 24, pool=True)  # the same first layer (signature), another model
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t:
+        # the layers measured for real, no check: the records the search makes
+        rep = tune(a, dev, t, final_bench=False, guard=False)
+        with tuningdb.TuningDB() as db:
+            conv = next(r for r in db.records(rep["fingerprint"]) if r.cls == "conv3x3s1+relu"
+                        and "C40H24W24K40G1" in r.signature)
+            # a record known to be slower: the slowest variant the search timed, recorded as if it had won
+            slow = max((x for x in conv.trials if "ms" in x and x["variant"] not in ("default", conv.variant)),
+                       key=lambda x: x["ms"])
+            default_ms = next(x["ms"] for x in conv.trials if x["variant"] == "default")
+            assert slow["ms"] > 1.3 * default_ms, conv.trials  # slower beyond this host's noise
+            from edgec.codegen import variants
+            var = next(v for v in variants.VARIANTS if v.name == slow["variant"])
+            bad = dataclasses.replace(conv, variant=var.name, algo=slow["algo"],
+                                      forced=var.forced_str({"G": 1, "kind": "conv"}),
+                                      time_ms=default_ms / 2, default_ms=default_ms)
+            db.put(bad)
+        rep = tune(a, dev, t)  # every layer resumed: the check alone runs, then the whole-model bench
+    g = rep["guard"]
+    assert g["tuned_over_untuned"] > 1.01, g  # the forced record slowed the model
+    assert g["dropped"] == [bad.signature], g
+    checked = {x["signature"]: x for x in g["records"]}
+    assert not checked[bad.signature]["kept"] and checked[bad.signature]["with_over_without"] > 1.01
+    assert "faster alone" in checked[bad.signature]["why"]
+    row = next(r for r in rep["layers"] if r["signature"] == bad.signature)
+    assert row["rejected"] == checked[bad.signature]["why"]
+    with tuningdb.TuningDB() as db:
+        assert db.get(bad.fingerprint, bad.signature).algo == bad.algo  # the record stays, for other models
+        rej = db.rejections(bad.fingerprint, tuningdb.model_key(a))
+        assert set(rej) == {bad.signature} and rej[bad.signature].algo == bad.algo
+        assert db.rejections(bad.fingerprint, tuningdb.model_key(b)) == {}
+    # a's builds keep the cost model's pick on that layer and --explain says why; b's still use the record
+    rc, out, err = run_cli("compile", str(a), "-o", str(edgec_env / "ca"), "--json")
+    assert rc == 0, err
+    layer = next(l for l in json.loads(out)["layers"] if l["details"].get("signature") == bad.signature)
+    assert layer["algo"] == conv.default_algo and layer["algo"] != bad.algo
+    assert "found it slower inside the whole model" in layer["details"]["tuned"]
+    rc, out, err = run_cli("compile", str(b), "-o", str(edgec_env / "cb"), "--json")
+    assert rc == 0, err
+    layer = next(l for l in json.loads(out)["layers"] if l["details"].get("signature") == bad.signature)
+    assert layer["algo"] == bad.algo and layer["details"]["tuned"].startswith("tuned on local")
+    # the final bench times what compile builds: the tuned build no longer uses the record
+    assert rep["whole_model"]["tuned_layers"] == 0 or bad.signature not in g.get("kept", [])
+    # a second tune of a does not check the rejected record again
+    with open_transport(dev) as t:
+        again = tune(a, dev, t, final_bench=False, guard=True)
+    assert again["guard"]["rejected_before"] == [bad.signature] and again["guard"]["records"] == []
