@@ -21,7 +21,8 @@ from edgec.errors import EdgecError
 THREAD_SLICES = 8  # per-thread scratch slices = EC_MAX_THREADS in ec_threadpool.h
 DW_FILES = {"avx2": ("q8-dwconv/q8-dwconv-avx2.c",), "avx512": ("q8-dwconv/q8-dwconv-avx512.c",),
             "avx512vnni": ("q8-dwconv/q8-dwconv-avx512vnni.c", "q8-dwconv/q8-dwconv-avx512.c"),
-            "neon": ("q8-dwconv/q8-dwconv-neon.c",), "avx2_maddubs": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",)}
+            "neon": ("q8-dwconv/q8-dwconv-neon.c",), "avx2_maddubs": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",),
+            "avx2_maddubs_shared": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",)}
 
 
 def _scalar(node: Node, t: Tensor | None, what: str) -> float:
@@ -221,6 +222,8 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     isa = _dw_isa(ctx.target)
     if isa == "avx2" and maddubs_target(ctx.target) and maddubs_exact(wq.reshape(C, -1)):
         isa = "avx2_maddubs"  # tap pairs cannot saturate vpmaddubsw's int16 sums (7-bit weights)
+        if maddubs_exact(wq.reshape(C, -1)[:, 1:]):  # the odd pairs (t, t+1) too: output rows may share taps
+            isa = "avx2_maddubs_shared"
     ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
                 *DW_FILES.get(isa, ()))
     rows = row_params(wq.reshape(C, -1), b, zx, scales, False)

@@ -109,6 +109,53 @@ static inline void dw_row_groups(int Wo, int G, const uint8_t *buf, ptrdiff_t ro
     }
 }
 
+#define MAX_SHARED 3 /* output rows per shared step (dw_rows_shared) */
+
+/* One 16-pixel half (hi: pixels 8-15|24-31 of the 32, else 0-7|16-23) of R output rows (2-3) that read the same
+ * image rows: the taps' byte interleaving (4 loads and 4 shuffles per group of 4 taps and half) is done once for
+ * all R rows; each row has its own weights (w4r[r], the same image taps at another kernel row offset). */
+static inline __attribute__((always_inline)) void shared_half(const int R, const int hi, int G, const uint8_t *b,
+                                                              const int32_t *off, const int32_t *const *w4r,
+                                                              __m256i *s0, __m256i *s1)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int g = 0; g < G; g++) {
+        const int32_t *o = off + 4 * g;
+        const __m256i x0 = _mm256_loadu_si256((const __m256i *)(b + o[0]));
+        const __m256i x1 = _mm256_loadu_si256((const __m256i *)(b + o[1]));
+        const __m256i x2 = _mm256_loadu_si256((const __m256i *)(b + o[2]));
+        const __m256i x3 = _mm256_loadu_si256((const __m256i *)(b + o[3]));
+        const __m256i p01 = hi ? _mm256_unpackhi_epi8(x0, x1) : _mm256_unpacklo_epi8(x0, x1);
+        const __m256i p23 = hi ? _mm256_unpackhi_epi8(x2, x3) : _mm256_unpacklo_epi8(x2, x3);
+        const __m256i u0 = _mm256_unpacklo_epi16(p01, p23), u1 = _mm256_unpackhi_epi16(p01, p23);
+        for (int r = 0; r < R; r++) {
+            const __m256i wv = _mm256_set1_epi32(w4r[r][g]);
+            s0[r] = _mm256_add_epi32(s0[r], _mm256_madd_epi16(_mm256_maddubs_epi16(u0, wv), ones));
+            s1[r] = _mm256_add_epi32(s1[r], _mm256_madd_epi16(_mm256_maddubs_epi16(u1, wv), ones));
+        }
+    }
+}
+
+/* R output rows that read the same image rows, 32-pixel steps: the halves one after the other (R x 2
+ * accumulators live during the tap loop, not R x 4), then each row's requantize-and-store. */
+static inline __attribute__((always_inline)) void dw_rows_shared(const int R, int Wo, int G, const uint8_t *buf,
+                                                                const int32_t *off, const int32_t *const *w4r,
+                                                                const int32_t *bias, int32_t mult, int32_t shift,
+                                                                const q8_rq *rq, uint8_t *const *yr)
+{
+    for (int ow0 = 0; ow0 < Wo; ow0 += 32) {
+        __m256i a0[MAX_SHARED], a1[MAX_SHARED], a2[MAX_SHARED], a3[MAX_SHARED];
+        for (int r = 0; r < R; r++)
+            a0[r] = a1[r] = a2[r] = a3[r] = _mm256_set1_epi32(bias[r]);
+        shared_half(R, 0, G, buf + ow0, off, w4r, a0, a1);
+        shared_half(R, 1, G, buf + ow0, off, w4r, a2, a3);
+        for (int r = 0; r < R; r++) {
+            const __m256i a[4] = {a0[r], a1[r], a2[r], a3[r]};
+            rq_store32(a, mult, shift, rq, yr[r] + ow0, Wo - ow0);
+        }
+    }
+}
+
 /* The image rows of one channel, phase-split and left/right padded with zx: [sw][hu][wq]. */
 static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8_t *xc, uint8_t *buf)
 {
@@ -180,12 +227,22 @@ static inline int32_t hsum_s8(__m256i v)
 #define FAST_KH 8
 #define MAX_PAT ((FAST_KH + 1) * (FAST_KH + 1))
 
+#define MAX_RUNS 16
+
 typedef struct {
     int i0, i1, t0, G;
     int32_t off[FAST_TAPS + 4]; /* tap k of the groups, relative to the row's first input row */
 } dw_pattern;
 
-static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, const q8_rq *rq)
+/* Output rows [oh, oh + R) that read the same image rows [r0, r0 + n / kw): their taps in image order (row-major
+ * over those rows), grouped by 4 (G groups; filler taps read tap 0 with weight 0). */
+typedef struct {
+    int oh, R, G;
+    int32_t off[FAST_TAPS + 4]; /* absolute offsets into the padded image rows */
+} dw_run;
+
+static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, const q8_rq *rq,
+                         int shared)
 {
     const int kh = p->kh, kw = p->kw, T = kh * kw;
     const size_t wq = q8_dw_wq(p);
@@ -226,6 +283,39 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
             q->off[k] = off[t >= i0 * kw && t < i1 * kw ? t : i0 * kw];
         }
     }
+    /* With shared set (every consecutive tap pair exact, not only the even ones): consecutive output rows whose
+     * valid kernel rows cover the same image rows run together, the taps interleaved once for all of them. Each
+     * row's weights then start at its first valid tap, odd or even. */
+    dw_run run[MAX_RUNS];
+    int nrun = 0;
+    uint8_t inrun[256]; /* output row -> 1 when a run computes it (first 256 rows) */
+    memset(inrun, 0, sizeof inrun);
+    for (int oh = 0; shared && p->dh == 1 && oh + 1 < p->Ho && oh + 1 < 256 && nrun < MAX_RUNS;) {
+        int i0, i1, R = 1;
+        valid_rows(p, hu, oh, &i0, &i1);
+        const int r0 = oh * p->sh - p->pt + i0, nr = i1 - i0;
+        for (; nr > 0 && R < MAX_SHARED && oh + R < p->Ho && oh + R < 256; R++) {
+            int j0, j1;
+            valid_rows(p, hu, oh + R, &j0, &j1);
+            if ((oh + R) * p->sh - p->pt + j0 != r0 || j1 - j0 != nr)
+                break;
+        }
+        if (R < 2) {
+            oh++;
+            continue;
+        }
+        dw_run *q = &run[nrun++];
+        q->oh = oh;
+        q->R = R;
+        q->G = (nr * kw + 3) / 4;
+        for (int k = 0; k < 4 * q->G; k++) {
+            const int t = k < nr * kw ? k : 0, col = (t % kw) * p->dw;
+            q->off[k] = (int32_t)(((size_t)(col % p->sw) * hu + (size_t)(r0 + t / kw)) * wq + (size_t)(col / p->sw));
+        }
+        for (int r = 0; r < R; r++)
+            inrun[oh + r] = 1;
+        oh += R;
+    }
     const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
                                           21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
     for (int b = 0; b < p->batch; b++)
@@ -242,7 +332,7 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
             }
             const int32_t sum_all = hsum_s8(_mm256_and_si256(_mm256_loadu_si256((const __m256i *)ws),
                                                              _mm256_cmpgt_epi8(_mm256_set1_epi8((char)T), iota)));
-            int32_t bias[MAX_PAT], w4[MAX_PAT][FAST_TAPS / 4];
+            int32_t bias[MAX_PAT], w4[MAX_PAT][FAST_TAPS / 4], wsh[MAX_PAT][FAST_TAPS / 4];
             for (int k = 0; k < npat; k++) { /* weights of the valid taps (others 0) and the folded bias */
                 const dw_pattern *q = &pat[k];
                 const __m256i t = _mm256_add_epi8(iota, _mm256_set1_epi8((char)q->t0));
@@ -251,9 +341,31 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
                 const __m256i wv = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(ws + q->t0)), in);
                 _mm256_storeu_si256((__m256i *)w4[k], wv);
                 bias[k] = p->bias[c] + (int32_t)p->zx * (sum_all - hsum_s8(wv)); /* skipped taps read zx */
+                if (nrun) /* the same taps from the first valid one: the shared runs' image order */
+                    _mm256_storeu_si256((__m256i *)wsh[k],
+                                        _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(ws + q->i0 * kw)),
+                                                         _mm256_cmpgt_epi8(_mm256_set1_epi8((char)((q->i1 - q->i0) * kw)),
+                                                                           iota)));
             }
             uint8_t *yc = y + plane * p->Ho * p->Wo;
+            for (int n = 0; n < nrun; n++) {
+                const dw_run *q = &run[n];
+                const int32_t *wr[MAX_SHARED];
+                int32_t br[MAX_SHARED];
+                uint8_t *yr[MAX_SHARED];
+                for (int r = 0; r < q->R; r++) {
+                    wr[r] = wsh[rowpat[q->oh + r]];
+                    br[r] = bias[rowpat[q->oh + r]];
+                    yr[r] = yc + (size_t)(q->oh + r) * p->Wo;
+                }
+                if (q->R == 2)
+                    dw_rows_shared(2, p->Wo, q->G, scratch, q->off, wr, br, p->mult[c], p->shift[c], rq, yr);
+                else
+                    dw_rows_shared(3, p->Wo, q->G, scratch, q->off, wr, br, p->mult[c], p->shift[c], rq, yr);
+            }
             for (int oh = 0; oh < p->Ho; oh++) {
+                if (oh < 256 && inrun[oh])
+                    continue;
                 int k = oh < 256 ? rowpat[oh] : 0;
                 if (oh >= 256) {
                     int i0, i1;
@@ -273,5 +385,15 @@ void q8_dwconv__avx2_maddubs(const q8_dw_params *p, const uint8_t *x, uint8_t *y
         q8_dwconv_rows(p, x, y, scratch, 32, dw_row); /* short rows: the flattened plane; big windows */
         return;
     }
-    dw_skip_rows(p, x, y, scratch, &rq);
+    dw_skip_rows(p, x, y, scratch, &rq, 0);
+}
+
+void q8_dwconv__avx2_maddubs_shared(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
+{
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    if (p->kh * p->kw > FAST_TAPS || p->kh > FAST_KH || q8_dw_use_flat(p, 32)) {
+        q8_dwconv_rows(p, x, y, scratch, 32, dw_row);
+        return;
+    }
+    dw_skip_rows(p, x, y, scratch, &rq, 1);
 }

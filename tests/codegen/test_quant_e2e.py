@@ -290,8 +290,8 @@ def test_exact_qlinearmatmul_per_column_and_unrewritten_ops_named():
 def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
     """ppocr cls with 7-bit weights for x86_64-avx2: every depthwise layer (5x5 windows over 2-3 row maps,
     where the kernel skips kernel rows in the padding) runs the vpmaddubsw kernel with the following
-    HardSwish table fused, and the model's output is bit-identical to the build on the scalar reference
-    kernels."""
+    HardSwish table fused (the variant whose output rows share taps: every consecutive 7-bit tap pair fits),
+    and the model's output is bit-identical to the build on the scalar reference kernels."""
     if not get_target("x86_64-avx2").runs_natively():
         pytest.skip("this CPU lacks AVX2")
     _ppocr_int8(ppocr_cls, tmp_path)  # writes pre13.onnx
@@ -304,7 +304,7 @@ def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
     x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
     b, y = _compile_run(q, "x86_64-avx2", x, tmp_path / "avx2", name="x")
     kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-dwconv"]
-    assert kernels == ["q8_dwconv__avx2_maddubs"] * 11, kernels
+    assert kernels == ["q8_dwconv__avx2_maddubs_shared"] * 11, kernels
     # the HardSwish tables after the 8 depthwise convs without a Relu run inside the depthwise driver
     fused = [l["details"].get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
     assert fused.count("q8_lut__avx2") == 8, fused

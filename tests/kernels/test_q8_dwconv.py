@@ -41,7 +41,7 @@ def test_q8_dwconv_matches_reference(name, extra, tmp_path):
     exe = build(isa, tmp_path / "dw", _srcs(name, "q8_dw_test.c"),
                 {"KERNEL": VARIANTS[name], "KERNEL_NAME": f'"{name}"'}, extra)
     r = run(isa, exe)
-    assert r.returncode == 0 and "236/236 cases match" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "244/244 cases match" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
@@ -52,7 +52,36 @@ def test_q8_dwconv_maddubs_matches_reference_on_7bit_weights(extra, tmp_path):
     exe = build(isa, tmp_path / "dwm", ["q8_dw_test.c", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-avx2-maddubs.c"],
                 {"KERNEL": "q8_dwconv__avx2_maddubs", "KERNEL_NAME": '"avx2-maddubs"', "WMIN": "(-64)", "WMAX": "64"}, extra)
     r = run(isa, exe, timeout=300)
-    assert r.returncode == 0 and "236/236 cases match" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "244/244 cases match" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_dwconv_maddubs_shared_matches_reference_on_7bit_weights(extra, tmp_path):
+    """The variant whose output rows share taps (maps shorter than the window: pairs at odd taps too), bit-exact
+    on 7-bit weights, where every consecutive tap pair fits."""
+    isa = ISAS["avx2"]
+    require(isa)
+    exe = build(isa, tmp_path / "dws", ["q8_dw_test.c", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-avx2-maddubs.c"],
+                {"KERNEL": "q8_dwconv__avx2_maddubs_shared", "KERNEL_NAME": '"avx2-maddubs-shared"', "WMIN": "(-64)",
+                 "WMAX": "64"}, extra)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "244/244 cases match" in r.stdout, r.stdout + r.stderr
+
+
+def test_q8_dwconv_maddubs_shared_needs_the_odd_pairs(tmp_path):
+    """Weights whose even tap pairs fit the int16 pair sum and odd ones do not (the emitter then keeps the plain
+    maddubs kernel): that kernel is exact on them, the shared one is not (only where output rows share taps)."""
+    isa = ISAS["avx2"]
+    require(isa)
+    out = {}
+    for k in ("q8_dwconv__avx2_maddubs", "q8_dwconv__avx2_maddubs_shared"):
+        exe = build(isa, tmp_path / k, ["q8_dw_test.c", "q8-dwconv/q8-dwconv-scalar.c",
+                                        "q8-dwconv/q8-dwconv-avx2-maddubs.c"],
+                    {"KERNEL": k, "KERNEL_NAME": f'"{k}"', "WODD": "1"})
+        out[k] = run(isa, exe, timeout=300)
+    assert out["q8_dwconv__avx2_maddubs"].returncode == 0, out["q8_dwconv__avx2_maddubs"].stdout
+    r = out["q8_dwconv__avx2_maddubs_shared"]
+    assert r.returncode != 0 and "MISMATCH C=11 H=3 W=95 k=5x5 s=1,1" in r.stdout, r.stdout
 
 
 def test_q8_dwconv_maddubs_differs_on_8bit_weights(tmp_path):

@@ -1,6 +1,6 @@
 /* q8 depthwise variant KERNEL vs the scalar reference, bit-exact: kernel 1x1..5x5, strides 1-3,
  * dilation, asymmetric pads, widths around the 8/16-pixel vectors, clamp on/off, maps shorter than the
- * window. */
+ * window (output rows that read the same image rows among them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +32,10 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
     for (int i = 0; i < C * k; i++) /* every 7th channel at the range ends, against x = 255 / 0 */
         w[i] = (int8_t)((i / k) % 7 == 6 ? (i % 2 ? WMIN : WMAX) : WMIN + (int)(rnd() % (uint32_t)(WMAX - WMIN + 1)));
+#ifdef WODD /* taps -100, 100, 100, -100, ... per channel: the even pairs fit vpmaddubsw's int16 sum, the odd ones not */
+    for (int i = 0; i < C * k; i++)
+        w[i] = (int8_t)(((i % k) % 4 == 1 || (i % k) % 4 == 2) ? 100 : -100);
+#endif
     for (int c = 6; c < C; c += 7)
         for (int b = 0; b < 2; b++)
             memset(x + ((size_t)b * C + c) * H * W, (c / 7) % 2 ? 255 : 0, (size_t)H * W);
@@ -82,8 +86,14 @@ int main(void)
     static const int shortm[][10] = {{2, 96, 5, 5, 1, 1, 1, 1, 2, 2}, {3, 96, 5, 5, 1, 1, 1, 1, 2, 2},
                                      {3, 97, 5, 5, 2, 1, 1, 1, 2, 2}, {2, 45, 5, 5, 1, 1, 1, 1, 2, 2},
                                      {1, 70, 5, 3, 1, 1, 1, 1, 2, 1}, {1, 33, 3, 3, 1, 1, 1, 1, 3, 1},
-                                     {3, 40, 5, 5, 1, 2, 2, 1, 4, 3}, {2, 64, 3, 5, 2, 1, 1, 1, 3, 2}};
-    for (int r = 0; r < 8; r++, cases++) {
+                                     {3, 40, 5, 5, 1, 2, 2, 1, 4, 3}, {2, 64, 3, 5, 2, 1, 1, 1, 3, 2},
+                                     /* output rows reading the same image rows (rows too long for the flattened
+                                      * plane): all of them, a middle pair, with a horizontal stride, 7 rows */
+                                     {2, 95, 5, 5, 1, 1, 1, 1, 2, 2}, {3, 95, 5, 5, 1, 1, 1, 1, 2, 2},
+                                     {3, 127, 5, 5, 1, 1, 1, 1, 2, 2}, {2, 31, 3, 3, 1, 1, 1, 1, 1, 1},
+                                     {4, 95, 5, 5, 1, 1, 1, 1, 2, 2}, {3, 95, 5, 5, 1, 2, 1, 1, 2, 2},
+                                     {3, 95, 7, 3, 1, 1, 1, 1, 3, 1}, {2, 70, 5, 5, 2, 1, 1, 1, 2, 2}};
+    for (int r = 0; r < (int)(sizeof shortm / sizeof shortm[0]); r++, cases++) {
         const int *a = shortm[r];
         fails += run2(11, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
     }
