@@ -282,10 +282,11 @@ EC_INLINE void f32_winograd_gemm_out(const f32_winograd_shape *s, const f32_wino
       for (size_t c0 = 0; c0 < Cpg; c0 += s->KC) {
         const size_t kc = EC_MIN(s->KC, Cpg - c0);
         for (size_t i0 = kb0; i0 < kb1; i0 += NR) { /* this U panel stays in L1 over the strips */
-          const size_t nr = EC_MIN(NR, kb1 - i0);
           const float *ub = ux + i0 * Cpg + c0 * NR;
+          /* whole NR columns even past Kpg: U's pad columns are zero and M's rows are KB (a multiple of
+           * NR) wide, so the tail panel takes the full-tile stores, not the edge path's masked ones */
           for (size_t j0 = 0; j0 < nt; j0 += MR)
-            s->uk(EC_MIN(MR, nt - j0), nr, kc, vx + j0 / MR * pst + c0 * MR, ub, mx + j0 * KB + (i0 - kb0), KB,
+            s->uk(EC_MIN(MR, nt - j0), NR, kc, vx + j0 / MR * pst + c0 * MR, ub, mx + j0 * KB + (i0 - kb0), KB,
                   c0 != 0, NULL);
         }
       }

@@ -133,6 +133,15 @@ int main(int argc, char **argv) {
     fails += run(&p, 1, 1, 2, 4, k_acts[gi], gi % 2, 1), cases++;
     fails += run(&p, 3, 2, 1, 64, k_acts[gi + 3], (gi + 1) % 2, 0), cases++;
   }
+  /* many narrow groups: odd channels a group in and out (a tail panel's whole-NR GEMM tile past Kpg), up to
+   * 32 groups, 12 a group like 192ch at g=16; K passes, K split and K blocks within a group */
+  static const size_t gw[][5] = {{16, 3, 5, 9, 10}, {32, 3, 5, 7, 7}, {8, 13, 17, 12, 12}, {16, 12, 12, 10, 10},
+                                 {32, 1, 7, 6, 9}, {4, 7, 33, 11, 8}};
+  for (size_t i = 0; i < sizeof gw / sizeof gw[0]; i++) {
+    conv_p p = cp(1 + i % 2, gw[i][0] * gw[i][1], gw[i][3], gw[i][4], gw[i][0] * gw[i][2], gw[i][0], 1, 1, 1, 1);
+    fails += run(&p, 1 + i % 3, 1, 1 + i % 2, i % 2 ? 5 : 64, k_acts[i % N_ACTS], (int)i % 2, 0), cases++;
+    fails += run(&p, 2, 2, 1, 64, k_acts[(i + 1) % N_ACTS], 0, 1), cases++;
+  }
   /* asymmetric and wider pads (the phase planes' zero rows/columns), tiles cut at both edges */
   conv_p pa = cp(1, 9, 10, 12, 11, 1, 1, 0, 0, 1), pb = cp(1, 6, 5, 9, 7, 1, 2, 2, 2, 2);
   conv_p pc = cp(1, 5, 3, 3, 3, 1, 0, 1, 2, 0);
