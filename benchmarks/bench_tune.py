@@ -124,6 +124,8 @@ def main() -> int:
                          "per-candidate (one object per candidate file, the build before units)")
     ap.add_argument("--no-guard", action="store_true",
                     help="searches without the whole-model check (edgec tune --no-guard): every record kept")
+    ap.add_argument("--evict-mb", type=float, default=0.0,
+                    help="searches read this many MB between a candidate's timed runs (tune.EVICT_BYTES, a diagnostic)")
     ap.add_argument("--md", action="store_true")
     a = ap.parse_args()
 
@@ -153,6 +155,7 @@ def main() -> int:
         """One search of model n in build mode b; its wall time (the report's) and the CPU time of this process
         and the compilers and programs it ran (less sensitive to the shared host's load)."""
         tune_mod.UNITS = b == "units"
+        tune_mod.EVICT_BYTES = int(a.evict_mb * 2**20)
         c0 = _cpu_s()
         rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=transfer,
                    input_shapes=paths[n][1], db=db, final_bench=False, guard=not a.no_guard)

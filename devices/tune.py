@@ -13,8 +13,10 @@ For every distinct layer signature of a model (codegen/variants.py), biggest MAC
   4. the fastest is recorded in the tuning database (devices/tuningdb.py) at once, so an interrupted
      tune keeps what it measured and the next one resumes with the signatures not yet recorded.
 A candidate other than the cost model's pick is only recorded when at least MIN_GAIN faster.
-The tune ends at the budget and finishes with a whole-model bench, untuned vs tuned (layer times in
-isolation are a proxy: layers share caches inside a model).
+The tune ends at the budget and finishes with a whole-model check (Tuner.guard): the tuned and untuned builds
+timed interleaved, and when the tuned one is not faster, each record that changes the model's code timed in the
+model with and without it; those that do not help are rejected for this model only (layer times in isolation
+are a proxy: layers share caches inside a model). Then a whole-model bench, untuned vs tuned.
 
 Transfer-tuning (--transfer-only): layers with a record of their exact signature (measured on any model)
 reuse it; for the other layers one previously tuned model T is picked by argmax_T sum_c P_c^2 sqrt(|W_Tc|)
@@ -60,6 +62,11 @@ GUARD_ROUNDS = 7      # interleaved rounds, each build's runs back to back, the 
 GUARD_RUN_S = 0.1     # timed runs per build and round: about this long, 3..50
 GUARD_GAIN = 1.01     # records stay when the model runs at least this much faster with them (median of rounds)
 GUARD_SHARE = 0.25    # of the budget kept for the check: the layer search stops at the rest
+# bytes the measurement program reads between a candidate's timed runs (tune.c --evict-kb; 0: none, the default):
+# a diagnostic for the state a layer meets in the model. On mnv2g8 it did not move the pick that the whole model
+# rejects (F(4,3) on 576ch 7x7 g8 stayed 1.3-1.4x ahead of GSPC with 24-64 MB read between runs): whether a
+# layer's weights stay cached depends on the other layers' picks, which the guard times together
+EVICT_BYTES = 0
 
 Progress = Callable[..., None]
 
@@ -482,6 +489,7 @@ class Tuner:
         self.fp = tuningdb.fingerprint(self.facts)
         self._work: Path | None = None
         self.kernels: dict[str, dict] = {}  # transfer: per layer signature, variant -> the source's kernels
+        self.evict = EVICT_BYTES
 
     @property
     def work(self) -> Path:
@@ -711,7 +719,8 @@ class Tuner:
                     files.append(f"{remote}/input_{i}.npy")
             runs = self.runs if self.runs is not None else EMULATED_RUNS if self.device.emulated else None
             args = ["--out", remote, "--threads", self.threads, "--rounds", ROUNDS, "--warmup", WARMUP,
-                    *(["--runs", runs] if runs is not None else ["--target-ms", round(TARGET_RUN_S * 1e3)])]
+                    *(["--runs", runs] if runs is not None else ["--target-ms", round(TARGET_RUN_S * 1e3)]),
+                    *(["--evict-kb", -(-int(self.evict) // 1024)] if self.evict else [])]
             todo, timed = [c for c in live], {}
             while todo:
                 only = ",".join(str(c.index) for c in todo)

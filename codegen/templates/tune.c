@@ -6,7 +6,11 @@
  * timed runs, so a change of load on the device falls on all of them alike. At the end one JSON line per
  * candidate: the median and minimum of its per-run times over every round (monotonic clock).
  * --runs N: timed runs per candidate in all (0: outputs only, no timing); else about --target-ms (default
- * 150) of runs each, 10 to 200. --only: the candidates to run (by index), the others are left out. */
+ * 150) of runs each, 10 to 200. --only: the candidates to run (by index), the others are left out.
+ * --evict-kb KB: before each timed run, read a buffer of that many KiB (one load per 64-byte line), as the
+ * rest of a model does between two runs of a layer in it: alone, a layer's weights would stay cached from
+ * run to run, which inside the model its neighbours' data evicts. Its inputs are then read once, as the layer
+ * before it has just written them. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -22,6 +26,23 @@
 
 #define TUNE_MIN_RUNS 10
 #define TUNE_MAX_RUNS 200
+
+static volatile long tune_evict_sink;
+
+static void evict(const long *buf, size_t n)
+{
+    long acc = 0;
+    for (size_t i = 0; i < n; i += 64 / sizeof(long)) acc += buf[i];
+    tune_evict_sink = acc;
+}
+
+static void touch(const void *p, size_t bytes)
+{
+    const unsigned char *b = p;
+    long acc = 0;
+    for (size_t i = 0; i < bytes; i += 64) acc += b[i];
+    tune_evict_sink = acc;
+}
 
 static int die(const char *msg)
 {
@@ -67,6 +88,7 @@ int main(int argc, char **argv)
     const char *out_dir = ".";
     int threads = TUNE_DEFAULT_THREADS, nin = 0, runs = -1, rounds = 3, warmup = 2;
     double target_ms = 150.0;
+    int evict_kb = 0;
     const char *paths[TUNE_NUM_INPUTS + 1];
     int use[TUNE_NUM_CANDS];
     for (int c = 0; c < TUNE_NUM_CANDS; c++) use[c] = 1;
@@ -77,6 +99,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc) bad = parse_int(argv[++i], 0, &runs);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) bad = parse_int(argv[++i], 1, &rounds);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) bad = parse_int(argv[++i], 0, &warmup);
+        else if (!strcmp(argv[i], "--evict-kb") && i + 1 < argc) bad = parse_int(argv[++i], 0, &evict_kb);
         else if (!strcmp(argv[i], "--target-ms") && i + 1 < argc) {
             bad = parse_int(argv[++i], 1, &ms);
             target_ms = ms;
@@ -176,6 +199,13 @@ int main(int argc, char **argv)
             times[c] = malloc(sizeof(double) * (size_t)total[c]);
             if (!times[c]) return die("out of memory");
         }
+        size_t evict_n = (size_t)evict_kb * 1024 / sizeof(long);
+        long *evict_buf = NULL;
+        if (evict_n) {
+            evict_buf = malloc(evict_n * sizeof(long));
+            if (!evict_buf) return die("out of memory");
+            memset(evict_buf, 1, evict_n * sizeof(long));  /* real pages, not the shared zero page */
+        }
         for (int r = 0; r < rounds; r++)
             for (int c = 0; c < TUNE_NUM_CANDS; c++) {
                 if (!use[c]) continue;
@@ -184,11 +214,17 @@ int main(int argc, char **argv)
                 void *const *cout = outs + L->out0;
                 for (int w = 0; w < warmup; w++) tune_cands[c].run(ws, cin, cout);
                 for (int k = 0; k < per_round[c]; k++) {
+                    if (evict_buf) {
+                        evict(evict_buf, evict_n);
+                        for (int i = L->in0; i < L->in0 + L->n_in; i++)
+                            touch(ins[i], tune_inputs[i].numel * (size_t)tune_inputs[i].elem_size);
+                    }
                     double t0 = ec_now_ms();
                     tune_cands[c].run(ws, cin, cout);
                     times[c][r * per_round[c] + k] = ec_now_ms() - t0;
                 }
             }
+        free(evict_buf);
         for (int c = 0; c < TUNE_NUM_CANDS; c++) {
             if (!use[c]) continue;
             double *v = times[c];

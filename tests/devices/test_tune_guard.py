@@ -93,3 +93,16 @@ def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_mod
     with open_transport(dev) as t:
         again = tune(a, dev, t, final_bench=False, guard=True)
     assert again["guard"]["rejected_before"] == [bad.signature] and again["guard"]["records"] == []
+
+
+def test_candidates_can_be_timed_with_the_caches_evicted_between_runs(edgec_env, monkeypatch):
+    """tune.EVICT_BYTES: the measurement program reads that much memory before each timed run (a diagnostic of
+    the state a layer meets inside a model); the candidates are still checked and timed."""
+    monkeypatch.setattr("edgec.devices.tune.EVICT_BYTES", 3 << 20)  # above the program's parse limit in bytes
+    m = _convs(edgec_env / "e.onnx", 24, 12, pool=True)
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t:
+        rep = tune(m, dev, t, final_bench=False, layout="nchw")
+    row = next(r for r in rep["layers"] if r["class"] == "conv3x3s1+relu")
+    timed = [x for x in row["record"]["trials"] if "ms" in x]
+    assert row["source"] == "measured" and len(timed) >= 2 and all(x["ms"] > 0 for x in timed)
