@@ -157,28 +157,26 @@ static inline __attribute__((always_inline)) void dw_rows_shared(const int R, in
 }
 
 /* The image rows of one channel, phase-split and left/right padded with zx: [sw][hu][wq]. */
+/* With horizontal stride 1 the columns left and right of the image are zx for every channel: pad_image_rows
+ * then copies only the image bytes, over rows this fills with zx once per call. */
+static void pad_borders(const q8_dw_params *p, int hu, size_t wq, uint8_t *buf)
+{
+    if (p->sw == 1)
+        memset(buf, p->zx, (size_t)hu * wq);
+}
+
 static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8_t *xc, uint8_t *buf)
 {
-    if (p->sw == 1) { /* vector stores; wq >= pl + W + 32 (q8_dw_wq's slack) */
-        const __m256i zv = _mm256_set1_epi8((char)p->zx);
+    if (p->sw == 1) { /* the image bytes only (pad_borders); wq >= pl + W + 32 (q8_dw_wq's slack) */
         const int pl = p->pl, n = p->W < (int)wq - pl ? p->W : (int)wq - pl;
         for (int r = 0; r < hu; r++) {
-            uint8_t *dst = buf + (size_t)r * wq;
+            uint8_t *dst = buf + (size_t)r * wq + pl;
             const uint8_t *src = xc + (size_t)r * p->W;
-            for (int k = 0; k < pl; k += 32)
-                _mm256_storeu_si256((__m256i *)(dst + k), zv);
             int i = 0;
             for (; i + 32 <= n; i += 32)
-                _mm256_storeu_si256((__m256i *)(dst + pl + i), _mm256_loadu_si256((const __m256i *)(src + i)));
+                _mm256_storeu_si256((__m256i *)(dst + i), _mm256_loadu_si256((const __m256i *)(src + i)));
             if (i < n)
-                memcpy(dst + pl + i, src + i, (size_t)(n - i));
-            int k = pl + n;
-            for (; k + 32 <= (int)wq; k += 32)
-                _mm256_storeu_si256((__m256i *)(dst + k), zv);
-            if (k < (int)wq && (int)wq - 32 >= pl + n)
-                _mm256_storeu_si256((__m256i *)(dst + wq - 32), zv); /* the tail, over bytes already zx */
-            else if (k < (int)wq)
-                memset(dst + k, p->zx, wq - (size_t)k);
+                memcpy(dst + i, src + i, (size_t)(n - i));
         }
         return;
     }
@@ -316,6 +314,7 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
             inrun[oh + r] = 1;
         oh += R;
     }
+    pad_borders(p, hu, wq, scratch);
     const __m256i iota = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
                                           21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
     for (int b = 0; b < p->batch; b++)
