@@ -149,6 +149,13 @@ _CALL = 12  # MAC-equivalents per microkernel call beyond its K loop (tile load/
 # on 14x14 maps looked as cheap as F(2,3), measured 1.2-1.5x slower) and charged small U past the GEMMs' time
 # (7x7-8x8 grouped layers went to GSPC, 1.2-1.9x slower than F(2,3)). Other ISAs: not measured.
 _WG_BYTE = 6.0
+# Cycles a Winograd GEMM microkernel call costs beyond its K loop and its tile store (a device's value: learned
+# "wino-call"). Measured on Zen 3 (AVX2 6x16, GEMM phases alone, f32_winograd_split.c, thread CPU time, against the
+# dense 128ch 28x28 F(4,3) GEMMs' rate in the same run): 2.4-4.9 K steps of 6 cycles (14-29 cycles) on grouped
+# layers of K = 12-24 a group (192ch 28x28 g=8 / g=16, 128ch g=8; once the tail panels took whole-tile stores),
+# lost in the K loop on dense ones. With none, 192ch 28x28 g=16 picked F(4,3), 1.16x slower than GSPC. Other ISAs:
+# the same cycles, not measured (a K step of the 12x32 AVX-512 or 8x12 NEON tile takes more cycles: fewer steps).
+_WG_CALL = 18.0
 
 
 @functools.lru_cache(maxsize=8)
@@ -179,9 +186,12 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     tiles = th * tw
     tpad = -(-tiles // mr) * mr
-    # a tile's C load + store (2 x MR x NR / lanes memory ops, ~2 a cycle) takes as long as FMA-units K steps;
+    # a tile's C load + store (2 x MR x NR / lanes memory ops, ~2 a cycle) takes as long as FMA-units K steps,
+    # the call itself (accumulators zeroed, an indirect call, the row switch) wino-call cycles more (_WG_CALL),
+    # in K steps of MR x NR / lanes FMAs on the FMA units;
     # _CALL (12) made the K = 16-32 GEMMs of grouped layers 1.5-1.7x slower than measured (phase timings)
-    call = max(1, _peak_lpc(target) // max(1, target.f32_lanes))
+    units = max(1, _peak_lpc(target) // max(1, target.f32_lanes))
+    call = units + learned_value("wino-call", _WG_CALL) * units * target.f32_lanes / (mr * nr)
     gemm = n * groups * a2 * np_k * tpad * (cpg + call)
     t_in, t_out = _wg_transform_ops(m)
     trans = n * (g["C"] * tiles * a2 * _WG_IN * t_in + g["K"] * tiles * a2 * _WG_OUT * t_out

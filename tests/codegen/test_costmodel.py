@@ -86,3 +86,38 @@ def test_region_pick_follows_the_target_entry_and_learned_values_win(tmp_path):
     with options.using(CompileOptions(learned=(("layout-nchwc_mac", ZEN3.layout_value("nchwc_mac")),))):
         (_, blocked3), pays3 = pick(slow)
     assert pays3 and blocked3 == pytest.approx(blocked)
+
+
+def test_winograd_call_overhead_picks():
+    """Per-call cycles of the Winograd GEMMs (costmodel._WG_CALL, learned wino-call). Zen 3, AVX2, 4-layer stacks,
+    thread CPU ms (docs/benchmarks.md, Winograd estimate refit): 192ch 28x28 g=16 GSPC 2.61 against F(4,3) 3.03
+    and F(2,3) 3.10 once the groups' tail panels took whole-tile stores; with no call cost the estimate kept F(4,3).
+    g=8 (24 a group) stays on F(4,3); the same cycles weigh fewer K steps on AVX-512's 12x32 tile."""
+    from edgec.codegen import kernels
+    from edgec.codegen.ops.conv import direct_path_3x3
+
+    gk = kernels.gemm_kernel(ZEN3)
+    mr, nr = gk.params["mr"], gk.params["nr"]
+
+    def pick(c, hw, groups):
+        g = geom(c, c, hw, groups, kh=3)
+        return costmodel.choose_conv3x3(ZEN3, g, mr, nr, *direct_path_3x3(ZEN3, g)).algo
+
+    assert pick(192, 28, 16) == "direct"  # the GSPC row kernel
+    assert pick(192, 28, 8) == "winograd-f43"
+    with options.using(CompileOptions(learned=(("wino-call", 0.0),))):
+        assert pick(192, 28, 16) == "winograd-f43"
+    g = geom(192, 192, 28, 16, kh=3)
+    est = costmodel.winograd_estimate(ZEN3, g, 4, mr, nr)
+    with options.using(CompileOptions(learned=(("wino-call", 0.0),))):
+        none = costmodel.winograd_estimate(ZEN3, g, 4, mr, nr)
+    cells = 16 * 36 * 16 * 54  # GEMM outputs: groups x alpha^2 x Kpg padded to NR x tiles padded to MR
+    assert est["gemm"] - none["gemm"] == pytest.approx(cells * costmodel._WG_CALL / 6)  # 6 cycles a 6x16 K step
+    avx512 = get_target("x86_64-avx512")
+    k512 = kernels.gemm_kernel(avx512)
+    m5, n5 = k512.params["mr"], k512.params["nr"]
+    est5 = costmodel.winograd_estimate(avx512, g, 4, m5, n5)
+    with options.using(CompileOptions(learned=(("wino-call", 0.0),))):
+        none5 = costmodel.winograd_estimate(avx512, g, 4, m5, n5)
+    units = costmodel._peak_lpc(avx512) // avx512.f32_lanes  # FMA units: a K step is 12 x 2 vector FMAs on them
+    assert est5["gemm"] - none5["gemm"] == pytest.approx(16 * 36 * 32 * 60 * costmodel._WG_CALL / (24 / units))
