@@ -126,6 +126,9 @@ def main() -> int:
                     help="searches without the whole-model check (edgec tune --no-guard): every record kept")
     ap.add_argument("--evict-mb", type=float, default=0.0,
                     help="searches read this many MB between a candidate's timed runs (tune.EVICT_BYTES, a diagnostic)")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="whole-model times: the bench program's CPU time per run (1 thread: leaves out the time other "
+                         "processes held the core) or wall clock; onnxruntime is wall clock either way")
     ap.add_argument("--md", action="store_true")
     a = ap.parse_args()
 
@@ -232,6 +235,7 @@ def main() -> int:
                                        warm_cpu_ratio=warm["transfer"]["cpu_s"] / warm["full"]["cpu_s"])
         results = by_build[builds[0]]  # the whole-model times use the first build mode's records
         # whole-model times, interleaved rounds
+        clock = a.clock if a.threads == 1 else "wall"  # a pool's spinning workers add CPU time, not latency
         os.environ["EDGEC_CACHE_DIR"] = str(cache / "whole")
         for n in [] if a.search_only else names:
             path, shapes = paths[n]
@@ -246,7 +250,7 @@ def main() -> int:
             times: dict[str, list[float]] = {k: [] for k in [*kinds, "onnxruntime"]}
             for _ in range(a.rounds):
                 for k, tu in tuners.items():
-                    times[k].append(tu.whole_model(k != "untuned", runs=a.runs)["median_ms"])
+                    times[k].append(tu.whole_model(k != "untuned", runs=a.runs, clock=clock)["median_ms"])
                 times["onnxruntime"].append(median(time_onnxruntime(path, feeds, a.threads, a.runs, 5)))
             results[n]["ms"] = {k: median(v) for k, v in times.items()}
             results[n]["rounds_ms"] = times
@@ -255,7 +259,8 @@ def main() -> int:
                 tu.db.close()
     load1 = open("/proc/loadavg").read().split()[:3]
     host = f"{platform.machine()} {_cpu()}, {os.cpu_count()} cores; loadavg before {' '.join(load0)}, after {' '.join(load1)}"
-    print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s")
+    print(f"# host: {host}; {a.threads} thread(s), {a.runs} runs x {a.rounds} rounds, budget {a.budget:.0f} s; edgec "
+          f"builds timed in {'CPU time' if a.clock == 'cpu' and a.threads == 1 else 'wall clock'}")
     if a.search_only or len(builds) > 1:
         for b in builds:
             print(f"# build: {b}")

@@ -784,7 +784,8 @@ class Tuner:
             worst = max(worst, err if np.isfinite(err) else np.inf)
         return None if worst <= 1e-3 else f"wrong output: max rel err {worst:.2e}"
 
-    def _time(self, dep, runs: int | None = None) -> float:
+    def _time(self, dep, runs: int | None = None, clock: str = "wall") -> float:
+        """The median of a build's timed runs: wall clock, or ("cpu") the process's CPU time per run."""
         from edgec.devices.bench import _run_bench
 
         if runs is None:
@@ -794,12 +795,12 @@ class Tuner:
             est = float(np.median(probe["runs_ms"])) / 1e3
             runs = 5 if self.device.emulated else int(min(200, max(10, TARGET_RUN_S / max(est, 1e-6))))
         raw = _run_bench(dep, runs, max(2, runs // 10), self.threads, 1800)
-        return float(np.median(raw["runs_ms"]))
+        return float(np.median(raw["runs_cpu_ms"] if clock == "cpu" else raw["runs_ms"]))
 
-    def whole_model(self, tuned: bool, runs: int | None = None) -> dict:
-        """Whole-model latency, untuned or with this device's records."""
+    def whole_model(self, tuned: bool, runs: int | None = None, clock: str = "wall") -> dict:
+        """Whole-model latency, untuned or with this device's records (clock: as _time)."""
         dep = self.deploy_whole(tuned)
-        return {"median_ms": self._time(dep, runs), "tuned_layers": _tuned_layers(dep)}
+        return {"median_ms": self._time(dep, runs, clock), "tuned_layers": _tuned_layers(dep)}
 
     def deploy_whole(self, tuned: bool, drop: frozenset = frozenset()):
         """The whole model built for the device: untuned, or with the records it uses (not those rejected for
@@ -815,8 +816,14 @@ class Tuner:
     def race(self, a, b, rounds: int = GUARD_ROUNDS) -> tuple[float, list[float]]:
         """Two whole-model builds timed in interleaved rounds (each round runs both back to back, which one
         first alternating, so a change of load falls on both): the median over rounds of a's time / b's, and
-        every round's ratio."""
+        every round's ratio. At one thread a run's time is the process's CPU time (bench.c runs_cpu_ms): the
+        memory stalls are in it, the time other processes held the core is not (on the 2-core host shared at
+        load 5, wall-clock rounds of the same two builds ranged 0.53-2.1)."""
         from edgec.devices.bench import _run_bench
+
+        def per_run(raw) -> float:
+            cpu = raw.get("runs_cpu_ms") if self.threads == 1 else None
+            return float(np.median(cpu if cpu else raw["runs_ms"]))
 
         sized = []
         for dep in (a, b):
@@ -826,7 +833,7 @@ class Tuner:
         ratios = []
         for r in range(rounds):
             pair = (a, b) if r % 2 == 0 else (b, a)
-            t = [float(np.median(_run_bench(dep, runs, 2, self.threads, 1800)["runs_ms"])) for dep in pair]
+            t = [per_run(_run_bench(dep, runs, 2, self.threads, 1800)) for dep in pair]
             ratios.append(t[0] / t[1] if r % 2 == 0 else t[1] / t[0])
         return float(np.median(ratios)), [round(x, 3) for x in ratios]
 

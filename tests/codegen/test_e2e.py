@@ -121,6 +121,7 @@ def test_bench_profile_json(ppocr_cls, tmp_path):
     assert {"model", "target", "threads", "init_ms", "first_ms", "runs_ms", "peak_rss_kb", "arena_bytes",
             "weights_bytes", "layers"} <= set(doc)
     assert len(doc["runs_ms"]) == 5 and doc["arena_bytes"] == b.arena_bytes and doc["peak_rss_kb"] > 0
+    assert len(doc["runs_cpu_ms"]) == 5 and all(0 < c < 10 * max(doc["runs_ms"]) for c in doc["runs_cpu_ms"])
     assert len(doc["layers"]) == len(b.layers) and all(layer["ms"] >= 0 for layer in doc["layers"])
     profiled = {nm for layer in doc["layers"] for nm in layer["name"].split(", ")}
     convs = {n.name for n in onnx.load(ppocr_cls).graph.node if n.op_type == "Conv"}
