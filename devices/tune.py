@@ -106,10 +106,12 @@ def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | 
     from edgec.codegen.targets import get_target
 
     recs = [r for r in recs if r.signature not in rej and r.signature not in drop]
-    # fitted from the records this model's build uses: a rejected record's layer-alone times mislead here too
-    learned = learned_constants(recs, get_target(device.target))
+    # fitted from the records this model's build uses (a rejected record's layer-alone times mislead here too),
+    # unless the check found the learned constants themselves slowing this model
+    off = tuningdb.LEARNED in rej or tuningdb.LEARNED in drop
+    learned = {} if off else learned_constants(recs, get_target(device.target))
     return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs)
-                         + tuple((sig, "", x.note()) for sig, x in rej.items()),
+                         + tuple((sig, "", x.note()) for sig, x in rej.items() if sig != tuningdb.LEARNED),
                          learned=tuple(learned.items()))
 
 
@@ -839,22 +841,28 @@ class Tuner:
 
     def guard(self, jobs: list[Job]) -> dict:
         """The whole-model check: the model built with the records it uses against the untuned build, timed
-        interleaved on the device; when the tuned build is not GUARD_GAIN faster, each record that changes the
-        model's code (biggest layer first) is timed in the model with and without it, and those that do not make
-        it GUARD_GAIN faster are rejected for this model (tuningdb.Rejection: the record stays for other models).
-        Stops at the budget: records not reached yet are kept and named as unchecked."""
+        interleaved on the device; when the tuned build is not GUARD_GAIN faster, the constants learned from the
+        records (they move the picks of layers without a forcing record) and then each record that changes the
+        model's code (biggest layer first) are timed in the model with and without them, and those that do not
+        make it GUARD_GAIN faster are rejected for this model (tuningdb.Rejection: the record stays for other
+        models). Stops at the budget: items not reached yet are kept and named as unchecked."""
         t0 = time.monotonic()
         key = tuningdb.model_key(self.model)
         recs = {r.signature: r for r in self.db.applicable(self.fp, self.device.emulated)}
         rejected = self.db.rejections(self.fp, key)
-        sigs = [j.signature for j in jobs if j.signature in recs and j.signature not in rejected
-                and recs[j.signature].forced and recs[j.signature].algo != recs[j.signature].default_algo]
+        items = [j.signature for j in jobs if j.signature in recs and j.signature not in rejected
+                 and recs[j.signature].forced and recs[j.signature].algo != recs[j.signature].default_algo]
+        opts = tuned_options(self.device, self.t, self.mode, CompileOptions(target=self.device.target,
+                             threads=self.threads, layout=self.layout), self.db, model=self.model)
+        learned = ", ".join(f"{k} {v:g}" for k, v in opts.learned)
+        if learned:
+            items.insert(0, tuningdb.LEARNED)
         g: dict = {"records": [], "dropped": [], "unchecked": [], "rounds": GUARD_ROUNDS,
                    "rejected_before": sorted(rejected)}
-        if not sigs:
+        if not items:
             g.update(verdict="no record changes this model's code", s=round(time.monotonic() - t0, 2))
             return g
-        self.progress("guard", records=len(sigs))
+        self.progress("guard", records=len(items))
         u = self.deploy_whole(False)
         ratio, rounds = self.race(self.deploy_whole(True), u)
         g["tuned_over_untuned"], g["tuned_rounds"] = round(ratio, 3), rounds
@@ -863,44 +871,50 @@ class Tuner:
                      s=round(time.monotonic() - t0, 2))
             return g
         dropped: list[str] = []
-        for k, sig in enumerate(sigs):
+        for k, sig in enumerate(items):
             if self.over_budget():
-                g["unchecked"] = sigs[k:]
+                g["unchecked"] = items[k:]
                 break
-            r = recs[sig]
             with_it = self.deploy_whole(True, frozenset(dropped))
             without = self.deploy_whole(True, frozenset(dropped + [sig]))
+            if sig == tuningdb.LEARNED and _algos(with_it) == _algos(without):
+                continue  # the learned constants move no pick of this model: nothing to time
             ratio, rounds = self.race(with_it, without)
             keep = ratio <= 1 / GUARD_GAIN
-            g["records"].append({"signature": sig, "algo": r.algo, "default_algo": r.default_algo,
-                                 "alone_speedup": round(r.speedup, 3), "with_over_without": round(ratio, 3),
-                                 "rounds": rounds, "kept": keep})
+            if sig == tuningdb.LEARNED:
+                x = {"signature": sig, "algo": f"learned constants ({learned})", "default_algo": "hand-set constants",
+                     "alone_speedup": None}
+            else:
+                r = recs[sig]
+                x = {"signature": sig, "algo": r.algo, "default_algo": r.default_algo,
+                     "alone_speedup": round(r.speedup, 3)}
+            g["records"].append({**x, "with_over_without": round(ratio, 3), "rounds": rounds, "kept": keep})
             self.progress("guard-record", signature=sig, kept=keep, ratio=ratio)
             if not keep:
                 dropped.append(sig)
         kept = [x["signature"] for x in g["records"] if x["kept"]] + g["unchecked"]
         if kept and not g["unchecked"] and not self.over_budget():
-            # each kept record helps against the set without it; together they must beat the untuned build too
+            # each kept item helps against the set without it; together they must beat the untuned build too
             ratio, rounds = self.race(self.deploy_whole(True, frozenset(dropped)), u)
             g["kept_over_untuned"], g["kept_rounds"] = round(ratio, 3), rounds
             if ratio > 1 / GUARD_GAIN:
                 for x in g["records"]:
                     if x["kept"]:
                         x["kept"] = False
-                        x["why"] = f"the kept records together ran {ratio:.2f}x the untuned time"
+                        x["why"] = f"the records kept in the check together took {ratio:.2f}x the untuned time"
                         dropped.append(x["signature"])
         for x in g["records"]:
             if not x["kept"]:
-                why = x.get("why") or (f"the model ran {x['with_over_without']:.2f}x the time without it, median "
-                                       f"of {len(x['rounds'])} interleaved rounds; {x['alone_speedup']:.2f}x "
-                                       f"faster alone")
-                x["why"] = why
-                r = recs[x["signature"]]
-                self.db.reject(tuningdb.Rejection(self.fp, key, r.signature, self.model.name, r.variant, r.algo,
-                                                  why, self.device.name, tuningdb.today()))
+                alone = f"; {x['alone_speedup']:.2f}x faster alone" if x["alone_speedup"] else ""
+                x["why"] = x.get("why") or (f"with it the model took {x['with_over_without']:.2f}x its time without "
+                                            f"it, median of {len(x['rounds'])} interleaved rounds{alone}")
+                r = recs.get(x["signature"])
+                self.db.reject(tuningdb.Rejection(self.fp, key, x["signature"], self.model.name,
+                                                  r.variant if r else "learned", x["algo"], x["why"],
+                                                  self.device.name, tuningdb.today()))
         g["dropped"] = dropped
         n = len(dropped)
-        g["verdict"] = (f"{n} of {len(sigs)} record(s) rejected for this model" if n else
+        g["verdict"] = (f"{n} of {len(items)} rejected for this model" if n else
                         "every record checked helps in the model") + \
             (f"; {len(g['unchecked'])} not checked (budget)" if g["unchecked"] else "")
         g["s"] = round(time.monotonic() - t0, 2)
@@ -940,6 +954,10 @@ def _units(live: list[Candidate], jobs: int) -> list[list[str]]:
         units.append(units.pop(0) + units.pop(0))
     units = [sorted(u, key=lambda c: c.index) for u in units]
     return [[c.build.prefix for c in u] for u in sorted(units, key=lambda u: u[0].index)]
+
+
+def _algos(dep) -> list[str]:
+    return [l.get("algo", "") for l in dep.build_info.get("layers", [])]
 
 
 def _tuned_layers(dep) -> int:

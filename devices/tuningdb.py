@@ -37,6 +37,11 @@ _REJECT_COLUMNS = """
   PRIMARY KEY (fingerprint, model_key, signature)"""
 
 
+# the pseudo-signature of a rejection of the constants learned from the records (devices/tune.py
+# learned_constants): they move the picks of layers without a forcing record, so the check times them as one item
+LEARNED = "learned-constants"
+
+
 def model_key(path: Path) -> str:
     """A model's identity for per-model rejections: its bytes (two models both named model.onnx differ)."""
     try:
