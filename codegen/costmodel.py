@@ -153,8 +153,10 @@ _WG_BYTE = 6.0
 # "wino-call"). Measured on Zen 3 (AVX2 6x16, GEMM phases alone, f32_winograd_split.c, thread CPU time, against the
 # dense 128ch 28x28 F(4,3) GEMMs' rate in the same run): 2.4-4.9 K steps of 6 cycles (14-29 cycles) on grouped
 # layers of K = 12-24 a group (192ch 28x28 g=8 / g=16, 128ch g=8; once the tail panels took whole-tile stores),
-# lost in the K loop on dense ones. With none, 192ch 28x28 g=16 picked F(4,3), 1.16x slower than GSPC. Other ISAs:
-# the same cycles, not measured (a K step of the 12x32 AVX-512 or 8x12 NEON tile takes more cycles: fewer steps).
+# lost in the K loop on dense ones; with them those phases come within 0.94-1.15x of the estimate (without: up to
+# 1.47x). They move 144ch 56x56 g=16 from F(4,3) to GSPC (4-layer stacks: 1.27x faster) and 192ch 28x28 g=16 (a near
+# tie: F(4,3) / GSPC 0.93-1.15 over three passes). Other ISAs: the same cycles, not measured (a K step of the 12x32
+# AVX-512 or 8x12 NEON tile takes more cycles: fewer steps).
 _WG_CALL = 18.0
 
 
