@@ -154,9 +154,10 @@ _WG_BYTE = 6.0
 # dense 128ch 28x28 F(4,3) GEMMs' rate in the same run): 2.4-4.9 K steps of 6 cycles (14-29 cycles) on grouped
 # layers of K = 12-24 a group (192ch 28x28 g=8 / g=16, 128ch g=8; once the tail panels took whole-tile stores),
 # lost in the K loop on dense ones; with them those phases come within 0.94-1.15x of the estimate (without: up to
-# 1.47x). They move 144ch 56x56 g=16 from F(4,3) to GSPC (4-layer stacks: 1.27x faster) and 192ch 28x28 g=16 (a near
-# tie: F(4,3) / GSPC 0.93-1.15 over three passes). Other ISAs: the same cycles, not measured (a K step of the 12x32
-# AVX-512 or 8x12 NEON tile takes more cycles: fewer steps).
+# 1.47x). They (and, each alone enough, the output transform's whole vectors in winograd_estimate) move 144ch 56x56
+# g=16 from F(4,3) to GSPC (4-layer stacks: 1.27x faster) and 192ch 28x28 g=16 (a near tie: F(4,3) / GSPC 0.93-1.15
+# over three passes). Other ISAs: the same cycles, not measured (a K step of the 12x32 AVX-512 or 8x12 NEON tile
+# takes more cycles: fewer steps).
 _WG_CALL = 18.0
 
 
@@ -196,7 +197,10 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
     call = units + learned_value("wino-call", _WG_CALL) * units * target.f32_lanes / (mr * nr)
     gemm = n * groups * a2 * np_k * tpad * (cpg + call)
     t_in, t_out = _wg_transform_ops(m)
-    trans = n * (g["C"] * tiles * a2 * _WG_IN * t_in + g["K"] * tiles * a2 * _WG_OUT * t_out
+    # the output transform works on whole vectors of a group's output channels: 12 a group on 8 lanes costs 16
+    # (Zen 3, 192ch 28x28 g=16 F(4,3): 0.114 ms measured alone, 0.087 estimated for 192 channels, 0.116 for 256)
+    kv = groups * -(-kpg // max(1, target.f32_lanes)) * max(1, target.f32_lanes)
+    trans = n * (g["C"] * tiles * a2 * _WG_IN * t_in + kv * tiles * a2 * _WG_OUT * t_out
                  + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
     u_bytes = 4 * groups * a2 * np_k * cpg
     passes = n * blocking(target, g, m, mr, nr, 1)["nblocks"]  # U is streamed once per tile block
