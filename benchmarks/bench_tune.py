@@ -169,9 +169,10 @@ def main() -> int:
         if g:  # the whole-model check after the search (its time is not in search_s)
             print(f"# {b}: {kind} {n}: whole-model check {g.get('s', 0):.1f} s: {g['verdict']}; "
                   + json.dumps({k: g.get(k) for k in ("tuned_over_untuned", "tuned_rounds", "kept_over_untuned")})
-                  + "".join(f"\n#   {x['signature']} {x['algo']} (alone {x['alone_speedup']}x): with / without "
-                            f"{x['with_over_without']} {x['rounds']} {'kept' if x['kept'] else 'REJECTED'}"
-                            for x in g.get("records", [])), file=sys.stderr)
+                  + "".join(f"\n#   {x['signature']} {x['algo']}"
+                            + (f" (alone {x['alone_speedup']}x)" if x["alone_speedup"] else "")
+                            + f": with / without {x['with_over_without']} {x['rounds']} "
+                            f"{'kept' if x['kept'] else 'REJECTED'}" for x in g.get("records", [])), file=sys.stderr)
         return rep
 
     with open_transport(dev) as t:

@@ -914,7 +914,7 @@ class Tuner:
                                                   self.device.name, tuningdb.today()))
         g["dropped"] = dropped
         n = len(dropped)
-        g["verdict"] = (f"{n} of {len(items)} rejected for this model" if n else
+        g["verdict"] = (f"{n} of {len(g['records'])} checked rejected for this model" if n else
                         "every record checked helps in the model") + \
             (f"; {len(g['unchecked'])} not checked (budget)" if g["unchecked"] else "")
         g["s"] = round(time.monotonic() - t0, 2)
