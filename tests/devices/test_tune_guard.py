@@ -109,3 +109,36 @@ def test_candidates_can_be_timed_with_the_caches_evicted_between_runs(edgec_env,
     row = next(r for r in rep["layers"] if r["class"] == "conv3x3s1+relu")
     timed = [x for x in row["record"]["trials"] if "ms" in x]
     assert row["source"] == "measured" and len(timed) >= 2 and all(x["ms"] > 0 for x in timed)
+
+
+def test_rejected_learned_constants_leave_that_models_picks_to_the_hand_set_ones(edgec_env, monkeypatch):
+    """A rejection of tuningdb.LEARNED for a model: its builds fit no constants from the records (the picks of
+    its layers without a record go back to the hand-set cost model), another model's builds still do."""
+    from edgec.devices.deploy import choose_mode
+    from test_tune_learn import geom, measured, record
+
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(edgec_env / "cache"))  # a database of its own: codegen only here
+    a = _convs(edgec_env / "a.onnx", 32, 28, pool=True)
+    b = _convs(edgec_env / "b.onnx", 32, 28, pool=False)
+
+    def conv_algo(model):
+        rc, out, err = run_cli("compile", str(model), "-o", str(edgec_env / f"out-{model.stem}"), "--json")
+        assert rc == 0, err
+        layer = next(l for l in json.loads(out)["layers"] if "C32H28W28K32G1" in l["details"].get("signature", ""))
+        return layer["algo"]
+
+    hand_set = conv_algo(a)
+    assert hand_set.startswith("winograd")
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t:
+        fp = tuningdb.fingerprint(tuningdb.device_facts(dev, t, choose_mode(dev, "auto"), 1))
+    other = geom(96, 160, 28)  # another layer's record on this device: Winograd 2x slower than estimated
+    with tuningdb.TuningDB() as db:
+        db.put(dataclasses.replace(record(other, measured(other, 2.0)), fingerprint=fp))
+    learned = conv_algo(a)
+    assert learned != hand_set  # the fitted factors move the pick
+    with tuningdb.TuningDB() as db:
+        db.reject(tuningdb.Rejection(fp, tuningdb.model_key(a), tuningdb.LEARNED, "a.onnx", "learned",
+                                     "learned constants", "slower", "local", "2026-11-25"))
+    assert conv_algo(a) == hand_set
+    assert conv_algo(b) == learned
