@@ -155,8 +155,8 @@ _WG_BYTE = 6.0
 # layers of K = 12-24 a group (192ch 28x28 g=8 / g=16, 128ch g=8; once the tail panels took whole-tile stores),
 # lost in the K loop on dense ones; with them those phases come within 0.94-1.15x of the estimate (without: up to
 # 1.47x). They (and, each alone enough, the output transform's whole vectors in winograd_estimate) move 144ch 56x56
-# g=16 from F(4,3) to GSPC (4-layer stacks: 1.27x faster) and 192ch 28x28 g=16 (a near tie: F(4,3) / GSPC 0.93-1.15
-# over three passes). Other ISAs: the same cycles, not measured (a K step of the 12x32 AVX-512 or 8x12 NEON tile
+# g=16 from F(4,3) to GSPC (4-layer stacks: 1.27x faster) and 192ch 28x28 g=16 (a near tie: F(4,3) / GSPC 0.93-1.27
+# over four passes). Other ISAs: the same cycles, not measured (a K step of the 12x32 AVX-512 or 8x12 NEON tile
 # takes more cycles: fewer steps).
 _WG_CALL = 18.0
 

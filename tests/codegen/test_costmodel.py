@@ -92,10 +92,10 @@ def test_winograd_call_overhead_picks():
     """Per-call cycles of the Winograd GEMMs (costmodel._WG_CALL, learned wino-call). Zen 3, AVX2, thread CPU time
     (docs/benchmarks.md, "Grouped Winograd: tail panels and per-call cycles"): with them the grouped GEMM phases come
     within 0.94-1.15x of the estimate; 4-layer stacks: 144ch 56x56 g=16 GSPC 8.20 against F(4,3) 10.40 ms, 192ch
-    28x28 g=16 a near tie (F(4,3) / GSPC 0.93-1.15), both F(4,3) with no call cost. g=8 (24 a group: F(4,3) the
-    fastest in two of three passes) stays on F(4,3); the same cycles weigh fewer K steps on AVX-512's 12x32 tile.
-    The output transform is charged whole vectors of a group's channels (12 a group on 8 lanes as 16: measured alone
-    0.114 ms at 192ch g=16 F(4,3), estimated 0.087 for 192 channels, 0.116 for 256)."""
+    28x28 g=16 a near tie (F(4,3) / GSPC 0.93-1.27 over four passes), both F(4,3) with neither change. g=8 (24 a
+    group: F(4,3) the fastest in three of four passes) stays on F(4,3); the same cycles weigh fewer K steps on
+    AVX-512's 12x32 tile. The output transform is charged whole vectors of a group's channels (12 a group on 8
+    lanes as 16: measured alone 0.114 ms at 192ch g=16 F(4,3), estimated 0.087 for 192 channels, 0.116 for 256)."""
     from edgec.codegen import kernels
     from edgec.codegen.ops.conv import direct_path_3x3
 
