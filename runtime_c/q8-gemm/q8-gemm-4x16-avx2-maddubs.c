@@ -33,6 +33,40 @@ static inline __m256i q8_load_res2(const uint8_t *r, size_t r_stride, size_t row
     return _mm256_loadu_si256((const __m256i *)t);
 }
 
+/* Two k4 steps whose int16 pair sums can be added before the one vpmaddwd: for every row of the block and
+ * both int16 lanes of a pixel, the four weights (k, k+1 of step a and of step b) keep their positive parts
+ * <= 128 and negative parts >= -128, so the int16 sum of the two pair sums is exact for any u8 input
+ * (255 * 128 = 32640). One multiply per 32 products fewer there. Returns the bit mask over the block's step
+ * pairs (2j, 2j+1), j < 64. */
+static inline uint64_t q8_pair_mask(const int8_t *w, size_t K4)
+{
+    const __m256i ones = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
+    const __m128i lim = _mm_set1_epi16(128), nlim = _mm_set1_epi16(-128);
+    uint64_t mask = 0;
+    for (size_t j = 0; j < K4 / 2 && j < 64; j++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 * j)); /* steps 2j | 2j+1: [4 rows][4 k] */
+        const __m256i pos = _mm256_maddubs_epi16(ones, _mm256_max_epi8(v, zero)); /* per row: k0+k1, k2+k3 */
+        const __m256i neg = _mm256_maddubs_epi16(ones, _mm256_min_epi8(v, zero));
+        const __m128i p = _mm_add_epi16(_mm256_castsi256_si128(pos), _mm256_extracti128_si256(pos, 1));
+        const __m128i n = _mm_add_epi16(_mm256_castsi256_si128(neg), _mm256_extracti128_si256(neg, 1));
+        const __m128i bad = _mm_or_si128(_mm_cmpgt_epi16(p, lim), _mm_cmplt_epi16(n, nlim));
+        if (_mm_testz_si128(bad, bad))
+            mask |= (uint64_t)1 << j;
+    }
+    return mask;
+}
+
+/* rows r: steps a (x0, x1) and b (y0, y1) summed in int16, then one vpmaddwd each */
+#define Q8_MADDUBS_ROW2(r)                                                                        \
+    do {                                                                                          \
+        const __m256i wa = _mm256_broadcastd_epi32(_mm_loadu_si32(wk + 4 * (r)));                \
+        const __m256i wb = _mm256_broadcastd_epi32(_mm_loadu_si32(wk + 16 + 4 * (r)));           \
+        a##r##0 = _mm256_add_epi32(a##r##0, _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(x0, wa), \
+                                                                                _mm256_maddubs_epi16(y0, wb)), ones)); \
+        a##r##1 = _mm256_add_epi32(a##r##1, _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(x1, wa), \
+                                                                                _mm256_maddubs_epi16(y1, wb)), ones)); \
+    } while (0)
+
 #define Q8_MADDUBS_ROW(r)                                                                         \
     do {                                                                                          \
         const __m256i wr = _mm256_broadcastd_epi32(_mm_loadu_si32(wk + 4 * (r)));                \
@@ -135,13 +169,41 @@ gemm_body(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, si
             rr[r].rnd = _mm256_set1_epi32(ok ? (1 << (s - 33)) + (rq->zp << (s - 32)) : 0);
             rr[r].cnt = _mm_cvtsi32_si128(ok ? s - 32 : 0);
         }
+        const uint64_t pm = q8_pair_mask(w, K4);
         const __m256i b0 = _mm256_set1_epi32(rq->bias[m0]), b1 = _mm256_set1_epi32(rq->bias[m0 + 1]);
         const __m256i b2 = _mm256_set1_epi32(rq->bias[m0 + 2]), b3 = _mm256_set1_epi32(rq->bias[m0 + 3]);
         for (size_t n0 = 0; n0 < N; n0 += 16) { /* np is a multiple of 16: padding lanes are zero */
             /* accumulators start at the rows' biases */
             __m256i a00 = b0, a01 = b0, a10 = b1, a11 = b1, a20 = b2, a21 = b2, a30 = b3, a31 = b3;
             const uint8_t *x = Xp + n0 * 4;
-            for (size_t k4 = 0; k4 < K4; k4++, x += np * 4) {
+            size_t k4 = 0;
+            for (; k4 + 1 < K4 && k4 < 128; k4 += 2, x += np * 8) {
+                const int8_t *wk = w + k4 * 16;
+                const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
+                const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
+                const __m256i y0 = _mm256_loadu_si256((const __m256i *)(x + np * 4));
+                const __m256i y1 = _mm256_loadu_si256((const __m256i *)(x + np * 4 + 32));
+                if (pm >> (k4 / 2) & 1) {
+                    Q8_MADDUBS_ROW2(0);
+                    Q8_MADDUBS_ROW2(1);
+                    Q8_MADDUBS_ROW2(2);
+                    Q8_MADDUBS_ROW2(3);
+                } else {
+                    Q8_MADDUBS_ROW(0);
+                    Q8_MADDUBS_ROW(1);
+                    Q8_MADDUBS_ROW(2);
+                    Q8_MADDUBS_ROW(3);
+                    {
+                        const __m256i x0 = y0, x1 = y1;
+                        const int8_t *wk = w + k4 * 16 + 16;
+                        Q8_MADDUBS_ROW(0);
+                        Q8_MADDUBS_ROW(1);
+                        Q8_MADDUBS_ROW(2);
+                        Q8_MADDUBS_ROW(3);
+                    }
+                }
+            }
+            for (; k4 < K4; k4++, x += np * 4) {
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
                 const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
                 /* 4 rows x 4 weights; each row's broadcast straight from memory (a load, where an int32

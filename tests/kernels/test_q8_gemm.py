@@ -76,6 +76,17 @@ def test_maddubs_exact_on_7bit_and_pair_bound_weights(kernel, tmp_path):
     assert ok == n == 4860, r.stdout[-2000:]
 
 
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_maddubs_two_step_int16_sums_at_the_bound(extra, tmp_path):
+    """The kernel adds two k4 steps' pair sums in int16 before one vpmaddwd where a 4-row block's four weights
+    per lane keep their positive parts <= 128 and negative parts >= -128: weights exactly at that bound and one
+    past it (where the int16 sum would wrap) against u8 255, exact against the scalar GEMM, plain and under
+    ASan/UBSan."""
+    ok, n, r = _maddubs_run(tmp_path, "two", "q8_gemm_4x16__avx2_maddubs", "q8_gemm_4x8__scalar", -64, 64,
+                            extra=extra, defines={"NMODES": "7"})
+    assert r.returncode == 0 and ok == n == 5670, r.stdout[-2000:] + r.stderr[-4000:]
+
+
 def test_maddubs_differs_on_8bit_weights(tmp_path):
     """Proves the bound is needed (and that the kernel really uses vpmaddubsw): full int8 weights give
     wrong outputs, which is why the emitter dispatches on the layer's weights."""

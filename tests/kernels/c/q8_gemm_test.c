@@ -24,7 +24,7 @@
 #define SHIFT_SPAN 14
 #endif
 #ifndef NMODES
-#define NMODES 4 /* 6 adds the pair-bound and (WMIN, X = 0) extremes */
+#define NMODES 4 /* 6 adds the pair-bound and (WMIN, X = 0) extremes, 7 the two-step int16 bound */
 #endif
 
 static uint32_t rng = 12345;
@@ -39,14 +39,25 @@ static int run(size_t M, size_t N, size_t K, int mode)
     int32_t *b0 = calloc(Mp, 4), *b1 = calloc(Mp, 4), *mult = calloc(Mp, 4), *shift = calloc(Mp, 4);
     /* modes: 0, 3 random (3 with a clamp); 1, 2, 5 range ends; 4 k-pairs (127, 1) / (-128, 0), the
      * widest pairs whose u8 x s8 int16 sum cannot saturate (kept only if within [WMIN, WMAX]) */
+    /* mode 6 (7-bit weights), X = 255: per 8 k (two k4 steps a, b) the four weights of a pixel's int16 lane
+     * (k, k+1 of a and of b) sum their positive (or negative) parts to exactly 128 (-128) in some 4-row
+     * blocks, where the AVX2 kernel adds the two steps in int16, and to 129 (-129) in others, where it
+     * must not; the block's lane sums alternate sign by block pair */
+    static const int8_t at[8] = {64, 32, 64, 64, 32, 0, 0, 0}, over[8] = {64, 64, 64, 64, 1, 0, 0, 0};
     for (size_t i = 0; i < M * K; i++) {
         const int pair = (i / K) % 2 ? ((i % K) % 2 ? 0 : -128) : ((i % K) % 2 ? 1 : 127);
+        if (mode == 6) {
+            const size_t blk = i / K / 4, kk = (i % K) % 8;
+            const int v = blk % 2 ? over[kk] : at[kk];
+            W[i] = (int8_t)(blk / 2 % 2 ? -v : v);
+            continue;
+        }
         W[i] = (int8_t)(mode == 1 || mode == 5 ? WMIN : mode == 2 ? WMAX
                         : mode == 4 ? (pair < WMIN ? WMIN : pair > WMAX ? WMAX : pair)
                         : WMIN + (int)(rnd() % (uint32_t)(WMAX - WMIN + 1)));
     }
     for (size_t i = 0; i < K * N; i++)
-        X[i] = mode == 1 || mode == 4 ? 255 : mode == 2 || mode == 5 ? 0 : (uint8_t)(rnd() & 255);
+        X[i] = mode == 1 || mode == 4 || mode == 6 ? 255 : mode == 2 || mode == 5 ? 0 : (uint8_t)(rnd() & 255);
     const int32_t zx = (int32_t)(rnd() & 255);
     for (size_t m = 0; m < Mp; m++) {
         int32_t sw = 0;
