@@ -156,7 +156,6 @@ static inline __attribute__((always_inline)) void dw_rows_shared(const int R, in
     }
 }
 
-/* The image rows of one channel, phase-split and left/right padded with zx: [sw][hu][wq]. */
 /* With horizontal stride 1 the columns left and right of the image are zx for every channel: pad_image_rows
  * then copies only the image bytes, over rows this fills with zx once per call. */
 static void pad_borders(const q8_dw_params *p, int hu, size_t wq, uint8_t *buf)
@@ -165,6 +164,7 @@ static void pad_borders(const q8_dw_params *p, int hu, size_t wq, uint8_t *buf)
         memset(buf, p->zx, (size_t)hu * wq);
 }
 
+/* The image rows of one channel, phase-split and left/right padded with zx: [sw][hu][wq]. */
 static void pad_image_rows(const q8_dw_params *p, int hu, size_t wq, const uint8_t *xc, uint8_t *buf)
 {
     if (p->sw == 1) { /* the image bytes only (pad_borders); wq >= pl + W + 32 (q8_dw_wq's slack) */
