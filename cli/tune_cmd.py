@@ -106,8 +106,9 @@ def render(rep: dict) -> None:
             out.print(escape(f"  not checked (budget): {', '.join(g['unchecked'])}"))
     wm = rep.get("whole_model")
     if wm:
+        cpu = ", CPU time a run" if wm.get("clock") == "cpu" else ""
         out.print(escape(f"whole model: untuned {wm['untuned_ms']:.3f} ms, tuned {wm['tuned_ms']:.3f} ms "
-                         f"({wm['speedup']:.2f}x; {wm['tuned_layers']} layer(s) use a record)"))
+                         f"({wm['speedup']:.2f}x{cpu}; {wm['tuned_layers']} layer(s) use a record)"))
 
 
 class _TuneProgress:
