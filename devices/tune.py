@@ -797,7 +797,7 @@ class Tuner:
             est = float(np.median(probe["runs_ms"])) / 1e3
             runs = 5 if self.device.emulated else int(min(200, max(10, TARGET_RUN_S / max(est, 1e-6))))
         raw = _run_bench(dep, runs, max(2, runs // 10), self.threads, 1800)
-        return float(np.median(raw["runs_cpu_ms"] if clock == "cpu" else raw["runs_ms"]))
+        return float(np.median((clock == "cpu" and raw.get("runs_cpu_ms")) or raw["runs_ms"]))
 
     def whole_model(self, tuned: bool, runs: int | None = None, clock: str = "wall") -> dict:
         """Whole-model latency, untuned or with this device's records (clock: as _time)."""
