@@ -3,9 +3,11 @@
 Every activation that is not a graph input/output lives in one arena, sized by its stored bytes
 (a channel-blocked tensor's padded channels included). Tensors are grouped
 into buffers: a view (Reshape & co) shares its input's buffer, an in-place elementwise op
-shares its input's buffer when that input dies there. Each buffer lives from the layer that
-first writes it to the layer that last reads it; buffers are placed largest first at the
-lowest offset that overlaps no buffer alive at the same time. Layer scratch lives one layer.
+shares its input's buffer when that input dies there, and a channel Concat's inputs marked by
+mark_inplace_concats live inside its output (each written in place, the Concat copies nothing).
+Each buffer lives from the layer that first writes it to the layer that last reads it; buffers
+are placed largest first at the lowest offset that overlaps no buffer alive at the same time.
+Layer scratch lives one layer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Buffer:
     members: list = field(default_factory=list)  # tensor names or "scratch:<id>"
     offset: int = -1
     where: tuple = ("arena", 0)                 # ("arena", off) | ("in", k) | ("out", k)
+    parent: "Buffer | None" = None              # a Concat input's buffer lives inside its output's
+    rel: int = 0                                # ... at this byte offset
 
 
 @dataclass
@@ -85,11 +89,66 @@ class _Planner:
                     continue
             self._new(t, i)
 
+    def nest_concats(self) -> None:
+        """Put the buffers of the inputs mark_inplace_concats chose inside their Concat's output buffer
+        (node order: an inner Concat's buffer has its whole lifetime before an outer one takes it in)."""
+        for n in self.g.nodes:
+            flags = n.attr(INPLACE_ATTR)
+            if n.op != "Concat" or not flags:
+                continue
+            yb, off = self.group[id(n.outputs[0])], 0
+            for x, nested in zip(n.inputs, flags):
+                xb = self.group[id(x)]
+                if nested:
+                    if xb.where[0] != "arena" or xb.parent is not None or xb is yb or xb.size > yb.size - off:
+                        raise AssertionError(f"internal: Concat {n.name} input {x.name} cannot be nested")
+                    xb.parent, xb.rel = yb, off
+                    yb.start, yb.end = min(yb.start, xb.start), max(yb.end, xb.end)
+                off += x.nbytes
+
     def _inplace_ok(self, i, node, src, t, b) -> bool:
         if (b.where[0] != "arena" or b.end != i or t.nbytes != src.nbytes or t.dtype.itemsize != src.dtype.itemsize
                 or t.block != src.block):
             return False
         return all(o is src or self.group.get(id(o)) is not b for o in node.operands())
+
+
+INPLACE_ATTR = "ec_inplace_inputs"  # per input of a Concat: written straight into the output
+
+
+def mark_inplace_concats(g: Graph) -> None:
+    """Choose the channel Concat inputs that are written straight into the Concat's output: a plain
+    (not channel-blocked) Concat whose rows are whole tensors (every dimension before the axis 1), not
+    a graph output; an input that an ordinary layer (not a view) writes, that nothing else reads, at a
+    64-byte aligned offset (kernels may assume aligned tensors). The emitter copies only the others."""
+    uses: dict[int, int] = {}
+    producer: dict[int, object] = {}
+    for n in g.nodes:
+        for t in n.operands():
+            uses[id(t)] = uses.get(id(t), 0) + 1
+        for t in n.outputs:
+            if t is not None:
+                producer[id(t)] = n
+    boundary = {id(t) for t in list(g.inputs) + list(g.outputs)}
+    for n in g.nodes:
+        n.attrs.pop(INPLACE_ATTR, None)
+        y = n.outputs[0] if n.outputs else None
+        if n.op != "Concat" or y is None or y.block or id(y) in boundary or not y.shape:
+            continue
+        axis = n.attr("axis", 0) % len(y.shape)
+        if any(d != 1 for d in y.shape[:axis]) or any(x is None for x in n.inputs):
+            continue
+        flags, off, seen = [], 0, set()
+        for x in n.inputs:
+            prod = producer.get(id(x))
+            spec = registry.get(prod.op) if prod is not None else None
+            flags.append(not x.is_const and id(x) not in boundary and not x.block and x.dtype == y.dtype
+                         and uses.get(id(x)) == 1 and id(x) not in seen and prod is not None
+                         and spec is not None and not spec.view and off % ALIGN == 0)
+            seen.add(id(x))
+            off += x.nbytes
+        if any(flags):
+            n.attrs[INPLACE_ATTR] = flags
 
 
 def plan_memory(g: Graph, layer_scratch: list[list[int]] | None = None, scratch_sizes: list[int] | None = None) -> Plan:
@@ -103,10 +162,18 @@ def plan_memory(g: Graph, layer_scratch: list[list[int]] | None = None, scratch_
             b = Buffer(_align(scratch_sizes[sid]), i, i, [f"scratch:{sid}"])
             scratch_bufs.append((sid, b))
             p.buffers.append(b)
-    arena = [b for b in p.buffers if b.where[0] == "arena"]
+    p.nest_concats()
+    arena = [b for b in p.buffers if b.where[0] == "arena" and b.parent is None]
     _place(arena)
-    for b in arena:
-        b.where = ("arena", b.offset)
+
+    def place_nested(b: Buffer) -> int:
+        if b.parent is not None and b.offset < 0:
+            b.offset = place_nested(b.parent) + b.rel
+        return b.offset
+    for b in p.buffers:
+        if b.where[0] == "arena":
+            b.where = ("arena", place_nested(b))
+    arena = [b for b in p.buffers if b.where[0] == "arena" and b.parent is None]
     location = {k: b.where for k, b in p.group.items()}
     offsets = [0] * len(scratch_sizes or [])
     for sid, b in scratch_bufs:

@@ -64,14 +64,20 @@ def emit_concat(node: Node, ctx: EmitContext) -> str:
         return nchwc.emit_concat(node, ctx)
     axis = node.attr("axis") % len(y.shape)
     outer, yin = _blocks(y.shape, axis)
+    from edgec.codegen.memory import INPLACE_ATTR
+    inplace = node.attr(INPLACE_ATTR) or [False] * len(node.inputs)
     segs, off = [], 0
-    for x in node.inputs:
+    for x, nested in zip(node.inputs, inplace):
         if x is None or x.size == 0:
             continue
         _, xin = _blocks(x.shape, axis)
-        segs.append((ctx.ptr(x), xin, off))
+        if not nested:  # a nested input's layer wrote it into its place in y (codegen/memory.py)
+            segs.append((ctx.ptr(x), xin, off))
         off += xin
-    ctx.note(algo="copy")
+    if not segs:
+        ctx.note(algo="in-place")
+        return "/* every input was written into its place in the output */\n"
+    ctx.note(algo="copy" if not any(inplace) else "copy-part")
     return _segments(ctx, ctx.ptr(y), y, outer, yin, segs, into_big=True)
 
 

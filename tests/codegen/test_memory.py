@@ -7,11 +7,16 @@ import onnx
 from onnx import TensorProto, helper
 
 from edgec.codegen.lower import lower_file
-from edgec.codegen.memory import plan_memory
+from edgec.codegen import verify
+from edgec.codegen.memory import INPLACE_ATTR, mark_inplace_concats, plan_memory
 
 
 def _check_no_overlap(plan):
-    arena = [b for b in plan.buffers if b.where[0] == "arena"]
+    for b in plan.buffers:  # a Concat input nested in its output: inside it, alive within it
+        if b.parent is not None:
+            assert b.parent.offset <= b.offset and b.offset + b.size <= b.parent.offset + b.parent.size
+            assert b.parent.start <= b.start and b.end <= b.parent.end
+    arena = [b for b in plan.buffers if b.where[0] == "arena" and b.parent is None]
     for i, a in enumerate(arena):
         assert a.offset % 64 == 0
         assert a.offset + a.size <= plan.arena_bytes
@@ -65,8 +70,46 @@ def test_scratch_lives_one_layer(tmp_path):
 def test_real_model_plans(onnx_light):
     for name in ("squeezenet", "resnet50", "inception_v1"):
         g = lower_file(onnx_light(name))
+        mark_inplace_concats(g)
         rng = np.random.default_rng(0)
         scratch_sizes = [int(s) for s in rng.integers(64, 100_000, len(g.nodes))]
         plan = plan_memory(g, [[i] for i in range(len(g.nodes))], scratch_sizes)
         _check_no_overlap(plan)
         assert plan.arena_bytes < plan.naive_bytes / 2, name
+        nested = sum(b.parent is not None for b in plan.buffers)
+        concats = [n for n in g.nodes if n.op == "Concat"]
+        # SqueezeNet's 8 fire modules and Inception's 9 blocks: every branch written into the Concat's output
+        assert nested == sum(len(n.inputs) for n in concats) > 0 or name == "resnet50" and not concats, name
+
+
+def _concat_model(path):
+    """Two conv branches and the graph input concatenated on channels; branch a also read by a Relu output,
+    so only branch b can be written in place (a is read twice, x is a graph input)."""
+    rng = np.random.default_rng(1)
+    w = [helper.make_tensor(f"w{k}", TensorProto.FLOAT, [c, 3, k, k], rng.standard_normal((c, 3, k, k)).ravel())
+         for k, c in ((1, 16), (3, 16))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]),
+             helper.make_node("Conv", ["x", "w3"], ["b"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["a", "b", "x"], ["c"], axis=1),
+             helper.make_node("Relu", ["c"], ["y"]),
+             helper.make_node("Sigmoid", ["a"], ["z"])]
+    g = helper.make_graph(nodes, "cat", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 35, 12, 12]),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 16, 12, 12])], initializer=w)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def test_concat_inputs_written_in_place(tmp_path):
+    _concat_model(tmp_path / "m.onnx")
+    g = lower_file(tmp_path / "m.onnx")
+    mark_inplace_concats(g)
+    cat = next(n for n in g.nodes if n.op == "Concat")
+    assert cat.attr(INPLACE_ATTR) == [False, True, False]
+    plan = plan_memory(g)
+    _check_no_overlap(plan)
+    b = next(t for t in cat.inputs if t.name.endswith("b"))
+    c = cat.outputs[0]
+    assert plan.location[id(b)][1] == plan.location[id(c)][1] + 16 * 144 * 4  # after a's 16 channels
+    r = verify(tmp_path / "m.onnx", out_dir=tmp_path / "p", cflags="-O2 -Wall -Wextra -Werror", threads=2)
+    assert r.ok, r.outputs
+    assert "copy-part" in (tmp_path / "p" / "model.c").read_text()
