@@ -63,10 +63,13 @@ def emit_maxpool(node: Node, ctx: EmitContext) -> str:
     ctx.note(algo="maxpool2d-2pass", macs=y.size * (k[0] + k[1]))
     if k[0] > 1 and k[1] > 1:
         # separable: horizontal max into a row buffer, then vertical max
-        ctx.require("f32-pool/f32-maxpool-2pass-scalar.h")
+        isa = "avx2" if ctx.target.isa in ("avx2", "avx512") else "scalar"  # AVX2: vector stride-2 row pass
+        ctx.require(f"f32-pool/f32-maxpool-2pass-{isa}.h")
+        if isa != "scalar":
+            ctx.note(algo=f"maxpool2d-2pass-{isa}")
         per = ins[0] * outs[1]
         rows = ctx.scratch(4 * per * (kernels.SCRATCH_THREADS if tid else 1))
-        return (f"ec_f32_maxpool2d_2pass_scalar({n}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
+        return (f"ec_f32_maxpool2d_2pass_{isa}({n}, {ins[0]}, {ins[1]}, {outs[0]}, {outs[1]}, {k[0]}, {k[1]}, "
                 f"{s[0]}, {s[1]}, {d[0]}, {d[1]}, {b[0]}, {b[1]}, {xp}, {yp}, (float *){rows}{f' + ec_tid * {per}u' if tid else ''});\n")
     ctx.require(HEADER)
     ctx.note(algo="maxpool2d")
