@@ -58,10 +58,12 @@ UNITS = True
 # the whole-model check after the layer search (Tuner.guard): layers timed alone are a proxy (alone, a layer's
 # weights stay in the caches from run to run; inside the model its neighbours evict them: mnv2g8's F(4,3) on
 # 576ch 7x7 g8, 6 MB of transformed weights, ran 0.33 ms alone and about 0.67 ms in the model)
-GUARD_ROUNDS = 7      # interleaved rounds, each build's runs back to back, the order alternating round by round
-GUARD_RUN_S = 0.1     # timed runs per build and round: about this long, 3..50
-# records stay when the model runs at least this much faster with them (median of rounds): one binary raced against
-# itself gave medians 0.976-1.049 (3 races of 7 rounds, CPU time, mnv2g8, load 1.8-3.5), so less is noise
+# interleaved rounds, each build's runs back to back, the order alternating round by round. Each round is a new
+# process of each build, and processes differ more than runs: one build raced against itself gave medians
+# 0.934-1.049 in 7 rounds of 0.1 s, 0.989-1.018 in 15 of 0.05 s (three races each, mnv2g8, load 2.6)
+GUARD_ROUNDS = 15
+GUARD_RUN_S = 0.05    # timed runs per build and round: about this long, 3..50
+# records stay when the model runs at least this much faster with them (median of rounds): below, noise (above)
 GUARD_GAIN = 1.05
 GUARD_SHARE = 0.25    # of the budget kept for the check: the layer search stops at the rest
 # bytes the measurement program reads between a candidate's timed runs (tune.c --evict-kb; 0: none, the default):
