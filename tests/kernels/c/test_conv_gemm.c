@@ -110,6 +110,11 @@ int main(int argc, char **argv) {
     conv_p dl = {1, 5, 13, 11 + v, 9 + 2 * v, 1, 3, 3, 1 + v % 2, 2, 2, 2, 2, 1, 1, 2};
     fails += run(&dl, v % 2 ? 1000 : 17, T_NR * (3 + v), 1, k_acts[(v + 1) % N_ACTS], 1, (int)v % 2), cases++;
   }
+  for (size_t v = 0; v < 3; v++) { /* stride 2 over rows wide enough for the vector im2col (16-input loads), an
+                                      * odd width whose last loads end at the row's edge, padding on the left */
+    conv_p wide = {1, 3, 9 + v, 69 + v, T_MR + 3, 1, 3, 3, 2, 2, 1, 1, v, v, v, 1};
+    fails += run(&wide, 1000, T_NR * 3, 1, k_acts[v % N_ACTS], 0, 1), cases++;
+  }
   printf("%d/%d cases ok\n", cases - fails, cases);
   return fails != 0;
 }
