@@ -199,6 +199,12 @@ class TuningDB:
         with self.con:
             self.con.execute(f"INSERT OR REPLACE INTO rejections VALUES ({','.join('?' * len(row))})", row)
 
+    def all_rejections(self, fp: str | None = None) -> list[Rejection]:
+        where, args = ("WHERE fingerprint = ?", (fp,)) if fp else ("", ())
+        rows = self.con.execute(f"SELECT * FROM rejections {where} ORDER BY fingerprint, model_key, signature",
+                                args).fetchall()
+        return [Rejection(*row) for row in rows]
+
     def rejections(self, fp: str, key: str) -> dict[str, Rejection]:
         """Per signature, the records left out of the builds of the model with this content key."""
         rows = self.con.execute("SELECT * FROM rejections WHERE fingerprint = ? AND model_key = ? ORDER BY signature",
@@ -277,8 +283,11 @@ _PY = {"str": str, "float": (int, float), "bool": bool, "dict": dict, "list": li
 
 
 def export(path: Path, db: TuningDB, fp: str | None = None) -> int:
+    """Records and the per-model rejections of the whole-model check (a lab's tune of a model ships both:
+    without the rejections the model's builds elsewhere would use records it found slower in place)."""
     recs = db.records(fp)
-    doc = {"edgec_tuning": SCHEMA_VERSION, "records": [asdict(r) for r in recs]}
+    doc = {"edgec_tuning": SCHEMA_VERSION, "records": [asdict(r) for r in recs],
+           "rejections": [asdict(r) for r in db.all_rejections(fp)]}
     write_text_atomic(Path(path), json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return len(recs)
 
@@ -296,9 +305,31 @@ def import_file(path: Path, db: TuningDB) -> int:
         raise EdgecError(f"{path} is not an edgec tuning export (version {SCHEMA_VERSION}): "
                          "expected {\"edgec_tuning\": 1, \"records\": [...]}")
     recs = [_record_from(d, i, path) for i, d in enumerate(doc["records"])]
+    rejs = doc.get("rejections", [])  # exports before the whole-model check have none
+    if not isinstance(rejs, list):
+        raise EdgecError(f"{path}: rejections is not a list")
+    rejs = [_rejection_from(d, i, path) for i, d in enumerate(rejs)]
     for r in recs:
         db.put(r)
+    for j in rejs:
+        db.reject(j)
     return len(recs)
+
+
+_REJ_FIELDS = [f.name for f in fields(Rejection)]
+
+
+def _rejection_from(d, i: int, path: Path) -> Rejection:
+    where = f"{path}: rejection {i + 1}"
+    if not isinstance(d, dict):
+        raise EdgecError(f"{where} is not an object")
+    missing = [k for k in _REJ_FIELDS if k not in d]
+    if missing:
+        raise EdgecError(f"{where} lacks {', '.join(missing)}")
+    bad = [k for k in _REJ_FIELDS if not isinstance(d[k], str)]
+    if bad:
+        raise EdgecError(f"{where}: {bad[0]} has the wrong type ({type(d[bad[0]]).__name__})")
+    return Rejection(**{k: d[k] for k in _REJ_FIELDS})
 
 
 def _record_from(d, i: int, path: Path) -> Record:

@@ -268,6 +268,7 @@ def test_records_of_another_fingerprint_are_not_used(tuned_a, env, models, tmp_p
     (lambda d: (d["records"][0].pop("forced"), d)[1], "lacks forced"),  # forced may be "" (default won)
     (lambda d: d["records"][0].update(forced="conv=fastest") or d, "conv=fastest"),
     (lambda d: d["records"][0].update(time_ms="1") or d, "time_ms has the wrong type"),
+    (lambda d: d.update(rejections=[{"model": "a.onnx"}]) or d, "rejection 1 lacks fingerprint"),
     (lambda d: d["records"][0].update(emulated=False) or d["records"][0]["facts"].update(emulated=True) or d,
      "fingerprint does not match"),
 ])

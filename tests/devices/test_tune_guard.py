@@ -96,6 +96,19 @@ def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_mod
         again = tune(a, dev, t, final_bench=False, guard=True)
     assert again["guard"]["rejected_before"] == sorted(g["dropped"])
     assert bad.signature not in [x["signature"] for x in again["guard"]["records"]]
+    # the rejections travel with the records: imported on another machine (an empty database here), a's
+    # builds still leave the record out
+    rc, out, err = run_cli("tune", "--export", str(edgec_env / "lab.json"))
+    assert rc == 0, err
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(edgec_env / "elsewhere"))
+    rc, out, err = run_cli("tune", "--import", str(edgec_env / "lab.json"))
+    assert rc == 0, err
+    with tuningdb.TuningDB() as db:
+        assert set(db.rejections(bad.fingerprint, tuningdb.model_key(a))) == set(g["dropped"])
+    rc, out, err = run_cli("compile", str(a), "-o", str(edgec_env / "ca2"), "--json")
+    assert rc == 0, err
+    layer = next(l for l in json.loads(out)["layers"] if l["details"].get("signature") == bad.signature)
+    assert layer["algo"] == conv.default_algo and "found it slower inside the whole model" in layer["details"]["tuned"]
 
 
 def test_candidates_can_be_timed_with_the_caches_evicted_between_runs(edgec_env, monkeypatch):
