@@ -193,17 +193,19 @@ def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
     """Dense conv whose output pixels fill NR-wide tiles badly (a 7x7 map: 49 of 64 columns, 61 on the
     stride-1 indirect path) while its output channels fill them well: run Y^T = A W^T with the pixels on
     the MR rows. Costs compared: padded MACs, plus packing (each copied element ~_PACK_MACS MACs, spread
-    over the K outputs that use it) where a path packs: the transposed one always (its 1x1 copy is half
-    that), the NCHW one unless it reads the input in place. Chosen when 15% cheaper: at 14x14 (5% less
-    padding) it measured 0-9% slower, at 7x7 12-19% faster (bench_gemm.py, Zen 3)."""
+    over the K outputs that use it) where a path packs: the transposed one always, the NCHW one unless it
+    reads the input in place; a 1x1's copy is half that on either path. Chosen when 15% cheaper: at 14x14
+    (5% less padding) it measured 0-9% slower, at 7x7 12-19% faster (bench_gemm.py, Zen 3). With the NCHW
+    path's 1x1 copy charged in full, SqueezeNet's 16- and 32-channel squeeze layers at 55x55 and 27x27 went
+    transposed and the model ran 1.025-1.037x slower (CPU and wall time, two interleaved runs)."""
     if g["G"] != 1:
         return False
     p, k = g["Ho"] * g["Wo"], g["K"]
     in_place = use_indirect(g, inr)
     cols = p if is_direct(g) or not in_place else (g["Ho"] - 1) * (g["Wo"] + (g["KW"] - 1) * g["DW"]) + g["Wo"]
     tile = inr if in_place else nr
-    normal = (-(-cols // tile) * tile / p) * (-(-k // mr) * mr / k) * (1 + (0 if in_place else _PACK_MACS / k))
     copy = _PACK_MACS / 2 if is_direct(g) else _PACK_MACS
+    normal = (-(-cols // tile) * tile / p) * (-(-k // mr) * mr / k) * (1 + (0 if in_place else copy / k))
     flipped = (-(-p // mr) * mr / p) * (-(-k // nr) * nr / k) * (1 + copy / k)
     return normal > 1.15 * flipped
 

@@ -53,6 +53,8 @@ def test_choice_follows_tile_padding():
     assert not transposed(geom(1, 512, 28, 2048), 6, 16, 16)             # 784 pixels fill the tiles
     assert not transposed(geom(1, 512, 28, 128, 3, 1, 1), 6, 16, 16)
     assert not transposed(geom(1, 512, 7, 20), 6, 16, 16)                # 20 channels fill 16-wide tiles worse
+    assert not transposed(geom(1, 64, 55, 16), 6, 16, 16)                # SqueezeNet's squeeze: row copies are cheap
+    assert not transposed(geom(1, 256, 27, 32), 6, 16, 16)
     assert not transposed(geom(1, 512, 7, 512, 3, 1, 1, g=2), 6, 16, 16)  # grouped: GSPC's
 
 
