@@ -198,7 +198,8 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
     gemm = n * groups * a2 * np_k * tpad * (cpg + call)
     t_in, t_out = _wg_transform_ops(m)
     # the output transform works on whole vectors of a group's output channels: 12 a group on 8 lanes costs 16
-    # (Zen 3, 192ch 28x28 g=16 F(4,3): 0.114 ms measured alone, 0.087 estimated for 192 channels, 0.116 for 256)
+    # (Zen 3, 192ch 28x28 g=16 F(4,3): 0.114 ms measured alone, 0.087 estimated for 192 channels, 0.116 for 256;
+    # 9 a group, 144ch 56x56 g=16 F(4,3): 0.49 ms, 0.47 for 256, 0.26 for 144)
     kv = groups * -(-kpg // max(1, target.f32_lanes)) * max(1, target.f32_lanes)
     trans = n * (g["C"] * tiles * a2 * _WG_IN * t_in + kv * tiles * a2 * _WG_OUT * t_out
                  + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
