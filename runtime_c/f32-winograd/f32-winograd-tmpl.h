@@ -120,11 +120,11 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
     for (int a = 0; a < WG_M; a++) t[a][c] = o[a];
   }
   const ec_v vb = bias ? (nl == EC_VL ? ec_vld(bias) : ec_vld_n(bias, nl)) : ec_vzero();
-#if WG_M == 4 && defined(EC_SIMD_AVX2_H)
+#if (WG_M == 4 || WG_M == 2) && defined(EC_SIMD_AVX2_H)
   if (rows == WG_M && cols == WG_M) {
-    /* a row of 4 outputs per channel is 16 bytes: transposing each output row's 4 vectors in registers
-     * gives one 128-bit store per channel and row (a lane-by-lane copy through a buffer cost ~2x the
-     * transform arithmetic at 9 channels a group) */
+    /* a row of WG_M outputs per channel is 16 (8) bytes: transposing each output row's WG_M vectors in
+     * registers gives one 128-bit (64-bit) store per channel and row (a lane-by-lane copy through a
+     * buffer cost ~2x the transform arithmetic at 9 channels a group) */
 #pragma GCC unroll 4
     for (int a = 0; a < WG_M; a++) {
       ec_v o[WG_M];
@@ -134,11 +134,24 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
         o[b] = ec_vadd(o[b], vb);
         if (!res) o[b] = ec_vact_k(kind, act, o[b]);
       }
+      float *ya = y + (size_t)a * ldy;
+#if WG_M == 2
+      /* channel pairs (0 1), (2 3) in the low halves, (4 5), (6 7) in the high ones */
+      const __m256 u0 = _mm256_unpacklo_ps(o[0], o[1]), u1 = _mm256_unpackhi_ps(o[0], o[1]);
+      const __m128 h[4] = {_mm256_castps256_ps128(u0), _mm256_castps256_ps128(u1), _mm256_extractf128_ps(u0, 1),
+                           _mm256_extractf128_ps(u1, 1)};
+#pragma GCC unroll 8
+      for (size_t l = 0; l < nl; l++) {
+        if (l % 2 == 0)
+          _mm_storel_pi((__m64 *)(void *)(ya + l * ys), h[l / 2]);
+        else
+          _mm_storeh_pi((__m64 *)(void *)(ya + l * ys), h[l / 2]);
+      }
+#else
       const __m256 u0 = _mm256_unpacklo_ps(o[0], o[1]), u1 = _mm256_unpackhi_ps(o[0], o[1]);
       const __m256 u2 = _mm256_unpacklo_ps(o[2], o[3]), u3 = _mm256_unpackhi_ps(o[2], o[3]);
       const __m256 r[4] = {_mm256_shuffle_ps(u0, u2, 0x44), _mm256_shuffle_ps(u0, u2, 0xEE),
                            _mm256_shuffle_ps(u1, u3, 0x44), _mm256_shuffle_ps(u1, u3, 0xEE)};
-      float *ya = y + (size_t)a * ldy;
       if (nl == EC_VL) {
 #pragma GCC unroll 4
         for (int l = 0; l < 4; l++) {
@@ -149,6 +162,7 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
         for (size_t l = 0; l < nl; l++)
           _mm_storeu_ps(ya + l * ys, l < 4 ? _mm256_castps256_ps128(r[l]) : _mm256_extractf128_ps(r[l - 4], 1));
       }
+#endif
     }
     if (res)
       for (size_t l = 0; l < nl; l++)
