@@ -22,7 +22,7 @@ static inline void ec_f32_maxpool2d_hpass_s2_avx2(int W, int OW, int KW, int PL,
     for (; ow < OW && ow < lo; ow++) {                 /* left edge */
         float m = -FLT_MAX;
         for (int kw = 0; kw < KW; kw++) {
-            int iw = ow * 2 - PL + kw;
+            ptrdiff_t iw = (ptrdiff_t)ow * 2 - PL + kw;  /* wide: gcc -O2 proved an int form could overflow */
             if (iw >= 0 && iw < W) m = xr[iw] > m ? xr[iw] : m;
         }
         hr[ow] = m;
@@ -44,7 +44,7 @@ static inline void ec_f32_maxpool2d_hpass_s2_avx2(int W, int OW, int KW, int PL,
     for (; ow < OW; ow++) {                            /* interior tail and right edge */
         float m = -FLT_MAX;
         for (int kw = 0; kw < KW; kw++) {
-            int iw = ow * 2 - PL + kw;
+            ptrdiff_t iw = (ptrdiff_t)ow * 2 - PL + kw;  /* wide: gcc -O2 proved an int form could overflow */
             if (iw >= 0 && iw < W) m = xr[iw] > m ? xr[iw] : m;
         }
         hr[ow] = m;
