@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgec.codegen import build_project, compile_model
+from edgec.codegen.targets import get_target
 from edgec.codegen.verifier import onnxruntime_outputs, run_binary
 
 STRICT = "-O2 -Wall -Wextra -Werror"
@@ -385,10 +386,14 @@ def test_winograd_phase_split_same_bits(algo, tmp_path):
     assert np.array_equal(run_binary(tsan, b.target, [x], tmp_path / "tsan", threads=2)[0], got[1])
 
 
-def test_transposed_gemm_conv_splits_pixels_same_bits(tmp_path):
-    """Convs on the transposed GEMM (f32-convt.h) with one image and one channel block (SqueezeNet's squeeze
-    shape, and a 3x3 with padding on an odd map): split into pixel-strip blocks on threads, the same bits at
-    1, 2 and 3 threads, equal to onnxruntime; ThreadSanitizer at 3 threads."""
+def test_transposed_gemm_conv_splits_pixels_same_bits(tmp_path, monkeypatch):
+    """A conv on the transposed GEMM (f32-convt.h) with one image and one channel block (a squeeze 1x1 to 16
+    channels on a 17x19 map: 323 pixels pad to 336 columns of AVX2's 16-wide tiles, 324 rows of its 6-row
+    ones), then a direct 3x3 with padding: split into pixel-strip blocks on threads, the same bits at 1, 2 and
+    3 threads, equal to onnxruntime; ThreadSanitizer at 3 threads."""
+    if not get_target("x86_64-avx2").runs_natively():
+        pytest.skip("this CPU lacks AVX2")
+    monkeypatch.setenv("EDGEC_CONV", "direct")  # the 3x3 would otherwise be Winograd's
     rng = np.random.default_rng(10)
     nodes, inits, h = [], [], "x"
     for i, (cin, cout, k) in enumerate([(64, 16, 1), (16, 16, 3)]):
@@ -398,21 +403,23 @@ def test_transposed_gemm_conv_splits_pixels_same_bits(tmp_path):
         nodes.append(helper.make_node("Conv", [h, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", pads=[k // 2] * 4))
         nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}"))
         h = f"r{i}"
-    g = helper.make_graph(nodes, "convt", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 55, 53])],
+    g = helper.make_graph(nodes, "convt", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 17, 19])],
                           [helper.make_tensor_value_info(h, TensorProto.FLOAT, None)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     path = tmp_path / "convt.onnx"
     onnx.save(onnx.shape_inference.infer_shapes(m), path)
-    x = np.random.default_rng(11).standard_normal((1, 64, 55, 53)).astype(np.float32)
-    b = compile_model(path, tmp_path / "p", threads=3)
-    assert "f32_convt_run" in (b.dir / "model.c").read_text(), [l["algo"] for l in b.layers]
-    runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
+    x = np.random.default_rng(11).standard_normal((1, 64, 17, 19)).astype(np.float32)
+    b = compile_model(path, tmp_path / "p", target="x86_64-avx2", threads=3)
+    assert b.layers[0]["algo"] == "gemm-t-6x16-avx2", [l["algo"] for l in b.layers]
+    src = (b.dir / "model.c").read_text()
+    assert "f32_convt_run(" in src and "f32_convt_run(&S, &A, ((ec_pool *)0));" not in src  # split on the pool
+    runner = build_project(b.dir, b.target, cflags=STRICT, jobs=2)["runner"]
     got = {t: run_binary(runner, b.target, [x], tmp_path / f"run{t}", threads=t)[0] for t in (1, 2, 3)}
     for t in (2, 3):
         assert np.array_equal(got[t], got[1]), f"{t} threads differ from 1"
     np.testing.assert_allclose(got[1], onnxruntime_outputs(path, {"x": x})[1][0], rtol=1e-4, atol=1e-4)
-    tsan = build_project(b.dir, "native", cflags="-O1 -g -fsanitize=thread " + STRICT, ldflags="-fsanitize=thread",
+    tsan = build_project(b.dir, b.target, cflags="-O1 -g -fsanitize=thread " + STRICT, ldflags="-fsanitize=thread",
                          jobs=2)["runner"]
     assert np.array_equal(run_binary(tsan, b.target, [x], tmp_path / "tsan", threads=3)[0], got[1])
 
