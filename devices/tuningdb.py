@@ -319,13 +319,18 @@ def import_file(path: Path, db: TuningDB) -> int:
 _REJ_FIELDS = [f.name for f in fields(Rejection)]
 
 
-def _rejection_from(d, i: int, path: Path) -> Rejection:
-    where = f"{path}: rejection {i + 1}"
+def _check_object(d, where: str, names) -> str:
+    """An imported entry is a JSON object with every field named; returns where, for the next messages."""
     if not isinstance(d, dict):
         raise EdgecError(f"{where} is not an object")
-    missing = [k for k in _REJ_FIELDS if k not in d]
+    missing = [k for k in names if k not in d]
     if missing:
         raise EdgecError(f"{where} lacks {', '.join(missing)}")
+    return where
+
+
+def _rejection_from(d, i: int, path: Path) -> Rejection:
+    where = _check_object(d, f"{path}: rejection {i + 1}", _REJ_FIELDS)
     bad = [k for k in _REJ_FIELDS if not isinstance(d[k], str)]
     if bad:
         raise EdgecError(f"{where}: {bad[0]} has the wrong type ({type(d[bad[0]]).__name__})")
@@ -335,12 +340,7 @@ def _rejection_from(d, i: int, path: Path) -> Rejection:
 def _record_from(d, i: int, path: Path) -> Record:
     from edgec.codegen.variants import parse_forced
 
-    where = f"{path}: record {i + 1}"
-    if not isinstance(d, dict):
-        raise EdgecError(f"{where} is not an object")
-    missing = [k for k in _TYPES if k not in d]
-    if missing:
-        raise EdgecError(f"{where} lacks {', '.join(missing)}")
+    where = _check_object(d, f"{path}: record {i + 1}", _TYPES)
     for k, typ in _TYPES.items():
         want = _PY[typ if isinstance(typ, str) else typ.__name__]
         if not isinstance(d[k], want) or (want is not bool and isinstance(d[k], bool)):
