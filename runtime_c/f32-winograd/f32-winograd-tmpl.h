@@ -105,6 +105,17 @@ F32_WINOGRAD_IN_DECL(FN_IN) {
   for (size_t tw = 0; tw < n; tw += EC_VL) wg_in_chunk_call(p + tw, ps, q, v + tw, vs);
 }
 
+/* one output row of a tile: A^T over its WG_A partial rows, bias, and the activation unless a residual
+ * comes first (then the epilogue pass applies both) */
+EC_INLINE void wg_out_row(const ec_v *ta, ec_v vb, int act_now, ec_act_kind kind, ec_act act, ec_v *o) {
+  wg_at(ta, o);
+#pragma GCC unroll 8
+  for (int b = 0; b < WG_M; b++) {
+    o[b] = ec_vadd(o[b], vb);
+    if (act_now) o[b] = ec_vact_k(kind, act, o[b]);
+  }
+}
+
 /* nl output channels (lanes) of one tile into y (channel l's plane at y + l*ys) */
 EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, size_t ys, size_t rows, size_t cols,
                             const float *bias, const float *res, int before, ec_act_kind kind, ec_act act,
@@ -128,12 +139,7 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
 #pragma GCC unroll 4
     for (int a = 0; a < WG_M; a++) {
       ec_v o[WG_M];
-      wg_at(t[a], o);
-#pragma GCC unroll 4
-      for (int b = 0; b < WG_M; b++) {
-        o[b] = ec_vadd(o[b], vb);
-        if (!res) o[b] = ec_vact_k(kind, act, o[b]);
-      }
+      wg_out_row(t[a], vb, !res, kind, act, o);
       float *ya = y + (size_t)a * ldy;
 #if WG_M == 2
       /* channel pairs (0 1), (2 3) in the low halves, (4 5), (6 7) in the high ones */
@@ -174,13 +180,9 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
 #pragma GCC unroll 8
   for (int a = 0; a < WG_M; a++) {
     ec_v o[WG_M];
-    wg_at(t[a], o);
+    wg_out_row(t[a], vb, !res, kind, act, o);
 #pragma GCC unroll 8
-    for (int b = 0; b < WG_M; b++) {
-      ec_v x = ec_vadd(o[b], vb);
-      if (!res) x = ec_vact_k(kind, act, x);
-      ec_vst(buf[a][b], x);
-    }
+    for (int b = 0; b < WG_M; b++) ec_vst(buf[a][b], o[b]);
   }
   /* lanes are channels: each channel's m x m block into its plane */
   if (rows == WG_M && cols == WG_M) {
