@@ -168,11 +168,13 @@ def main() -> int:
         g = rep.get("guard")
         if g:  # the whole-model check after the search (its time is not in search_s)
             print(f"# {b}: {kind} {n}: whole-model check {g.get('s', 0):.1f} s: {g['verdict']}; "
-                  + json.dumps({k: g.get(k) for k in ("tuned_over_untuned", "tuned_rounds", "kept_over_untuned")})
+                  + json.dumps({k: g.get(k) for k in ("tuned_over_untuned", "tuned_interval", "tuned_rounds",
+                                                      "kept_over_untuned", "kept_interval")})
                   + "".join(f"\n#   {x['signature']} {x['algo']}"
                             + (f" (alone {x['alone_speedup']}x)" if x["alone_speedup"] else "")
-                            + f": with / without {x['with_over_without']} {x['rounds']} "
-                            f"{'kept' if x['kept'] else 'REJECTED'}" for x in g.get("records", [])), file=sys.stderr)
+                            + f": with / without {x['with_over_without']} {x['interval']} {x['decision']} {x['rounds']} "
+                            f"{'kept' if x['kept'] else 'REJECTED'}" + _runner_up(x.get("runner_up"))
+                            for x in g.get("records", [])), file=sys.stderr)
         return rep
 
     with open_transport(dev) as t:
@@ -321,6 +323,15 @@ def _rounds_row(n: str, times: dict[str, list[float]]) -> str:
     if tu and tr:
         share = ", ".join(f"{(a - c) / (a - b):.0%}" if a > b else "no gain" for a, b, c in zip(u, tu, tr))
     return f"| {n} | {col('untuned')} | {col('tuned')} | {col('transfer')} | {ratio} | {share} |"
+
+
+def _runner_up(ru: dict | None) -> str:
+    if not ru:
+        return ""
+    if not ru.get("checked"):
+        return f"; runner-up {ru['variant']} not checked ({ru.get('why')})"
+    return (f"; runner-up {ru['variant']} {ru['algo']} (alone {ru['alone_speedup']}x): with / without "
+            f"{ru['with_over_without']} {ru['interval']} {ru['decision']} {'KEPT' if ru['kept'] else 'rejected'}")
 
 
 def _changed(rep: dict) -> int:

@@ -102,6 +102,11 @@ def render(rep: dict) -> None:
         for x in g.get("records", []):
             if not x["kept"]:
                 out.print(escape(f"  rejected for this model: {x['algo']} on {x['signature']}: {x['why']}"))
+            ru = x.get("runner_up")
+            if ru and ru.get("checked"):
+                what = "used instead" if ru["kept"] else "not used either"
+                out.print(escape(f"    runner-up {ru['variant']} ({ru['algo']}, {ru['alone_speedup']:.2f}x alone): "
+                                 f"with / without {ru['with_over_without']:.2f}, {ru['decision']}: {what}"))
         if g.get("unchecked"):
             out.print(escape(f"  not checked (budget): {', '.join(g['unchecked'])}"))
     wm = rep.get("whole_model")

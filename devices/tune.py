@@ -14,9 +14,10 @@ For every distinct layer signature of a model (codegen/variants.py), biggest MAC
      tune keeps what it measured and the next one resumes with the signatures not yet recorded.
 A candidate other than the cost model's pick is only recorded when at least MIN_GAIN faster.
 The tune ends at the budget and finishes with a whole-model check (Tuner.guard): the tuned and untuned builds
-timed interleaved, and when the tuned one is not faster, each record that changes the model's code timed in the
-model with and without it; those that do not help are rejected for this model only (layer times in isolation
-are a proxy: layers share caches inside a model). Then a whole-model bench, untuned vs tuned.
+timed interleaved, and unless the tuned one is significantly faster (guard_decision), each record that changes
+the model's code timed in the model with and without it; those that do not help are rejected for this model only
+(layer times in isolation are a proxy: layers share caches inside a model), and a rejected record's runner-up
+gets one check of its own. Then a whole-model bench, untuned vs tuned.
 
 Transfer-tuning (--transfer-only): layers with a record of their exact signature (measured on any model)
 reuse it; for the other layers one previously tuned model T is picked by argmax_T sum_c P_c^2 sqrt(|W_Tc|)
@@ -63,8 +64,13 @@ UNITS = True
 # 0.934-1.049 in 7 rounds of 0.1 s, 0.989-1.018 in 15 of 0.05 s (three races each, mnv2g8, load 2.6)
 GUARD_ROUNDS = 15
 GUARD_RUN_S = 0.05    # timed runs per build and round: about this long, 3..50
-# records stay when the model runs at least this much faster with them (median of rounds): below, noise (above)
-GUARD_GAIN = 1.05
+# the decision on the rounds' ratios (guard_decision): their median's distribution-free interval (order
+# statistics: how many rounds fall below the true median is Binomial(n, 1/2)) of at least this confidence. A gain
+# is kept, a loss rejected only where the interval excludes 1: a fixed threshold on the median rejected every
+# item of every run on the shared host, whose processes of one binary ran at about 8.5 or 12 ms
+GUARD_CONFIDENCE = 0.9
+# the interval holds 1 (the model cannot tell): a record stays when its layer ran at least this much faster alone
+GUARD_LAYER_GAIN = 1.2
 GUARD_SHARE = 0.25    # of the budget kept for the check: the layer search stops at the rest
 # bytes the measurement program reads between a candidate's timed runs (tune.c --evict-kb; 0: none, the default):
 # a diagnostic for the state a layer meets in the model. On mnv2g8 it did not move the pick that the whole model
@@ -88,11 +94,13 @@ class Job:
 
 
 def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | None = None,
-                  model: Path | None = None, drop: frozenset = frozenset()) -> CompileOptions:
+                  model: Path | None = None, drop: frozenset = frozenset(),
+                  instead: dict | None = None) -> CompileOptions:
     """options with the device's tuning records filled in (CompileOptions.tuned), unless tuning is off.
     model: the model being built; records the tune's whole-model check rejected for it (tuningdb.Rejection)
-    are left out, its layers keep the cost model's pick with a note saying why. drop: signatures whose records
-    are left out as well (the check's trial builds)."""
+    are left out, its layers keep the cost model's pick (or take the runner-up the check kept in the record's
+    place) with a note saying why. drop: signatures whose records are left out as well, instead: signature ->
+    (forced fields, note) used in place of its record (the check's trial builds)."""
     if options.tuning == "off":
         return options.with_(tuned=())
     if db is None and not tuningdb.db_path().is_file():  # nothing tuned yet: nothing to probe or create
@@ -114,8 +122,9 @@ def tuned_options(device, t, mode: str, options: CompileOptions, db: TuningDB | 
     # unless the check found the learned constants themselves slowing this model
     off = tuningdb.LEARNED in rej or tuningdb.LEARNED in drop
     learned = {} if off else learned_constants(recs, get_target(device.target))
-    return options.with_(tuned=tuple((r.signature, r.forced, r.note()) for r in recs)
-                         + tuple((sig, "", x.note()) for sig, x in rej.items() if sig != tuningdb.LEARNED),
+    instead = instead or {}
+    return options.with_(tuned=tuple((r.signature, *instead.get(r.signature, (r.forced, r.note()))) for r in recs)
+                         + tuple((sig, x.instead, x.note()) for sig, x in rej.items() if sig != tuningdb.LEARNED),
                          learned=tuple(learned.items()))
 
 
@@ -808,14 +817,15 @@ class Tuner:
         dep = self.deploy_whole(tuned)
         return {"median_ms": self._time(dep, runs, clock), "tuned_layers": _tuned_layers(dep)}
 
-    def deploy_whole(self, tuned: bool, drop: frozenset = frozenset()):
+    def deploy_whole(self, tuned: bool, drop: frozenset = frozenset(), instead: dict | None = None):
         """The whole model built for the device: untuned, or with the records it uses (not those rejected for
-        it, nor those of the signatures in drop)."""
+        it, nor those of the signatures in drop; instead: as tuned_options)."""
         from edgec.devices.deploy import deploy
 
         opts = CompileOptions(target=self.device.target, threads=self.threads, layout=self.layout)
         if tuned:
-            opts = tuned_options(self.device, self.t, self.mode, opts, self.db, model=self.model, drop=drop)
+            opts = tuned_options(self.device, self.t, self.mode, opts, self.db, model=self.model, drop=drop,
+                                 instead=instead)
         return deploy(self.model, self.device, self.t, mode=self.mode_req, threads=self.threads, profile=False,
                       input_shapes=self.input_shapes, options=opts)
 
@@ -844,16 +854,19 @@ class Tuner:
         return float(np.median(ratios)), [round(x, 3) for x in ratios]
 
     def guard(self, jobs: list[Job]) -> dict:
-        """The whole-model check: the model built with the records it uses against the untuned build, timed
-        interleaved on the device; when the tuned build is not GUARD_GAIN faster, the constants learned from the
-        records (they move the picks of layers without a forcing record) and then each record that changes the
-        model's code (biggest layer first) are timed in the model with and without them, and those that do not
-        make it GUARD_GAIN faster are rejected for this model (tuningdb.Rejection: the record stays for other
-        models). Stops at the budget: items not reached yet are kept and named as unchecked."""
+        """The whole-model check: the model built with the records it uses against the untuned build, timed in
+        interleaved rounds on the device (guard_decision). Unless the tuned build is significantly faster, the
+        constants learned from the records (they move the picks of layers without a forcing record) and then each
+        record that changes the model's code (biggest layer first) are timed in the model with and without them
+        and decided the same way; a rejected record's runner-up (the next-fastest variant its layer timed alone
+        that is not the cost model's pick) gets one such check of its own and, kept, replaces the record for this
+        model. A rejection is per model (tuningdb.Rejection: the record stays for other models). Stops at the
+        budget: items not reached yet are kept and named as unchecked."""
         t0 = time.monotonic()
         key = tuningdb.model_key(self.model)
         recs = {r.signature: r for r in self.db.applicable(self.fp, self.device.emulated)}
         rejected = self.db.rejections(self.fp, key)
+        by_sig = {j.signature: j for j in jobs}
         items = [j.signature for j in jobs if j.signature in recs and j.signature not in rejected
                  and recs[j.signature].forced and recs[j.signature].algo != recs[j.signature].default_algo]
         opts = tuned_options(self.device, self.t, self.mode, CompileOptions(target=self.device.target,
@@ -861,7 +874,8 @@ class Tuner:
         learned = ", ".join(f"{k} {v:g}" for k, v in opts.learned)
         if learned:
             items.insert(0, tuningdb.LEARNED)
-        g: dict = {"records": [], "dropped": [], "unchecked": [], "rounds": GUARD_ROUNDS,
+        g: dict = {"records": [], "dropped": [], "replaced": {}, "unchecked": [], "rounds": GUARD_ROUNDS,
+                   "confidence": GUARD_CONFIDENCE, "layer_gain": GUARD_LAYER_GAIN,
                    "rejected_before": sorted(rejected)}
         if not items:
             g.update(verdict="no record changes this model's code", s=round(time.monotonic() - t0, 2))
@@ -871,23 +885,26 @@ class Tuner:
         if _algos(tuned) == _algos(u):
             g.update(verdict="the tuned build has the untuned build's kernels", s=round(time.monotonic() - t0, 2))
             return g
-        ratio, rounds = self.race(tuned, u)
-        g["tuned_over_untuned"], g["tuned_rounds"] = round(ratio, 3), rounds
-        if ratio <= 1 / GUARD_GAIN:
-            g.update(verdict=f"tuned build {1 / ratio:.2f}x faster than untuned: every record kept",
+        first = self.race(tuned, u)
+        d = guard_decision(first[1])
+        g.update(tuned_over_untuned=round(first[0], 3), tuned_rounds=first[1], tuned_interval=d["interval"],
+                 tuned_decision=d["decision"])
+        if d["decision"] == "gain":
+            g.update(verdict=f"tuned build {1 / first[0]:.2f}x faster than untuned (interval "
+                             f"{_iv(d['interval'])}): every record kept",
                      s=round(time.monotonic() - t0, 2))
             return g
         dropped: list[str] = []
+        instead: dict[str, tuple[str, str]] = {}  # signature -> the runner-up's (forced fields, note)
         for k, sig in enumerate(items):
             if self.over_budget():
                 g["unchecked"] = items[k:]
                 break
-            with_it = self.deploy_whole(True, frozenset(dropped))
-            without = self.deploy_whole(True, frozenset(dropped + [sig]))
+            with_it = self.deploy_whole(True, frozenset(dropped), instead)
+            without = self.deploy_whole(True, frozenset(dropped + [sig]), instead)
             if sig == tuningdb.LEARNED and _algos(with_it) == _algos(without):
                 continue  # the learned constants move no pick of this model: nothing to time
             ratio, rounds = self.race(with_it, without)
-            keep = ratio <= 1 / GUARD_GAIN
             if sig == tuningdb.LEARNED:
                 x = {"signature": sig, "algo": f"learned constants ({learned})", "default_algo": "hand-set constants",
                      "alone_speedup": None}
@@ -895,42 +912,109 @@ class Tuner:
                 r = recs[sig]
                 x = {"signature": sig, "algo": r.algo, "default_algo": r.default_algo,
                      "alone_speedup": round(r.speedup, 3)}
-            g["records"].append({**x, "with_over_without": round(ratio, 3), "rounds": rounds, "kept": keep})
-            self.progress("guard-record", signature=sig, kept=keep, ratio=ratio)
-            if not keep:
-                dropped.append(sig)
+            d = guard_decision(rounds, x["alone_speedup"])
+            x.update(with_over_without=round(ratio, 3), rounds=rounds, interval=d["interval"],
+                     decision=d["decision"], kept=d["keep"])
+            g["records"].append(x)
+            self.progress("guard-record", signature=sig, kept=x["kept"], ratio=ratio)
+            if x["kept"]:
+                continue
+            ru = self._runner_up(recs.get(sig), by_sig.get(sig))
+            if ru is not None and self.over_budget():
+                x["runner_up"] = {**ru, "checked": False, "why": "budget"}
+            elif ru is not None:
+                note = f"candidate {ru['variant']} (runner-up)"
+                alt = self.deploy_whole(True, frozenset(dropped), {**instead, sig: (ru["forced"], note)})
+                if _algos(alt) == _algos(without):  # another layer's pick hid it: the same code as without
+                    x["runner_up"] = {**ru, "checked": False, "why": "the same code as the cost model's pick here"}
+                else:
+                    ratio2, rounds2 = self.race(alt, without)
+                    d2 = guard_decision(rounds2, ru["alone_speedup"])
+                    x["runner_up"] = {**ru, "checked": True, "with_over_without": round(ratio2, 3),
+                                      "rounds": rounds2, "interval": d2["interval"], "decision": d2["decision"],
+                                      "kept": d2["keep"]}
+                    self.progress("guard-record", signature=sig, kept=d2["keep"], ratio=ratio2,
+                                  runner_up=ru["variant"])
+                    if d2["keep"]:
+                        instead[sig] = (ru["forced"], note)
+                        continue
+            dropped.append(sig)
         kept = [x["signature"] for x in g["records"] if x["kept"]] + g["unchecked"]
-        if kept and not g["unchecked"] and not self.over_budget():
-            # each kept item helps against the set without it; together they must not be slower than untuned
-            ratio, rounds = self.race(self.deploy_whole(True, frozenset(dropped)), u)
-            g["kept_over_untuned"], g["kept_rounds"] = round(ratio, 3), rounds
-            if ratio > 1:
+        if (kept or instead) and not g["unchecked"] and not self.over_budget():
+            # each kept item helps against the set without it; together they must not be significantly slower
+            # than untuned (with nothing left out, that is the first race again)
+            if dropped or instead:
+                ratio, rounds = self.race(self.deploy_whole(True, frozenset(dropped), instead), u)
+            else:
+                ratio, rounds = first
+            d = guard_decision(rounds)
+            g.update(kept_over_untuned=round(ratio, 3), kept_rounds=rounds, kept_interval=d["interval"],
+                     kept_decision=d["decision"])
+            if d["decision"] == "loss":
+                why = (f"the records kept in the check together took {ratio:.2f}x the untuned time (interval "
+                       f"{_iv(d['interval'])})")
                 for x in g["records"]:
-                    if x["kept"]:
+                    ru = x.get("runner_up", {})
+                    if x["kept"] or ru.get("kept"):
                         x["kept"] = False
-                        x["why"] = f"the records kept in the check together took {ratio:.2f}x the untuned time"
-                        dropped.append(x["signature"])
+                        x["why"] = why
+                        if ru.get("kept"):
+                            ru["kept"], ru["why"] = False, why
+                        if x["signature"] not in dropped:
+                            dropped.append(x["signature"])
+                instead = {}
         for x in g["records"]:
-            if not x["kept"]:
-                alone = f"; {x['alone_speedup']:.2f}x faster alone" if x["alone_speedup"] else ""
-                x["why"] = x.get("why") or (f"with it the model took {x['with_over_without']:.2f}x its time without "
-                                            f"it, median of {len(x['rounds'])} interleaved rounds{alone}")
-                r = recs.get(x["signature"])
-                self.db.reject(tuningdb.Rejection(self.fp, key, x["signature"], self.model.name,
-                                                  r.variant if r else "learned", x["algo"], x["why"],
-                                                  self.device.name, tuningdb.today()))
+            if x["kept"]:
+                continue
+            alone = f"; {x['alone_speedup']:.2f}x faster alone" if x["alone_speedup"] else ""
+            x["why"] = x.get("why") or (f"with it the model took {x['with_over_without']:.2f}x its time without it, "
+                                        f"median of {len(x['rounds'])} interleaved rounds, interval "
+                                        f"{_iv(x['interval'])}: {_DECISION[x['decision']]}{alone}")
+            r = recs.get(x["signature"])
+            ru = x.get("runner_up", {})
+            alt = ("", "", "")
+            if ru.get("kept"):
+                alt = (ru["forced"], ru["variant"], ru["algo"])
+                g["replaced"][x["signature"]] = ru["variant"]
+            self.db.reject(tuningdb.Rejection(self.fp, key, x["signature"], self.model.name,
+                                              r.variant if r else "learned", x["algo"], x["why"],
+                                              self.device.name, tuningdb.today(), *alt))
         g["dropped"] = dropped
-        n = len(dropped)
+        n = sum(1 for x in g["records"] if not x["kept"])
         if n:
             g["verdict"] = f"{n} of {len(g['records'])} checked rejected for this model"
+            if g["replaced"]:
+                g["verdict"] += f", {len(g['replaced'])} of them replaced by their runner-up"
         elif g["records"]:
-            g["verdict"] = "every record checked helps in the model"
+            g["verdict"] = "every record checked kept in the model"
         else:
             g["verdict"] = "the tuned build is not faster than untuned"
         if g["unchecked"]:
             g["verdict"] += f"; {len(g['unchecked'])} not checked (budget), kept"
         g["s"] = round(time.monotonic() - t0, 2)
         return g
+
+    def _runner_up(self, rec: Record | None, job: Job | None) -> dict | None:
+        """A rejected record's runner-up: the fastest other variant its layer timed alone (checked against
+        onnxruntime then) whose kernel is neither the record's nor the cost model's pick and that was at least
+        MIN_GAIN faster than the pick alone. None for the learned constants and regions (two layouts: the other
+        one is the estimate's pick)."""
+        from edgec.codegen import variants
+        from edgec.codegen.targets import get_target
+
+        if rec is None or job is None or job.region is not None:
+            return None
+        timed = [t for t in rec.trials if "ms" in t and t["variant"] not in ("default", rec.variant)
+                 and t.get("algo") not in (rec.algo, rec.default_algo) and t["ms"] * MIN_GAIN <= rec.default_ms]
+        if not timed:
+            return None
+        best = min(timed, key=lambda t: t["ms"])
+        vs = variants.candidates(job.node, get_target(self.device.target), job.facts)
+        forced = dict(variants.forcings(vs, job.facts, self.threads)).get(best["variant"])
+        if not forced:  # a variant of a registry since changed
+            return None
+        return {"variant": best["variant"], "algo": best["algo"], "forced": forced,
+                "alone_speedup": round(rec.default_ms / best["ms"], 3)}
 
     def compare_whole(self, untuned, tuned) -> float:
         """The tuned build against the untuned one, on the device, same inputs (every kernel of the tuned
@@ -950,6 +1034,43 @@ class Tuner:
             raise EdgecError(f"the tuned build of {self.model.name} differs from the untuned one on "
                              f"{self.device.name}: max relative error {worst:.2e}; rerun with --no-tuning builds")
         return worst
+
+
+_DECISION = {"loss": "a significant loss", "inconclusive": "neither a significant gain nor loss, and its layer "
+             f"less than {GUARD_LAYER_GAIN}x faster alone", "gain": "a significant gain"}
+
+
+def _iv(interval) -> str:
+    lo, hi = interval
+    return f"{lo:.3f}-{hi:.3f}" if hi is not None else "unbounded (too few rounds)"
+
+
+def median_interval(ratios: list[float], confidence: float = GUARD_CONFIDENCE) -> tuple[float, float, float]:
+    """The median of the rounds' ratios and a distribution-free interval holding the true median with at least
+    `confidence`: the k-th smallest and k-th largest round, k the largest with P(Binomial(n, 1/2) < k) <=
+    (1 - confidence) / 2 (15 rounds, 0.9: the 4th of each end, 96.5%). Too few rounds for that: (median, 0, inf)."""
+    x = sorted(float(r) for r in ratios)
+    n = len(x)
+    if not n:
+        return 1.0, 0.0, math.inf
+    tail, k, cdf = (1 - confidence) / 2, 0, 0.0
+    while k < n and cdf + math.comb(n, k) / 2 ** n <= tail:
+        cdf += math.comb(n, k) / 2 ** n
+        k += 1
+    med = float(np.median(x))
+    return (med, 0.0, math.inf) if k == 0 else (med, x[k - 1], x[n - k])
+
+
+def guard_decision(ratios: list[float], alone: float | None = None) -> dict:
+    """The whole-model check's rule on one race's rounds (ratio: with the item / without it, or tuned / untuned):
+    "gain" when the interval of the median (median_interval) lies below 1 (kept), "loss" when above (rejected),
+    else "inconclusive": kept only when the layer ran at least GUARD_LAYER_GAIN faster alone (alone: the record's
+    speedup over the cost model's pick; None for the learned constants and whole builds: not kept)."""
+    med, lo, hi = median_interval(ratios)
+    decision = "gain" if hi < 1 else "loss" if lo > 1 else "inconclusive"
+    keep = decision == "gain" or (decision == "inconclusive" and alone is not None and alone >= GUARD_LAYER_GAIN)
+    return {"median": round(med, 4), "interval": [round(lo, 4), round(hi, 4) if math.isfinite(hi) else None],
+            "decision": decision, "keep": keep}
 
 
 def _units(live: list[Candidate], jobs: int) -> list[list[str]]:
@@ -1107,6 +1228,8 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
             for x in report["guard"].get("records", []):
                 if x["signature"] == row["signature"] and not x["kept"]:
                     row["rejected"] = x["why"]
+                    if x.get("runner_up", {}).get("kept"):
+                        row["replaced_by"] = x["runner_up"]["variant"]
     if final_bench:
         prog("final")
         u_dep, t_dep = tu.deploy_whole(False), tu.deploy_whole(True)

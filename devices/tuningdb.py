@@ -30,11 +30,15 @@ _COLUMNS = """
 
 # a record the whole-model check of `edgec tune` found slower inside one model (devices/tune.py guard): records
 # are per layer signature and shared by every model, so the rejection is kept per model (its file's content
-# hash) and only that model's builds leave the record out
+# hash) and only that model's builds leave the record out (or, instead_*: use the record's runner-up the check
+# kept in its place)
 _REJECT_COLUMNS = """
   fingerprint TEXT NOT NULL, model_key TEXT NOT NULL, signature TEXT NOT NULL, model TEXT NOT NULL,
   variant TEXT NOT NULL, algo TEXT NOT NULL, reason TEXT NOT NULL, device TEXT NOT NULL, date TEXT NOT NULL,
+  instead TEXT NOT NULL DEFAULT '', instead_variant TEXT NOT NULL DEFAULT '', instead_algo TEXT NOT NULL DEFAULT '',
   PRIMARY KEY (fingerprint, model_key, signature)"""
+# columns added since the table was first made: a database made before them gets them on open
+_REJECT_ADDED = ("instead", "instead_variant", "instead_algo")
 
 
 # the pseudo-signature of a rejection of the constants learned from the records (devices/tune.py
@@ -61,11 +65,19 @@ class Rejection:
     reason: str       # what the whole-model timing showed
     device: str
     date: str
+    # the record's runner-up the check kept for this model in its place: its forced fields ("": the cost
+    # model's pick), variant and kernel
+    instead: str = ""
+    instead_variant: str = ""
+    instead_algo: str = ""
 
     def note(self) -> str:
-        """The --explain text of a layer of this model that keeps the cost model's pick despite a record."""
-        return (f"the tuning record for this layer ({self.algo}) is not applied to {self.model}: edgec tune on "
+        """The --explain text of a layer of this model that does not use its record."""
+        text = (f"the tuning record for this layer ({self.algo}) is not applied to {self.model}: edgec tune on "
                 f"{self.device}, {self.date}, found it slower inside the whole model ({self.reason})")
+        if self.instead:
+            text += f"; its runner-up {self.instead_variant} ({self.instead_algo}) is used instead"
+        return text
 
 
 # a transfer also tries a source layer's variants timed within this factor of its fastest (Record.transferable)
@@ -148,6 +160,10 @@ class TuningDB:
             self.con.execute(f"CREATE TABLE IF NOT EXISTS records ({_COLUMNS})")
             self.con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             self.con.execute(f"CREATE TABLE IF NOT EXISTS rejections ({_REJECT_COLUMNS})")
+            have = {row[1] for row in self.con.execute("PRAGMA table_info(rejections)")}
+            for col in _REJECT_ADDED:
+                if col not in have:
+                    self.con.execute(f"ALTER TABLE rejections ADD COLUMN {col} TEXT NOT NULL DEFAULT ''")
             self.con.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             self.con.commit()
         except sqlite3.DatabaseError as e:
@@ -195,21 +211,25 @@ class TuningDB:
 
     def reject(self, r: Rejection) -> None:
         """Leave a record out of one model's builds (committed at once, like put)."""
-        row = (r.fingerprint, r.model_key, r.signature, r.model, r.variant, r.algo, r.reason, r.device, r.date)
+        row = {f.name: getattr(r, f.name) for f in fields(Rejection)}
         with self.con:
-            self.con.execute(f"INSERT OR REPLACE INTO rejections VALUES ({','.join('?' * len(row))})", row)
+            self.con.execute(f"INSERT OR REPLACE INTO rejections ({', '.join(row)}) VALUES ({','.join('?' * len(row))})",
+                             tuple(row.values()))
 
     def all_rejections(self, fp: str | None = None) -> list[Rejection]:
         where, args = ("WHERE fingerprint = ?", (fp,)) if fp else ("", ())
-        rows = self.con.execute(f"SELECT * FROM rejections {where} ORDER BY fingerprint, model_key, signature",
-                                args).fetchall()
+        rows = self.con.execute(f"SELECT {_REJ_SELECT} FROM rejections {where} ORDER BY fingerprint, model_key, "
+                                "signature", args).fetchall()
         return [Rejection(*row) for row in rows]
 
     def rejections(self, fp: str, key: str) -> dict[str, Rejection]:
         """Per signature, the records left out of the builds of the model with this content key."""
-        rows = self.con.execute("SELECT * FROM rejections WHERE fingerprint = ? AND model_key = ? ORDER BY signature",
-                                (fp, key)).fetchall()
+        rows = self.con.execute(f"SELECT {_REJ_SELECT} FROM rejections WHERE fingerprint = ? AND model_key = ? "
+                                "ORDER BY signature", (fp, key)).fetchall()
         return {row[2]: Rejection(*row) for row in rows}
+
+
+_REJ_SELECT = ", ".join(f.name for f in fields(Rejection))  # the dataclass's order, whatever the table's
 
 
 def today() -> str:
@@ -316,7 +336,7 @@ def import_file(path: Path, db: TuningDB) -> int:
     return len(recs)
 
 
-_REJ_FIELDS = [f.name for f in fields(Rejection)]
+_REJ_FIELDS = [f.name for f in fields(Rejection) if f.name not in _REJECT_ADDED]  # exports before the runner-up lack those
 
 
 def _check_object(d, where: str, names) -> str:
@@ -330,11 +350,18 @@ def _check_object(d, where: str, names) -> str:
 
 
 def _rejection_from(d, i: int, path: Path) -> Rejection:
+    from edgec.codegen.variants import parse_forced
+
     where = _check_object(d, f"{path}: rejection {i + 1}", _REJ_FIELDS)
-    bad = [k for k in _REJ_FIELDS if not isinstance(d[k], str)]
+    names = _REJ_FIELDS + [k for k in _REJECT_ADDED if k in d]
+    bad = [k for k in names if not isinstance(d[k], str)]
     if bad:
         raise EdgecError(f"{where}: {bad[0]} has the wrong type ({type(d[bad[0]]).__name__})")
-    return Rejection(**{k: d[k] for k in _REJ_FIELDS})
+    try:
+        parse_forced(d.get("instead", ""))
+    except EdgecError as e:
+        raise EdgecError(f"{where}: {e}") from None
+    return Rejection(**{k: d[k] for k in names})
 
 
 def _record_from(d, i: int, path: Path) -> Record:

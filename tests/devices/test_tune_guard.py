@@ -15,7 +15,8 @@ from devkit import run_cli
 from edgec.devices import tuningdb
 from edgec.devices.inventory import Inventory
 from edgec.devices.transport import open_transport
-from edgec.devices.tune import GUARD_GAIN, tune
+from edgec.codegen.options import CompileOptions
+from edgec.devices.tune import GUARD_LAYER_GAIN, Tuner, guard_decision, plan, tune
 
 pytestmark = [pytest.mark.slow]
 
@@ -65,13 +66,20 @@ def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_mod
             db.put(bad)
         rep = tune(a, dev, t)  # every layer resumed: the check alone runs, then the whole-model bench
     g = rep["guard"]
-    assert g["tuned_over_untuned"] > 1 / GUARD_GAIN, g  # the forced record slowed the model
+    # the forced record slowed the model: every one of the 5 rounds (the interval of 5 is their min and max)
+    assert g["tuned_decision"] == "loss" and g["tuned_interval"][0] > 1, g
     # the constants learned from the records are checked too (where they move a pick): kept or not, the forced
     # record is what slowed the model
     assert bad.signature in g["dropped"] and set(g["dropped"]) <= {bad.signature, tuningdb.LEARNED}, g
     checked = {x["signature"]: x for x in g["records"]}
-    assert not checked[bad.signature]["kept"] and checked[bad.signature]["with_over_without"] > 1 / GUARD_GAIN
-    assert "faster alone" in checked[bad.signature]["why"]
+    x = checked[bad.signature]
+    assert not x["kept"] and x["decision"] == "loss" and x["interval"][0] > 1 and x["with_over_without"] > 1
+    assert "faster alone" in x["why"] and "a significant loss" in x["why"]
+    # its runner-up: a variant faster than the cost model's pick alone that is neither pick; none here (the pick
+    # was the fastest), so nothing else was built
+    ok = [t for t in conv.trials if "ms" in t and t["variant"] not in ("default", bad.variant)
+          and t["algo"] not in (bad.algo, conv.default_algo) and t["ms"] * 1.03 <= default_ms]
+    assert ("runner_up" in x) == bool(ok) and g["replaced"] == {}
     row = next(r for r in rep["layers"] if r["signature"] == bad.signature)
     assert row["rejected"] == checked[bad.signature]["why"]
     with tuningdb.TuningDB() as db:
@@ -155,3 +163,89 @@ def test_rejected_learned_constants_leave_that_models_picks_to_the_hand_set_ones
                                      "learned constants", "slower", "local", "2026-11-25"))
     assert conv_algo(a) == hand_set
     assert conv_algo(b) == learned
+
+
+def _conv_record(db, fp, chans, size):
+    return next(r for r in db.records(fp) if r.cls == "conv3x3s1+relu" and f"C{chans}H{size}W{size}K{chans}G1" in r.signature)
+
+
+def test_a_rejected_records_runner_up_gets_one_check_and_the_model_follows_its_verdict(edgec_env, monkeypatch):
+    """The record forces the slowest variant the search timed (a significant loss in the model: rejected); its
+    trials are made to say a third variant ran 1.5x faster than the cost model's pick alone, so that variant is the
+    runner-up: checked once in the model against the cost model's pick, kept when not a significant loss (its claimed
+    layer gain is over GUARD_LAYER_GAIN), and the model's builds then use it in place of the record."""
+    from edgec.codegen import variants
+
+    monkeypatch.setattr("edgec.devices.tune.GUARD_ROUNDS", 5)
+    a = _convs(edgec_env / "a.onnx", 40, 24, pool=False)
+    dev = Inventory().resolve(["local"])[0]
+    with open_transport(dev) as t:
+        rep = tune(a, dev, t, final_bench=False, guard=False, layout="nchw")
+        with tuningdb.TuningDB() as db:
+            conv = _conv_record(db, rep["fingerprint"], 40, 24)
+            timed = {x["variant"]: x for x in conv.trials if "ms" in x}
+            default_ms = timed["default"]["ms"]
+            slow = max((x for x in timed.values() if x["variant"] not in ("default", conv.variant)),
+                       key=lambda x: x["ms"])
+            others = [x for x in timed.values() if x["variant"] not in ("default", slow["variant"])
+                      and x["algo"] not in (slow["algo"], conv.default_algo)]
+            assert others, conv.trials
+            ru = others[0]
+            trials = [{**x, "ms": default_ms / 1.5} if x["variant"] == ru["variant"] else x for x in conv.trials]
+            var = next(v for v in variants.VARIANTS if v.name == slow["variant"])
+            bad = dataclasses.replace(conv, variant=var.name, algo=slow["algo"], forced=var.forced_str({"G": 1, "kind": "conv"}),
+                                      time_ms=default_ms / 2, default_ms=default_ms, trials=trials)
+            db.put(bad)
+        rep = tune(a, dev, t, final_bench=False, guard=True, layout="nchw")
+    g = rep["guard"]
+    x = next(x for x in g["records"] if x["signature"] == bad.signature)
+    assert not x["kept"] and x["decision"] == "loss", x
+    r = x["runner_up"]
+    assert r["variant"] == ru["variant"] and r["algo"] == ru["algo"] and r["alone_speedup"] == 1.5 and r["checked"], r
+    assert len(r["rounds"]) == 5 and r["decision"] in ("gain", "inconclusive", "loss")
+    assert r["kept"] == (r["decision"] != "loss")  # 1.5x alone: kept unless a significant loss in the model
+    with tuningdb.TuningDB() as db:
+        rej = db.rejections(bad.fingerprint, tuningdb.model_key(a))[bad.signature]
+    row = next(w for w in rep["layers"] if w["signature"] == bad.signature)
+    monkeypatch.setenv("EDGEC_LAYOUT", "nchw")
+    rc, out, err = run_cli("compile", str(a), "-o", str(edgec_env / "ca"), "--json")
+    assert rc == 0, err
+    layer = next(l for l in json.loads(out)["layers"] if l["details"].get("signature") == bad.signature)
+    if r["kept"]:
+        assert g["replaced"] == {bad.signature: ru["variant"]} and row["replaced_by"] == ru["variant"]
+        assert rej.instead and rej.instead_variant == ru["variant"] and rej.instead_algo == ru["algo"]
+        assert layer["algo"] == ru["algo"] and "runner-up" in layer["details"]["tuned"]
+    else:
+        assert g["replaced"] == {} and "replaced_by" not in row and rej.instead == ""
+        assert layer["algo"] == conv.default_algo and "runner-up" not in layer["details"]["tuned"]
+
+
+def test_the_decision_on_real_builds_keeps_a_faster_build_and_rejects_a_slower_one(edgec_env):
+    """guard_decision on Tuner.race's rounds of two real builds of one model: the 3x3 layer forced to its direct
+    kernel (2-5x slower than Winograd alone on this host) against the cost model's Winograd pick. 15 rounds, as the
+    check: the faster build is a significant gain (kept even without a layer gain to go by), the slower one a
+    significant loss (rejected whatever its layer claimed)."""
+    from edgec.codegen import variants
+    from edgec.codegen.targets import get_target
+    from edgec.devices.deploy import deploy
+
+    a = _convs(edgec_env / "a.onnx", 40, 24, pool=True)
+    dev = Inventory().resolve(["local"])[0]
+    job = next(j for j in plan(a, dev, 1, layout="nchw") if j.cls == "conv3x3s1+relu")
+    assert job.default_algo.startswith("winograd"), job.default_algo
+    forced = dict(variants.forcings(variants.candidates(job.node, get_target(dev.target), job.facts), job.facts, 1))
+    with open_transport(dev) as t:
+        def build(tuned):
+            return deploy(a, dev, t, profile=False, options=CompileOptions(target=dev.target, layout="nchw", tuned=tuned))
+
+        fast = build(())
+        slow = build(((job.signature, forced["direct"], "forced direct"),))
+        assert slow.build_info["layers"][0]["algo"] != fast.build_info["layers"][0]["algo"]
+        tu = Tuner(a, dev, t, layout="nchw")
+        ratio, rounds = tu.race(fast, slow)
+        d = guard_decision(rounds)
+        assert d["decision"] == "gain" and d["keep"] and d["interval"][1] < 1 and len(rounds) == 15, d
+        ratio, rounds = tu.race(slow, fast)
+        d = guard_decision(rounds, alone=10.0)
+        assert d["decision"] == "loss" and not d["keep"] and d["interval"][0] > 1, d
+        assert GUARD_LAYER_GAIN < 10.0
