@@ -25,6 +25,14 @@ MNNConvert; a converter that cannot take the QDQ model is reported with its erro
 
     python benchmarks/bench_int8.py [--runs 50] [--threads 1] [--models digits,ppocr] [--engines openvino,mnn]
     python benchmarks/bench_int8.py --micro   # q8 GEMM microbenchmark: vpmaddwd vs vpmaddubsw kernels
+    python benchmarks/bench_int8.py --models ppocr --rounds 15 --runs 200   # edgec builds interleaved
+
+--rounds N measures only edgec's own builds (fp32, 8-bit int8, 7-bit int8 of each model), built once and run
+one after the other in each of N rounds, the order reversed every other round, so a change in the host's load
+reaches all of them alike. Each round takes the median of the bench program's per-run CPU time (--runs runs
+after warm-up; with one thread that leaves out the time others ran) per build; the table gives each build's
+median and fastest round and the per-round fp32 / int8 ratio's median, spread (min-max) and quartiles, with
+the load average seen at the start of the rounds.
 """
 
 from __future__ import annotations
@@ -98,6 +106,43 @@ def edgec_ms(model: Path, out: Path, target: str, shapes: dict, threads: int, ru
     d = time_edgec(b.binaries["bench"], threads, runs, 10)
     _BEST[out] = min(d["runs_ms"])
     return median(d["runs_ms"]), b.weights_bytes
+
+
+def _cpu_ms(bench: Path, threads: int, runs: int, warmup: int) -> float:
+    return median(time_edgec(bench, threads, runs, warmup)["runs_cpu_ms"])
+
+
+def _quartiles(xs: list[float]) -> tuple[float, float]:
+    s = sorted(xs)
+    return s[(len(s) - 1) // 4], s[(3 * (len(s) - 1) + 3) // 4]
+
+
+def interleaved(model_list: dict, work: Path, int8_target: str, threads: int, runs: int, rounds: int) -> None:
+    """fp32 and int8 builds of each model run alternately over `rounds` rounds, CPU time per run."""
+    print(f"edgec builds interleaved: {rounds} rounds (order reversed every other round), threads {threads}, "
+          f"median CPU ms of {runs} runs per build and round; int8 target {int8_target}\n")
+    print("| model | load (1 min) | fp32 median / fastest | int8 median / fastest | fp32 / int8: median | "
+          "min-max | quartiles |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (f32, q, q7, _h, iname, x, _xe, _labels) in model_list.items():
+        shapes = {iname: list(x.shape)}
+        builds = {"fp32": compile_model(f32, work / f"{name}_r32", target="native", build=True, input_shapes=shapes,
+                                        threads=threads).binaries["bench"]}
+        for tag, qm in (("8-bit", q), ("7-bit", q7)):
+            builds[tag] = compile_model(qm, work / f"{name}_r8{tag}", target=int8_target, build=True,
+                                        input_shapes=shapes, threads=threads).binaries["bench"]
+        ms = {k: [] for k in builds}
+        loads = []
+        for r in range(rounds):
+            loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
+            for k in (list(builds) if r % 2 == 0 else list(builds)[::-1]):
+                ms[k].append(_cpu_ms(builds[k], threads, runs, 10))
+        for tag in ("8-bit", "7-bit"):
+            ratio = [a / b for a, b in zip(ms["fp32"], ms[tag])]
+            q1, q3 = _quartiles(ratio)
+            print(f"| {name} {tag} | {min(loads):.1f}-{max(loads):.1f} | {median(ms['fp32']):.4f} / "
+                  f"{min(ms['fp32']):.4f} | {median(ms[tag]):.4f} / {min(ms[tag]):.4f} | {median(ratio):.3f}x | "
+                  f"{min(ratio):.3f}-{max(ratio):.3f} | {q1:.3f}-{q3:.3f} |")
 
 
 def int8_accuracy(q: Path, out: Path, target: str, iname: str, x: np.ndarray, labels) -> dict:
@@ -186,6 +231,8 @@ def main() -> None:
     ap.add_argument("--micro", action="store_true", help="only the q8 GEMM microbenchmark")
     ap.add_argument("--engines", default="openvino,mnn",
                     help="other engines' int8 on the same QDQ models (comma-separated; '' for none)")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="only edgec's fp32 and int8 builds, interleaved over this many rounds (CPU time)")
     ap.add_argument("--engine-lsb", type=float, default=16.0,
                     help="an engine more than this many output LSB off the exact QDQ result is not timed")
     a = ap.parse_args()
@@ -199,6 +246,12 @@ def main() -> None:
         bad = [n for n in eng if n not in E.ENGINES or n in ("edgec", "onnxruntime")]
         if bad:
             ap.error(f"--engines: {bad[0]!r} is not another engine; choose from openvino, ncnn, mnn")
+    if a.rounds < 0 or a.runs < 1:
+        ap.error("--rounds must be >= 0 and --runs >= 1")
+    if a.rounds:
+        with tempfile.TemporaryDirectory() as tmp:
+            interleaved(models(Path(tmp), a.models.split(",")), Path(tmp), int8_target, a.threads, a.runs, a.rounds)
+        return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
