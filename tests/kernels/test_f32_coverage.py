@@ -1,0 +1,125 @@
+"""The fp32 kernel rows and files the per-family tests leave out of a run against their scalar reference.
+
+- NEON rows without an arch (depthwise 3x3/5x5/kxk, channel-blocked depthwise, GSPC along ow) ship on
+  armv7 too (kernels.usable); test_f32_kernels builds them for AArch64 only. Here: their odd-shape test
+  programs (the whole shape set, not the quick one: under 1 s each) for armv7 under qemu-arm, where
+  ec_simd_neon.h takes its 32-bit paths.
+- AVX-512 rows and files: test_f32_kernels, test_spmm and the global average pool test skip them before
+  compiling on a CPU without AVX-512. Here each is built with the target's flags and -Werror (its test program
+  linked), and run where the CPU has it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from edgec.codegen import kernels
+from edgec.codegen.ops.pool import GAVGPOOL
+from edgec.codegen.targets import get_target
+from edgec.runtime_c import root as runtime_root
+from qkit import cpu_flags
+from test_f32_kernels import CDIR, WFLAGS, _test_of
+from tests.codegen.test_simd_kernels import DRIVER as GAVGPOOL_DRIVER
+from tests.codegen.test_simd_kernels import SIZES as GAVGPOOL_SIZES
+
+ARMV7 = get_target("armv7-neon")
+AVX512 = get_target("x86_64-avx512")
+NEON_ANY_ARCH = [k for k in kernels.KERNELS if k.isa == "neon" and k.arch is None and k.op != "winograd"]
+# winograd: test_f32_winograd builds it; igemm: its program is the gemm row's (the pair shares a tile)
+AVX512_ROWS = [k for k in kernels.KERNELS if k.isa == "avx512" and k.op not in ("winograd", "igemm")]
+
+
+class Builder:
+    """Compiles each source to its own object (ccache can keep those; one gcc call over several sources it cannot)
+    and reuses objects across the module's builds: the scalar references and the thread pool are built once per
+    flag set."""
+
+    def __init__(self, root):
+        self.root, self.objs = root, {}
+
+    def link(self, cc: str, cflags, srcs, defs: dict, out, static=False, opt="-O2"):
+        if shutil.which(cc) is None:
+            pytest.skip(f"{cc} is not installed")
+        flags = [opt, *WFLAGS, *cflags, f"-I{runtime_root()}"]
+        objs = []
+        for src in srcs:  # the test program (first) takes the defines; runtime files need none
+            d = defs if src == srcs[0] else {}
+            key = (cc, *flags, str(src), *sorted(f"-D{a}={b}" for a, b in d.items()))
+            if key not in self.objs:
+                obj = self.root / f"{len(self.objs)}.o"
+                self._run([cc, *flags, *key[len(flags) + 2:], "-c", str(src), "-o", str(obj)])
+                self.objs[key] = obj
+            objs.append(str(self.objs[key]))
+        self._run([cc, *cflags, *(["-static"] if static else []), *objs, "-o", str(out), "-lm", "-lpthread"])
+        return out
+
+    @staticmethod
+    def _run(cmd):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory):
+    return Builder(tmp_path_factory.mktemp("objs"))
+
+
+def _row_sources(k: kernels.Kernel, extra: list[str], prog: str) -> list:
+    rt = runtime_root()
+    return [CDIR / prog, rt / "ec_threadpool.c", *dict.fromkeys([rt / k.file, *(rt / e for e in extra)])]
+
+
+def _ok(r: subprocess.CompletedProcess) -> None:
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "cases ok" in r.stdout and "FAIL" not in r.stdout, r.stdout[-3000:]
+
+
+@pytest.mark.parametrize("k", NEON_ANY_ARCH, ids=lambda k: k.name)
+def test_neon_rows_on_armv7(k, builder, tmp_path):
+    """The AArch64 test program of the row, built for armv7 (the target's flags) and run under qemu-arm."""
+    if shutil.which(ARMV7.qemu[0]) is None:
+        pytest.skip(f"{ARMV7.qemu[0]} is not installed")
+    prog, defs, extra = _test_of(k)
+    exe = tmp_path / "t"
+    builder.link(ARMV7.cc, ARMV7.cflags, _row_sources(k, extra, prog), defs, exe, static=True)
+    _ok(subprocess.run([*ARMV7.qemu, str(exe)], capture_output=True, text=True, timeout=600))
+
+
+@pytest.mark.parametrize("k", AVX512_ROWS, ids=lambda k: k.name)
+def test_avx512_rows_build_and_run_where_supported(k, builder, tmp_path):
+    prog, defs, extra = _test_of(k)
+    exe = tmp_path / "t"
+    builder.link("gcc", AVX512.cflags, _row_sources(k, extra, prog), defs, exe)
+    _avx512_run([str(exe)], "cases ok")
+
+
+def _avx512_run(cmd: list[str], expect: str) -> None:
+    if not AVX512.runs_natively():
+        missing = [f for f in AVX512.features if f.startswith("avx512") and f not in cpu_flags()]
+        pytest.skip(f"built with -Werror; this CPU lacks {', '.join(missing) or 'AVX-512'}")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and expect in r.stdout and "FAIL" not in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("tile", sorted(f.name.split("-")[2] for f in (runtime_root() / "f32-spmm").glob("*-avx512.c")))
+def test_avx512_spmm_builds_and_runs_where_supported(tile, builder, tmp_path):
+    """test_spmm's program (sparsity 0-1, odd M/N/K, every epilogue) on each AVX-512 sparse kernel file (the
+    emitter uses 1x1; 4x4 is kept, measured slower than AVX2's)."""
+    br, bc = tile.split("x")
+    rt = runtime_root()
+    exe = builder.link("gcc", AVX512.cflags, [CDIR / "spmm_test.c", rt / "f32-spmm/f32-spmm-scalar.c",
+                                              rt / f"f32-spmm/f32-spmm-{tile}-avx512.c"],
+                       {"KERNEL": f"f32_spmm_{tile}__avx512", "KERNEL_NAME": f'"{tile}-avx512"', "BR": br, "BC": bc},
+                       tmp_path / "t")
+    _avx512_run([str(exe)], "1280/1280 cases match")
+
+
+def test_avx512_gavgpool_builds_and_runs_where_supported(builder, tmp_path):
+    header, fn = GAVGPOOL["avx512"]
+    src, exe = tmp_path / "t.c", tmp_path / "t"
+    src.write_text(GAVGPOOL_DRIVER % {"header": header, "fn": fn, "sizes": ", ".join(map(str, GAVGPOOL_SIZES))})
+    builder.link("gcc", AVX512.cflags, [src], {}, exe)
+    _avx512_run([str(exe)], "")
