@@ -323,7 +323,8 @@ def test_budget_and_bad_arguments(env, models):
 @pytest.mark.ssh
 def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models, monkeypatch):
     monkeypatch.setenv("EDGEC_LAYOUT", "nchw")  # as compile: the layer's NCHW kernels, no region to measure
-    rc, out, err = run_cli("tune", str(models["dw"]), "-d", "emu-pi4", "--json", "--no-guard")
+    # the command as a user runs it: layer search, whole-model check, final bench
+    rc, out, err = run_cli("tune", str(models["dw"]), "-d", "emu-pi4", "--json")
     assert rc == 0, err
     rep = json.loads(out)
     assert rep["emulated"] and rep["mode"] == "cross" and rep["facts"]["target"] == "aarch64-neon"
@@ -331,12 +332,20 @@ def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models, monkeypatch
     row = rep["layers"][0]
     assert row["source"] == "measured" and row["record"]["emulated"]
     assert {"default", "dw-plane", "dw-cb"} <= {t["variant"] for t in row["record"]["trials"]}
-    assert rep["whole_model"]["tuned_layers"] == 1
+    g = rep["guard"]  # a forced record is checked in the model on the board; the cost model's pick needs no check
+    forced = row["record"]["algo"] != row["record"]["default_algo"]
+    assert (g["verdict"] == "no record changes this model's code") != forced, g
+    rejected = [x for x in g.get("records", []) if not x["kept"]]
+    assert rep["whole_model"]["tuned_layers"] == 1 and rep["whole_model"]["max_rel_err_vs_untuned"] < 1e-3
+    assert ("rejected" in row) == bool(rejected)
     with tuningdb.TuningDB() as db:
         rec = db.get(rep["fingerprint"], row["signature"])
         assert rec.emulated and db.applicable(rec.fingerprint, emulated=True) == [rec]
         # a real board never gets emulator timings, even under the same fingerprint
         assert db.applicable(rec.fingerprint, emulated=False) == []
+        # the check's rejections are the emulated fingerprint's too
+        key = tuningdb.model_key(models["dw"])
+        assert {r.fingerprint for r in db.all_rejections() if r.model_key == key} <= {rec.fingerprint}
     # and a real board's fingerprint differs anyway: same facts without the emulator
     real = {k: v for k, v in rec.facts.items() if k != "emulator"} | {"emulated": False}
     assert tuningdb.fingerprint(real) != rec.fingerprint
