@@ -2,16 +2,19 @@
 
     python benchmarks/bench_models.py [--runs 50] [--models ppocr-cls,digits-cnn,squeezenet,shufflenet,resnet50]
 
-Prints median ms per model and thread count, and the ratio edgec / onnxruntime (lower is better; the goal for
-single-thread latency is <= 1.5).
+Prints median wall-clock ms per inference per model and thread count, and the ratio edgec / onnxruntime (lower is
+better; the goal for single-thread latency is <= 1.5). Each side is warmed up for at least --warmup runs and 250 ms
+first (edgec in a fresh bench process, onnxruntime in a fresh session).
 
     python benchmarks/bench_models.py --engines [edgec,onnxruntime,openvino,ncnn,mnn] --threads 1,2 --runs 30 --md
 
 With --engines (no list: every engine installed here; the others come from `pip install -e .[bench]`), each model
 runs on every named engine: each engine's output is first held against onnxruntime's (max abs error, top-1), one
 that does not match is reported as "wrong output" and not timed; the rest are timed in --rounds interleaved rounds
-(each engine in turn, the order rotating, so drift on a shared host hits all alike), and the median ms per engine
-and edgec against the fastest other engine are printed. The onnx light models get random weights there (their
+(each engine in turn, the order rotating, so drift on a shared host hits all alike, --warmup runs before each
+share), and the median wall-clock ms per inference per engine and edgec against the fastest other engine are
+printed. Every engine keeps one warm process across the rounds: edgec's generated bench program runs as one
+`bench --serve` child, the others inside this Python process. The onnx light models get random weights there (their
 ConstantOfShape weights make every output identical, so a wrong conversion could not show). --models also takes
 dense3x3 (bench_gspc.py's 4 x conv3x3+ReLU stack, 128 ch, 28x28, g=1).
 """
@@ -25,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (median, random_inputs, time_edgec, time_onnxruntime,  # noqa: E402
+from common import (WARMUP_MS, median, random_inputs, time_edgec, time_onnxruntime,  # noqa: E402
                     without_initializer_inputs)
 
 from edgec import zoo  # noqa: E402
@@ -130,6 +133,10 @@ def engines_main(args, threads: list[int]) -> int:
         return 2
     print("engines: " + ", ".join(f"{e.name} {e.version()}" for e in engines))
     warmup = 3 if args.warmup is None else args.warmup
+    print(f"times: median wall-clock ms per inference over {args.runs} runs in {args.rounds} interleaved rounds, "
+          f"{warmup} warm-up runs before each engine's share; each engine in one warm process (edgec: bench --serve)")
+    with open("/proc/loadavg") as f:
+        print(f"load average at the start: {' '.join(f.read().split()[:3])}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in models:
@@ -137,6 +144,8 @@ def engines_main(args, threads: list[int]) -> int:
     if args.md:
         print()
         print("\n".join(md_table(rows, [e.name for e in engines])))
+    with open("/proc/loadavg") as f:
+        print(f"load average at the end: {' '.join(f.read().split()[:3])}")
     return 0
 
 
@@ -144,7 +153,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=None,
-                    help="warm-up runs (default 5; with --engines 3, before each engine's share of every round)")
+                    help="warm-up runs (default 5, and at least 250 ms; with --engines 3, before each engine's "
+                         "share of every round)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--target", default="native")
     ap.add_argument("--models", default=",".join(MODELS))
@@ -159,6 +169,8 @@ def main() -> int:
     if args.engines is not None:
         return engines_main(args, threads)
     warmup = 5 if args.warmup is None else args.warmup
+    print(f"median wall-clock ms per inference over {args.runs} runs, each after at least {warmup} warm-up runs and "
+          f"{WARMUP_MS:g} ms (edgec: a fresh bench process; onnxruntime: a fresh session)")
     print("| model | threads | edgec ms | onnxruntime ms | edgec/ort | arena KB (naive KB) |")
     print("|---|---|---|---|---|---|")
     speedups = []

@@ -1,6 +1,9 @@
 """Shared timing for benchmarks: onnxruntime and edgec's compiled bench program, in the same run.
 
-Absolute times on shared machines are noisy; what counts is the ratio measured in one run.
+Absolute times on shared machines are noisy; what counts is the ratio measured in one run. Every time here is
+wall-clock milliseconds per inference unless a name says CPU. Warm-up is at least `warmup` runs and at least
+WARMUP_MS of wall time for both engines: a fresh process or session is not timed in its first milliseconds
+(docs/benchmarks.md, "A young process").
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import numpy as np
 import onnxruntime as ort
 
 from edgec.model import graph_inputs, load_model
+
+WARMUP_MS = 250.0  # the generated bench program's own default
 
 
 def random_inputs(model_path: Path, shapes: dict | None = None, seed: int = 0) -> dict[str, np.ndarray]:
@@ -34,11 +39,15 @@ def ort_session(model_path: Path, threads: int) -> "ort.InferenceSession":
     return ort.InferenceSession(str(model_path), so, providers=["CPUExecutionProvider"])
 
 
-def time_onnxruntime(model_path: Path, feeds: dict, threads: int, runs: int, warmup: int) -> list[float]:
-    """Per-run milliseconds of ort_session(model_path, threads)."""
+def time_onnxruntime(model_path: Path, feeds: dict, threads: int, runs: int, warmup: int,
+                     warmup_ms: float = WARMUP_MS) -> list[float]:
+    """Per-run wall-clock milliseconds of ort_session(model_path, threads), after at least `warmup` runs and
+    `warmup_ms` of warm-up."""
     sess = ort_session(model_path, threads)
-    for _ in range(warmup):
+    n, t0 = 0, time.perf_counter()
+    while n < warmup or (time.perf_counter() - t0) * 1e3 < warmup_ms:
         sess.run(None, feeds)
+        n += 1
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -47,11 +56,54 @@ def time_onnxruntime(model_path: Path, feeds: dict, threads: int, runs: int, war
     return times
 
 
-def time_edgec(bench_binary: Path, threads: int, runs: int, warmup: int) -> dict:
-    """Run the generated bench program; returns its JSON report (runs_ms, init_ms, ...)."""
-    proc = subprocess.run([str(bench_binary), "--runs", str(runs), "--warmup", str(warmup), "--threads", str(threads)],
-                          capture_output=True, text=True, check=True)
+def time_edgec(bench_binary: Path, threads: int, runs: int, warmup: int, warmup_ms: float = WARMUP_MS) -> dict:
+    """Run the generated bench program once (a fresh process); returns its JSON report: runs_ms (wall clock),
+    runs_cpu_ms (the process's CPU time), warmup_runs, init_ms, ..."""
+    proc = subprocess.run([str(bench_binary), "--runs", str(runs), "--warmup", str(warmup), "--warmup-ms",
+                           str(warmup_ms), "--threads", str(threads)], capture_output=True, text=True, check=True)
     return json.loads(proc.stdout)
+
+
+class BenchServer:
+    """One generated bench program kept running (`bench --serve`): each time() is a request for warm-up and
+    timed runs in the same warm process, as the engines timed inside this Python process get. close() ends it."""
+
+    def __init__(self, bench_binary: Path, threads: int):
+        self.proc = subprocess.Popen([str(bench_binary), "--serve", "--threads", str(threads)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def time(self, runs: int, warmup: int, warmup_ms: float = 0.0) -> dict:
+        """The bench JSON report of `runs` timed runs after at least `warmup` runs and `warmup_ms` ms."""
+        try:
+            self.proc.stdin.write(f"{int(runs)} {int(warmup)} {float(warmup_ms)}\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (OSError, ValueError):  # the program ended, or close() was called
+            line = ""
+        if not line:
+            err = self.close()
+            raise RuntimeError(f"bench --serve ended without a result: {err or 'no message'}")
+        return json.loads(line)
+
+    def close(self) -> str:
+        """Ends the program; returns the last line it wrote to stderr, if any."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        err = self.proc.stderr.read() if self.proc.stderr and not self.proc.stderr.closed else ""
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        return lines[-1] if lines else ""
 
 
 def median(xs) -> float:

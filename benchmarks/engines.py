@@ -3,8 +3,12 @@ one check-then-time loop both run).
 
 One adapter per engine turns an ONNX model into a runner with a fixed intra-op thread count, converting it into a
 work folder where the engine has its own format (ncnn through pnnx, MNN through MNNConvert). A runner returns the
-outputs in the ONNX graph's output order and times its own inference step. The third-party engines come from the
-`bench` extra (`pip install -e .[bench]`) and are imported only here, lazily: a missing one is skipped with its reason.
+outputs in the ONNX graph's output order and times its own inference step: wall-clock ms per inference, after the
+same warm-up runs for every engine. Each engine keeps one warm process for the whole comparison: the others live
+in this Python process, edgec's generated bench program runs as one `bench --serve` child (a fresh process per
+round was slower in its first runs on a loaded host: docs/benchmarks.md, "A young process"). The third-party
+engines come from the `bench` extra (`pip install -e .[bench]`) and are imported only here, lazily: a missing one
+is skipped with its reason.
 
 Every engine runs in fp32 (ncnn's fp16/bf16 storage and arithmetic off, OpenVINO's precision hint f32, MNN's
 default precision, which is fp32 on x86), so its output can be held against onnxruntime's before it is timed.
@@ -35,6 +39,7 @@ class Runner:
     outputs: Callable[[], list[np.ndarray]]  # one inference on the prepared feeds, outputs in ONNX order
     step: Callable[[], object]  # one inference, results left where they are (what gets timed)
     timer: Callable[[int, int], list[float]] | None = None  # (runs, warmup) -> ms per run, when the engine times itself
+    close: Callable[[], object] | None = None  # ends what prepare() started (edgec's bench process)
 
     def time(self, runs: int, warmup: int) -> list[float]:
         if self.timer is not None:
@@ -131,7 +136,7 @@ class Edgec(Engine):
         return edgec.__version__
 
     def prepare(self, model, feeds, threads, work):
-        from common import time_edgec
+        from common import BenchServer
 
         from edgec.codegen import compile_model
         from edgec.codegen.targets import get_target
@@ -142,13 +147,23 @@ class Edgec(Engine):
         tgt = get_target(self.target)
         if not tgt.runs_natively():
             raise EngineError(f"target {self.target} does not run on this machine")
-        bench = build.binaries["bench"]
 
         def outputs():
             return run_binary(build.binaries["runner"], tgt, list(feeds.values()), work / "edgec-run", threads=threads)
 
-        return Runner(outputs=outputs, step=lambda: None,
-                      timer=lambda runs, warmup: time_edgec(bench, threads, runs, warmup)["runs_ms"])
+        server = None
+
+        def timer(runs, warmup):
+            nonlocal server
+            if server is None:  # started at the first round, not while the others are checked
+                server = BenchServer(build.binaries["bench"], threads)
+            return server.time(runs, warmup)["runs_ms"]
+
+        def close():
+            if server is not None:
+                server.close()
+
+        return Runner(outputs=outputs, step=lambda: None, timer=timer, close=close)
 
 
 class OpenVino(Engine):
@@ -403,10 +418,15 @@ def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list,
             runners[e.name] = r
         times = {n: [] for n in runners}
         order = list(runners)
-        for k in range(rounds):
-            for n in order[k % len(order):] + order[:k % len(order)] if order else []:
-                times[n] += runners[n].time(per_round, warmup)
-                time.sleep(pause)
+        try:
+            for k in range(rounds):
+                for n in order[k % len(order):] + order[:k % len(order)] if order else []:
+                    times[n] += runners[n].time(per_round, warmup)
+                    time.sleep(pause)
+        finally:
+            for r in runners.values():
+                if r.close is not None:
+                    r.close()
         rows.append({"threads": t, "ms": {n: median(v) for n, v in times.items()}, "status": status})
     return rows
 
