@@ -4,7 +4,7 @@
   armv7 too (kernels.usable); test_f32_kernels builds them for AArch64 only. Here: their odd-shape test
   programs (the whole shape set, not the quick one: under 1 s each) for armv7 under qemu-arm, where
   ec_simd_neon.h takes its 32-bit paths.
-- AVX-512 rows and files: test_f32_kernels, test_spmm and the global average pool test skip them before
+- AVX-512 rows and files: test_f32_kernels, test_spmm and the pool tests of test_simd_kernels skip them before
   compiling on a CPU without AVX-512. Here each is built with the target's flags and -Werror (its test program
   linked), and run where the CPU has it.
 """
@@ -23,6 +23,7 @@ from edgec.runtime_c import root as runtime_root
 from qkit import cpu_flags
 from test_f32_kernels import CDIR, WFLAGS, _test_of
 from tests.codegen.test_simd_kernels import DRIVER as GAVGPOOL_DRIVER
+from tests.codegen.test_simd_kernels import MAXPOOL_AVX2_DRIVER, MAXPOOL_DRIVER
 from tests.codegen.test_simd_kernels import SIZES as GAVGPOOL_SIZES
 
 ARMV7 = get_target("armv7-neon")
@@ -117,9 +118,18 @@ def test_avx512_spmm_builds_and_runs_where_supported(tile, builder, tmp_path):
     _avx512_run([str(exe)], "1280/1280 cases match")
 
 
-def test_avx512_gavgpool_builds_and_runs_where_supported(builder, tmp_path):
+def _pool_drivers() -> dict[str, str]:
     header, fn = GAVGPOOL["avx512"]
+    sizes = ", ".join(map(str, GAVGPOOL_SIZES))
+    return {"gavgpool-16x": GAVGPOOL_DRIVER % {"header": header, "fn": fn, "sizes": sizes},
+            "pool-2pass": MAXPOOL_DRIVER,           # the separable pools, auto-vectorised with the target's flags
+            "maxpool-2pass-avx2": MAXPOOL_AVX2_DRIVER}  # what the AVX-512 target's MaxPool runs (ops/pool.py)
+
+
+@pytest.mark.parametrize("driver", list(_pool_drivers()))
+def test_avx512_pools_build_and_run_where_supported(driver, builder, tmp_path):
+    """test_simd_kernels' pool drivers (odd sizes, vs the direct references) with the AVX-512 target's flags."""
     src, exe = tmp_path / "t.c", tmp_path / "t"
-    src.write_text(GAVGPOOL_DRIVER % {"header": header, "fn": fn, "sizes": ", ".join(map(str, GAVGPOOL_SIZES))})
-    builder.link("gcc", AVX512.cflags, [src], {}, exe)
+    src.write_text(_pool_drivers()[driver])
+    builder.link("gcc", AVX512.cflags, [src], {}, exe, opt="-O3" if driver == "pool-2pass" else "-O2")  # as there
     _avx512_run([str(exe)], "")
