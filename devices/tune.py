@@ -21,8 +21,9 @@ gets one check of its own. Then a whole-model bench, untuned vs tuned.
 
 Transfer-tuning (--transfer-only): layers with a record of their exact signature (measured on any model)
 reuse it; for the other layers one previously tuned model T is picked by argmax_T sum_c P_c^2 sqrt(|W_Tc|)
-(P_c: class c's share of this model's MACs, |W_Tc|: T's records of class c), and only T's recorded
-variants of the layer's class that still apply are measured against the cost model's pick.
+(P_c: class c's share of this model's MACs, |W_Tc|: T's records of class c), and only the recorded variants
+of T's layer of the class nearest in shape (_nearest) that still apply are measured against the cost model's
+pick.
 """
 
 from __future__ import annotations
@@ -1097,6 +1098,28 @@ def _tuned_layers(dep) -> int:
     return sum(1 for l in dep.build_info.get("layers", []) if l.get("details", {}).get("tuned"))
 
 
+def _shape(signature: str) -> tuple[float, ...] | None:
+    m = _GEOMETRY.search(signature)
+    if m is None:
+        return None
+    g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups())))
+    return (math.log(g["C"]), math.log(g["K"]), math.log(g["Ho"] * g["Wo"]), math.log(g["K"] / g["G"]))
+
+
+def _nearest(signature: str, recs: list[Record]) -> list[Record]:
+    """The source model's records of a layer's class that a transfer takes its variants from: the one nearest in
+    shape (sum of |log ratio| of input and output channels, output pixels and channels per group; ties all), or
+    every one where a signature has no geometry (regions, records made elsewhere). Taking every record of the
+    class measured about what full tuning measures: mnv2g8's four grouped records between them named every
+    Winograd variant and the GSPC paths, so a transfer to mnv2g16 built 5 candidates a layer, as its full tune."""
+    me = _shape(signature)
+    shapes = [_shape(r.signature) for r in recs]
+    if me is None or not recs or any(s is None for s in shapes):
+        return recs
+    dist = [sum(abs(a - b) for a, b in zip(me, s)) for s in shapes]
+    return [r for r, d in zip(recs, dist) if d <= min(dist) + 1e-9]
+
+
 def _choose_source_model(jobs: list[Job], pool: list[Record]) -> str | None:
     """The one tuned model to transfer from: argmax_T sum_c P_c^2 sqrt(|W_Tc|)."""
     total = sum(j.macs for j in jobs) or 1
@@ -1170,14 +1193,13 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
             row["source"] = "not measured: budget"
         elif transfer_only:
             kernels: dict[str, set | None] = {}  # variant -> the kernels it produced on the source model
-            for r in pool:
-                if r.model == source_model and r.cls == j.cls:
-                    for v in r.transferable():
-                        # a record with trials says which kernel its variant gave there (a record without does not)
-                        if r.trials and kernels.get(v, set()) is not None:
-                            kernels.setdefault(v, set()).add(r.kernel_of(v))
-                        else:
-                            kernels[v] = None
+            for r in _nearest(j.signature, [r for r in pool if r.model == source_model and r.cls == j.cls]):
+                for v in r.transferable():
+                    # a record with trials says which kernel its variant gave there (a record without does not)
+                    if r.trials and kernels.get(v, set()) is not None:
+                        kernels.setdefault(v, set()).add(r.kernel_of(v))
+                    else:
+                        kernels[v] = None
             names = sorted(kernels)
             tu.kernels[j.signature] = kernels
             if not names:

@@ -271,3 +271,25 @@ def test_transfer_tries_the_source_layers_near_ties():
     trials[2]["ms"] = 0.9  # now the GSPC tile wins: the kept pick is its near tie (a transfer builds it anyway)
     won = rec(GSPC_SIG, "gconv3x3s1+relu", trials)
     assert won.transferable() == ["gspc-tile"] and won.kernel_of("gspc-tile") == "gspc-o8-avx2"
+
+
+def test_transfer_takes_the_variants_of_the_source_layer_nearest_in_shape():
+    """A transfer measures the variants of the source model's layer of the class nearest in shape (channels,
+    output pixels, channels per group), not the union over all its records of the class: mnv2g8's four grouped
+    records between them named every variant, so a transfer to mnv2g16 built what full tuning builds."""
+    from edgec.devices.tune import _nearest
+
+    def sig(c, hw, g):
+        return f"gconv3x3s1+relu:N1C{c}H{hw}W{hw}K{c}G{g}k3x3s1x1d1x1p1x1o{hw}x{hw}:f32:t1"
+
+    trials = [{"variant": "default", "algo": "gspc-o8-avx2", "ms": 1.0}]
+    src = [rec(sig(c, hw, 8), "gconv3x3s1+relu", trials) for c, hw in ((144, 56), (192, 28), (384, 14), (576, 7))]
+    for c, hw in ((144, 56), (192, 28), (384, 14), (576, 7)):
+        assert [r.signature for r in _nearest(sig(c, hw, 16), src)] == [sig(c, hw, 8)]
+    assert [r.signature for r in _nearest(sig(160, 48, 16), src)] == [sig(144, 56, 8)]
+    twins = src + [rec(sig(144, 56, 8).replace(":t1", ":t2"), "gconv3x3s1+relu", trials)]
+    assert len(_nearest(sig(144, 56, 16), twins)) == 2  # equally near: both
+    # no geometry on either side (a region, records made elsewhere): every record of the class
+    assert _nearest("region[dwconv3x3s1]:abc:t1", src) == src
+    other = src + [rec("gconv3x3s1+relu:src-x", "gconv3x3s1+relu", trials)]
+    assert _nearest(sig(144, 56, 16), other) == other
