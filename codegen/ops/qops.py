@@ -90,6 +90,33 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
             f"(uint8_t *){ctx.ptr(y)} + p * {inner}u);\n")
 
 
+def mul_fixed_point(scale, za: int, zb: int, zy: int) -> np.ndarray:
+    """[256, 2] int16 for q8_mul_outer_fx: per gate byte g, (M, k) such that
+    clamp((((a - za) << k) * M + 2^14 >> 15) + zy, 0, 255) equals q8_mul_outer's float formula
+    clamp(nearbyintf((float)(a - za) * ((float)(g - zb) * scale)) + zy, 0, 255) for all 256 bytes a, checked here
+    on every one of them; (0, -1) where no M near s * 2^(15 - k), k = 7..0, is (the kernel takes the float formula
+    for that plane). Largest k first: the most bits of s."""
+    v = np.arange(256, dtype=np.int64) - za
+    vf = v.astype(np.float32)
+    out = np.zeros((256, 2), np.int16)
+    out[:, 1] = -1
+    for g in range(256):
+        s = np.float32(np.float32(g - zb) * np.float32(scale))
+        ref = np.clip(np.clip(np.rint(vf * s), -1e6, 1e6).astype(np.int64) + zy, 0, 255)  # no int overflow
+        for k in range(7, -1, -1):
+            m0 = int(np.rint(float(s) * 2.0 ** (15 - k)))
+            cand = (m0, m0 - 1, m0 + 1, m0 - 2, m0 + 2, max(-32767, min(32767, m0)))  # the last: large s, clamped
+            ms = np.array([m for m in cand if -32768 < m <= 32767], np.int64)
+            if not ms.size:
+                continue
+            got = np.clip(((((v << k)[None, :] * ms[:, None]) + (1 << 14)) >> 15) + zy, 0, 255)
+            hit = np.nonzero((got == ref[None, :]).all(1))[0]
+            if hit.size:
+                out[g] = (ms[hit[0]], k)
+                break
+    return out
+
+
 @register("EcQMul")
 def emit_qmul(node: Node, ctx: EmitContext) -> str:
     a, as_, az, b, bs, bz, ys, yz = node.inputs[:8]
@@ -101,5 +128,12 @@ def emit_qmul(node: Node, ctx: EmitContext) -> str:
     inner = a.size // outer
     ctx.require(*FILES)
     ctx.note(algo="q8-mul", macs=y.size)
+    if inner >= 32 and ctx.target.arch == "x86_64" and "avx2" in ctx.target.features:
+        fx = mul_fixed_point(scale, za, zb, zy)
+        if (fx[:, 1] >= 0).any():
+            ctx.note(kernel="q8_mul_outer_fx")
+            return (f"q8_mul_outer_fx({outer}u, {inner}u, (const uint8_t *){ctx.ptr(a)}, (const uint8_t *){ctx.ptr(b)}, "
+                    f"{za}, {zb}, {float(scale)!r}f, {zy}, {ctx.weight(f'{node.name}:fx', fx)}, "
+                    f"(uint8_t *){ctx.ptr(y)});\n")
     return (f"q8_mul_outer({outer}u, {inner}u, (const uint8_t *){ctx.ptr(a)}, (const uint8_t *){ctx.ptr(b)}, "
             f"{za}, {zb}, {float(scale)!r}f, {zy}, 0, 255, (uint8_t *){ctx.ptr(y)});\n")

@@ -126,6 +126,39 @@ void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b
     }
 }
 
+void q8_mul_outer_fx(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b, int32_t za, int32_t zb,
+                     float scale, int32_t zy, const int16_t *fx, uint8_t *y)
+{
+    for (size_t o = 0; o < outer; o++) {
+        const int32_t m = fx[2 * b[o]], k = fx[2 * b[o] + 1];
+        const uint8_t *ao = a + o * inner;
+        uint8_t *yo = y + o * inner;
+        if (k < 0) {
+            q8_mul_outer(1, inner, ao, b + o, za, zb, scale, zy, 0, 255, yo);
+            continue;
+        }
+        size_t i = 0;
+#if defined(__AVX2__)
+        /* 32 bytes as two int16 halves (unpack and pack stay inside each 128-bit lane, so the order comes
+         * back); |(a - za) << k| <= 32640, so vpmulhrsw cannot overflow and the saturating + zy only moves
+         * values that the u8 pack clamps anyway: 9 operations per 32 bytes, the float path 27 */
+        const __m256i zav = _mm256_set1_epi16((short)za), mv = _mm256_set1_epi16((short)m),
+                      zyv = _mm256_set1_epi16((short)zy), zero = _mm256_setzero_si256();
+        const __m128i kc = _mm_cvtsi32_si128(k);
+        for (; i + 32 <= inner; i += 32) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(ao + i));
+            const __m256i lo = _mm256_sll_epi16(_mm256_sub_epi16(_mm256_unpacklo_epi8(x, zero), zav), kc);
+            const __m256i hi = _mm256_sll_epi16(_mm256_sub_epi16(_mm256_unpackhi_epi8(x, zero), zav), kc);
+            _mm256_storeu_si256((__m256i *)(yo + i),
+                                _mm256_packus_epi16(_mm256_adds_epi16(_mm256_mulhrs_epi16(lo, mv), zyv),
+                                                    _mm256_adds_epi16(_mm256_mulhrs_epi16(hi, mv), zyv)));
+        }
+#endif
+        for (; i < inner; i++) /* vpmulhrsw: (x * m + 2^14) >> 15 on the 32-bit product */
+            yo[i] = clamp_u8(((((int32_t)ao[i] - za) * (1 << k) * m + (1 << 14)) >> 15) + zy, 0, 255);
+    }
+}
+
 void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32_t mult, int32_t shift,
                  int32_t zy, uint8_t *y)
 {

@@ -308,6 +308,8 @@ def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
     # the HardSwish tables after the 8 depthwise convs without a Relu run inside the depthwise driver
     fused = [l["details"].get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
     assert fused.count("q8_lut__avx2") == 8, fused
+    muls = [l["details"].get("kernel") for l in b.layers if l["algo"] == "q8-mul"]  # SE gates in fixed point
+    assert muls == ["q8_mul_outer_fx"] * 9, muls
     _, y_ref = _compile_run(q, "generic", x, tmp_path / "generic", name="x")  # the scalar reference kernels
     assert np.array_equal(y, y_ref)
     # the int8 chain's 1-LSB rounding differences (ties; SE scales in float) reach 3 LSB of the softmax

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from edgec.codegen.ops.qops import mul_fixed_point
 from edgec.codegen.ops.qpack import add_multipliers, quantize_multiplier
 from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 
@@ -185,6 +186,37 @@ def test_q8_mul_outer_vector_path_matches_float_formula(isa_name, extra, tmp_pat
     exe = build(isa, tmp_path / "mul", ["q8_mul_test.c", "q8-eltwise/q8-eltwise-scalar.c"], extra=extra)
     r = run(isa, exe)
     assert r.returncode == 0 and "540/540 cases match" in r.stdout, r.stdout[-2000:] + r.stderr
+
+
+_MUL_FX = [(0.0123, 17, 0, 3), (0.000371, 128, 128, 0), (0.0731, 0, 200, 255), (1.5, 60, 61, 128), (0.25, 1, 3, 7)]
+
+
+@pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx2", SANITIZE)],
+                         ids=["scalar", "avx2", "avx2-asan-ubsan"])
+def test_q8_mul_outer_fx_matches_float_formula(isa_name, extra, tmp_path):
+    """SE-block Mul in fixed point (q8_mul_outer_fx, vpmulhrsw on AVX2) with the compiler's table
+    (qops.mul_fixed_point): every gate byte, exact and float-fallback planes, equals q8_mul_outer's float formula;
+    a table entry one off breaks it."""
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "mulfx", ["q8_mul_fx_test.c", "q8-eltwise/q8-eltwise-scalar.c"], extra=extra)
+    kinds = set()
+    for i, (scale, za, zb, zy) in enumerate(_MUL_FX):
+        s = np.float32(scale)
+        fx = mul_fixed_point(s, za, zb, zy)
+        kinds.update(set((fx[:, 1] >= 0).tolist()))
+        f = tmp_path / f"t{i}.bin"
+        f.write_bytes(np.array([za, zb, zy], np.int32).tobytes() + s.tobytes() + fx.tobytes())
+        r = run(isa, exe, str(f))
+        assert r.returncode == 0 and "12/12 cases match" in r.stdout, (scale, r.stdout[-2000:] + r.stderr)
+        if i == 0:  # the test sees a wrong factor: M + 64 on an exact gate whose products are not all clamped
+            bad = fx.copy()
+            g = next(g for g in range(256) if bad[g, 1] >= 0 and abs(int(bad[g, 0])) > 1000)
+            bad[g, 0] += 64
+            f.write_bytes(np.array([za, zb, zy], np.int32).tobytes() + s.tobytes() + bad.tobytes())
+            r = run(isa, exe, str(f))
+            assert r.returncode == 1 and "MISMATCH" in r.stdout, r.stdout[-2000:]
+    assert kinds == {True, False}  # fixed-point and float-fallback planes both ran
 
 
 def test_q8_gavgpool_avx2_path_equals_portable(lib, tmp_path):
