@@ -128,12 +128,13 @@ def emit_qmul(node: Node, ctx: EmitContext) -> str:
     inner = a.size // outer
     ctx.require(*FILES)
     ctx.note(algo="q8-mul", macs=y.size)
-    if inner >= 32 and ctx.target.arch == "x86_64" and "avx2" in ctx.target.features:
+    simd = ctx.target.arch == "x86_64" and "avx2" in ctx.target.features or "neon" in ctx.target.features
+    if inner >= 32 and simd:  # the fixed-point planes' vector paths: AVX2 vpmulhrsw, NEON vqrdmulh
         fx = mul_fixed_point(scale, za, zb, zy)
         if (fx[:, 1] >= 0).any():
             ctx.note(kernel="q8_mul_outer_fx")
-            return (f"q8_mul_outer_fx({outer}u, {inner}u, (const uint8_t *){ctx.ptr(a)}, (const uint8_t *){ctx.ptr(b)}, "
-                    f"{za}, {zb}, {float(scale)!r}f, {zy}, {ctx.weight(f'{node.name}:fx', fx)}, "
+            return (f"q8_mul_outer_fx({outer}u, {inner}u, (const uint8_t *){ctx.ptr(a)}, "
+                    f"(const uint8_t *){ctx.ptr(b)}, {za}, {zb}, {float(scale)!r}f, {zy}, {ctx.weight(f'{node.name}:fx', fx)}, "
                     f"(uint8_t *){ctx.ptr(y)});\n")
     return (f"q8_mul_outer({outer}u, {inner}u, (const uint8_t *){ctx.ptr(a)}, (const uint8_t *){ctx.ptr(b)}, "
             f"{za}, {zb}, {float(scale)!r}f, {zy}, 0, 255, (uint8_t *){ctx.ptr(y)});\n")

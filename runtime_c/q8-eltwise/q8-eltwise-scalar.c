@@ -2,6 +2,8 @@
 #include <math.h>
 #if defined(__AVX2__)
 #include <immintrin.h>
+#elif defined(__ARM_NEON)
+#include <arm_neon.h>
 #endif
 
 #include "q8-eltwise.h"
@@ -152,6 +154,17 @@ void q8_mul_outer_fx(size_t outer, size_t inner, const uint8_t *a, const uint8_t
             _mm256_storeu_si256((__m256i *)(yo + i),
                                 _mm256_packus_epi16(_mm256_adds_epi16(_mm256_mulhrs_epi16(lo, mv), zyv),
                                                     _mm256_adds_epi16(_mm256_mulhrs_epi16(hi, mv), zyv)));
+        }
+#elif defined(__ARM_NEON)
+        /* vqrdmulh = (2 x * m + 2^15) >> 16, the same value as vpmulhrsw (no saturation: |x| <= 32640) */
+        const int16x8_t zav = vdupq_n_s16((int16_t)za), mv = vdupq_n_s16((int16_t)m), zyv = vdupq_n_s16((int16_t)zy),
+                        kv = vdupq_n_s16((int16_t)k);
+        for (; i + 16 <= inner; i += 16) {
+            const uint8x16_t x = vld1q_u8(ao + i);
+            const int16x8_t lo = vshlq_s16(vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(x))), zav), kv);
+            const int16x8_t hi = vshlq_s16(vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(x))), zav), kv);
+            vst1q_u8(yo + i, vcombine_u8(vqmovun_s16(vqaddq_s16(vqrdmulhq_s16(lo, mv), zyv)),
+                                         vqmovun_s16(vqaddq_s16(vqrdmulhq_s16(hi, mv), zyv))));
         }
 #endif
         for (; i < inner; i++) /* vpmulhrsw: (x * m + 2^14) >> 15 on the 32-bit product */

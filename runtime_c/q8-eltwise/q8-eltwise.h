@@ -86,7 +86,7 @@ void q8_mul_outer(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b
 
 /* q8_mul_outer with outputs in [0, 255] and the gate's factor in fixed point where that is exact: for
  * gate byte g, fx[2g] = M and fx[2g + 1] = k give y = clamp(((((a - za) << k) * M + 2^14) >> 15) + zy, 0, 255)
- * (vpmulhrsw on int16), which the compiler checked equal to the float formula for every byte a
+ * (vpmulhrsw / vqrdmulh on int16), which the compiler checked equal to the float formula for every byte a
  * (codegen/ops/qops.py mul_fixed_point); k < 0: no such factor, that plane takes q8_mul_outer. */
 void q8_mul_outer_fx(size_t outer, size_t inner, const uint8_t *a, const uint8_t *b, int32_t za, int32_t zb,
                      float scale, int32_t zy, const int16_t *fx, uint8_t *y);
