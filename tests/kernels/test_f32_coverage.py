@@ -7,6 +7,8 @@
 - AVX-512 rows and files: test_f32_kernels, test_spmm and the pool tests of test_simd_kernels skip them before
   compiling on a CPU without AVX-512. Here each is built with the target's flags and -Werror (its test program
   linked), and run where the CPU has it.
+- The along-ow GSPC family through the emitter on Arm (the cost model does not pick it on the shared conv model
+  there), forced, under qemu, against onnxruntime.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from edgec.codegen.ops.pool import GAVGPOOL
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
 from qkit import cpu_flags
+from test_f32_emitters import _layer_ops, conv_model, run_against_ort
 from test_f32_kernels import CDIR, WFLAGS, _test_of
 from tests.codegen.test_simd_kernels import DRIVER as GAVGPOOL_DRIVER
 from tests.codegen.test_simd_kernels import MAXPOOL_AVX2_DRIVER, MAXPOOL_DRIVER
@@ -133,3 +136,13 @@ def test_avx512_pools_build_and_run_where_supported(driver, builder, tmp_path):
     src.write_text(_pool_drivers()[driver])
     builder.link("gcc", AVX512.cflags, [src], {}, exe, opt="-O3" if driver == "pool-2pass" else "-O2")  # as there
     _avx512_run([str(exe)], "")
+
+
+@pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
+def test_gspc_ow_forced_on_arm_matches_onnxruntime(target, tmp_path, monkeypatch):
+    """The along-ow GSPC family at 4 lanes through the emitter (its weight packing and row blocking), which the
+    cost model does not pick on test_f32_emitters' conv model for Arm: forced, under qemu, vs onnxruntime."""
+    monkeypatch.setenv("EDGEC_GSPC", "ow")
+    b = run_against_ort(conv_model(tmp_path / "conv.onnx"), target, tmp_path)
+    ops = _layer_ops(b, "gspc")
+    assert ops.count("gspc_ow") >= 2, ops
