@@ -270,6 +270,8 @@ def bench_cmd(
     device: Optional[List[str]] = DEVICE_OPT,
     runs: int = typer.Option(50, "--runs", "-n", help="Timed runs."),
     warmup: int = typer.Option(5, "--warmup", help="Untimed runs first."),
+    warmup_ms: Optional[float] = typer.Option(None, "--warmup-ms",
+                                              help="Warm up for at least this long too (default 250 ms)."),
     threads: int = typer.Option(1, "--threads", "-t", help="Threads the model uses."),
     json_out: bool = typer.Option(False, "--json", help="Print stable JSON (median_ms, p90_ms, ...) only."),
     compare_ort: bool = typer.Option(False, "--compare-ort", help="Also time onnxruntime on the board."),
@@ -302,7 +304,8 @@ def bench_cmd(
             ldep = deploy(source, dev, t, mode=build, threads=threads, input_shapes=shapes, profile=True,
                           progress=progress, options=opts) if layers else None
             progress("run", f"{warmup}+{runs} runs", 0)
-            return bench(dep, runs=runs, warmup=warmup, threads=threads, compare_ort=compare_ort, layers_dep=ldep)
+            return bench(dep, runs=runs, warmup=warmup, threads=threads, compare_ort=compare_ort, layers_dep=ldep,
+                         warmup_ms=warmup_ms)
 
     reports, errors = _run_all(device, work)
     if json_out:

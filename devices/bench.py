@@ -134,16 +134,19 @@ def check_outputs(dep: Deployment, input_shapes: dict | None = None, seed: int =
 
 
 def bench(dep: Deployment, *, runs: int = 50, warmup: int = 5, threads: int = 1, compare_ort: bool = False,
-          timeout: float = 1800, layers_dep: Deployment | None = None) -> dict:
+          timeout: float = 1800, layers_dep: Deployment | None = None, warmup_ms: float | None = None) -> dict:
     """Run the bench program on the board and return the full report (report.make_report).
 
-    With layers_dep (a profiling build of the same model), latency comes from dep and only the per-layer
-    times from a shorter run of layers_dep: the per-layer timers would otherwise inflate the latency."""
-    if runs < 1 or warmup < 0 or threads < 1:
-        raise EdgecError("--runs and --threads must be at least 1, --warmup at least 0")
+    Warm-up is at least `warmup` runs and at least `warmup_ms` ms (None: the bench program's default, 250 ms;
+    a fresh process's first runs are slower on a busy machine). The times are wall clock; the report adds the
+    process's CPU time per run. With layers_dep (a profiling build of the same model), latency comes from dep
+    and only the per-layer times from a shorter run of layers_dep: the per-layer timers would otherwise
+    inflate the latency."""
+    if runs < 1 or warmup < 0 or threads < 1 or (warmup_ms is not None and not 0 <= warmup_ms < float("inf")):
+        raise EdgecError("--runs and --threads must be at least 1, --warmup and --warmup-ms at least 0")
     t = dep.transport
     before = probe.state(t)
-    raw = _run_bench(dep, runs, warmup, threads, timeout)
+    raw = _run_bench(dep, runs, warmup, threads, timeout, warmup_ms)
     after = probe.state(t)
     if layers_dep is not None:
         raw["layers"] = _run_bench(layers_dep, max(10, runs // 5), min(warmup, 5), threads, timeout).get("layers", [])
@@ -152,8 +155,11 @@ def bench(dep: Deployment, *, runs: int = 50, warmup: int = 5, threads: int = 1,
                        warmup=warmup, ort=ort_res, mode=dep.mode, build_info=dep.build_info)
 
 
-def _run_bench(dep: Deployment, runs: int, warmup: int, threads: int, timeout: float) -> dict:
-    res = dep.transport.check(dep.command("bench", "--runs", runs, "--warmup", warmup, "--threads", threads),
+def _run_bench(dep: Deployment, runs: int, warmup: int, threads: int, timeout: float,
+               warmup_ms: float | None = None) -> dict:
+    # --warmup-ms only when asked for: a build folder made by an older edgec has no such option
+    extra = () if warmup_ms is None else ("--warmup-ms", f"{warmup_ms:g}")
+    res = dep.transport.check(dep.command("bench", "--runs", runs, "--warmup", warmup, *extra, "--threads", threads),
                               "bench", timeout=timeout)
     try:
         return json.loads(res.out.strip().splitlines()[-1])

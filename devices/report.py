@@ -17,6 +17,7 @@ from edgec.devices.inventory import Device
 from edgec.devices.probe import describe_governor
 
 COV_LIMIT_PCT = 5.0
+OFF_CPU_LIMIT_PCT = 10.0  # a 1-thread run's wall time above its CPU time by more than this: others ran
 TOP_LAYERS = 8
 
 
@@ -56,6 +57,12 @@ def make_report(raw: dict, *, device: Device, before: dict, after: dict, binary_
            "weights_bytes": raw.get("weights_bytes"), "arena_bytes": raw.get("arena_bytes"),
            "runs_ms": list(raw.get("runs_ms", []))}
     rep.update(stats(rep["runs_ms"]))
+    # what the bench program did and saw (older builds print none of these): the warm-up it ran (at least
+    # --warmup runs and --warmup-ms), the process's CPU time per timed run, its involuntary context switches
+    rep["warmup_runs"], rep["warmup_ms"] = raw.get("warmup_runs", warmup), raw.get("warmup_ms")
+    rep["runs_cpu_ms"] = list(raw.get("runs_cpu_ms", []))
+    rep["cpu_median_ms"] = float(np.median(rep["runs_cpu_ms"])) if rep["runs_cpu_ms"] else None
+    rep["timed_nivcsw"] = raw.get("timed_nivcsw")
     rep["layers"] = top_layers(raw.get("layers") or [])
     tuned = {l.get("name"): l["details"]["tuned"] for l in (build_info or {}).get("layers", [])
              if l.get("details", {}).get("tuned")}
@@ -99,6 +106,10 @@ def trust_warnings(rep: dict, device: Device) -> list[str]:
                  f"power limit): add cooling, rerun")
     if b.get("temp_c") and a.get("temp_c") and a["temp_c"] >= 80:
         w.append(f"temperature reached {a['temp_c']} C: the board is likely throttling")
+    cpu, wall = rep.get("cpu_median_ms"), rep.get("median_ms")
+    if rep.get("threads") == 1 and cpu and wall and wall > cpu * (1 + OFF_CPU_LIMIT_PCT / 100):
+        w.append(f"the process was off the CPU for {100 * (1 - cpu / wall):.0f}% of the median run (wall "
+                 f"{wall:.3g} ms, CPU time {cpu:.3g} ms): other programs ran in between; stop them and rerun")
     if rep.get("runs", 0) < 10:
         w.append(f"only {rep.get('runs', 0)} runs: percentiles are rough; use --runs 50 or more")
     return w
@@ -148,13 +159,16 @@ def render(rep: dict, console: Console) -> None:
     t = Table(title=escape(title), show_header=False, title_justify="left")
     t.add_column(style="bold")
     t.add_column()
+    warm = f"+{rep.get('warmup_runs', rep['warmup'])} warm-up" + (
+        f" in {_ms(rep['warmup_ms'])} ms" if rep.get("warmup_ms") is not None else "")
     rows = [("init", f"{_ms(rep['init_ms'])} ms"), ("first inference", f"{_ms(rep['first_ms'])} ms"),
-            ("median / mean", f"{_ms(rep.get('median_ms'))} / {_ms(rep.get('mean_ms'))} ms"),
+            ("median / mean (wall clock)", f"{_ms(rep.get('median_ms'))} / {_ms(rep.get('mean_ms'))} ms"),
             ("p90 / p99", f"{_ms(rep.get('p90_ms'))} / {_ms(rep.get('p99_ms'))} ms"),
             ("min / max / std", f"{_ms(rep.get('min_ms'))} / {_ms(rep.get('max_ms'))} / {_ms(rep.get('std_ms'))} ms"),
-            ("variation (CoV)", f"{rep.get('cov_pct', 0):.1f}% over {rep.get('runs', 0)} runs "
-                                f"(+{rep['warmup']} warm-up)"),
+            ("variation (CoV)", f"{rep.get('cov_pct', 0):.1f}% over {rep.get('runs', 0)} runs ({warm})"),
             ("throughput", f"{rep.get('throughput_ips', 0):.1f} inferences/s"),
+            *([("CPU time median", f"{_ms(rep['cpu_median_ms'])} ms (the process's, all threads)")]
+              if rep.get("cpu_median_ms") is not None else []),
             ("peak RSS", _bytes((rep.get("peak_rss_kb") or 0) * 1024)),
             ("binary / weights / arena", f"{_bytes(rep['binary_bytes'])} / {_bytes(rep['weights_bytes'])} / "
                                          f"{_bytes(rep['arena_bytes'])}"),
@@ -188,7 +202,7 @@ def _layers_table(layers: list[dict]) -> Table:
 
 TAGS = (("EMULATED", "emulated"), ("variation", "noisy"), ("throttling", "throttled"), ("load average", "busy"),
         ("CPU governor is", "governor"), ("clock fell", "clock drop"), ("temperature", "hot"),
-        ("percentiles are rough", "few runs"))
+        ("off the CPU", "shared"), ("percentiles are rough", "few runs"))
 
 
 def warning_tags(warnings: list[str]) -> list[str]:

@@ -116,6 +116,29 @@ def test_layers_and_warnings():
     assert trust_warnings(rep, real) == []
 
 
+def test_wall_vs_cpu_time_and_warmup_are_reported():
+    """A 1-thread run whose wall time is well above its CPU time was sharing the CPU: said so, with both medians;
+    the warm-up the bench program actually did is shown; old bench output without these keys still reports."""
+    calm = {"governor": "performance", "loadavg_1m": 0.0, "cores": 4}
+    real = device_from_profile("pi", "pi4", host="x")
+    raw = {"model": "m", "target": "aarch64-neon", "threads": 1, "runs_ms": [2.0] * 20, "runs_cpu_ms": [1.0] * 20,
+           "warmup_runs": 37, "warmup_ms": 251.5, "timed_nivcsw": 9}
+    rep = make_report(raw, device=real, before=calm, after=calm, warmup=5)
+    assert rep["cpu_median_ms"] == 1.0 and rep["warmup_runs"] == 37 and rep["timed_nivcsw"] == 9
+    assert [w for w in rep["warnings"] if "off the CPU for 50%" in w and "CPU time 1 ms" in w]
+    text = " ".join(_rendered(rep).replace("│", " ").split())  # the table's column rule
+    assert "median / mean (wall clock) 2 / 2 ms" in text and "+37 warm-up in 251.5 ms" in text
+    assert "CPU time median 1 ms" in text
+    # within 10%, or 2 threads (the process's CPU time counts both): no warning
+    assert trust_warnings(make_report({**raw, "runs_cpu_ms": [1.9] * 20}, device=real, before=calm, after=calm),
+                          real) == []
+    assert trust_warnings(make_report({**raw, "threads": 2}, device=real, before=calm, after=calm), real) == []
+    old = make_report({k: raw[k] for k in ("model", "target", "threads", "runs_ms")}, device=real, before=calm,
+                      after=calm, warmup=5)
+    assert old["cpu_median_ms"] is None and old["warmup_runs"] == 5 and old["warnings"] == []
+    assert "+5 warm-up)" in _rendered(old) and "CPU time median" not in _rendered(old)
+
+
 def test_pi4_board_entered_as_pi5_is_flagged():
     from edgec.devices.probe import compare
     info = parse_cpuinfo(PI4_CPUINFO)
