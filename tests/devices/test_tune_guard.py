@@ -43,7 +43,6 @@ def _convs(path, chans: int, size: int, pool: bool):
 
 
 def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_model_only(edgec_env, monkeypatch):
-    monkeypatch.setattr("edgec.devices.tune.GUARD_ROUNDS", 5)
     a = _convs(edgec_env / "a.onnx", 40, 24, pool=False)
     b = _convs(edgec_env / "b.onnx", 40, 24, pool=True)  # the same first layer (signature), another model
     dev = Inventory().resolve(["local"])[0]
@@ -60,13 +59,17 @@ def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_mod
             assert slow["ms"] > 1.3 * default_ms, conv.trials  # slower beyond this host's noise
             from edgec.codegen import variants
             var = next(v for v in variants.VARIANTS if v.name == slow["variant"])
+            # its trials keep the pick and the slow variant only: no runner-up to try (the next test tries one)
             bad = dataclasses.replace(conv, variant=var.name, algo=slow["algo"],
                                       forced=var.forced_str({"G": 1, "kind": "conv"}),
-                                      time_ms=default_ms / 2, default_ms=default_ms)
+                                      time_ms=default_ms / 2, default_ms=default_ms,
+                                      trials=[x for x in conv.trials if "ms" not in x
+                                              or x["variant"] in ("default", slow["variant"])])
             db.put(bad)
         rep = tune(a, dev, t)  # every layer resumed: the check alone runs, then the whole-model bench
     g = rep["guard"]
-    # the forced record slowed the model: every one of the 5 rounds (the interval of 5 is their min and max)
+    # the forced record slowed the model: its interval (the 4th smallest and largest of 15 rounds, as the check
+    # runs; 5 rounds' would be their min and max, which one disturbed round on the shared host moves) is above 1
     assert g["tuned_decision"] == "loss" and g["tuned_interval"][0] > 1, g
     # the constants learned from the records are checked too (where they move a pick): kept or not, the forced
     # record is what slowed the model
@@ -75,11 +78,7 @@ def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_mod
     x = checked[bad.signature]
     assert not x["kept"] and x["decision"] == "loss" and x["interval"][0] > 1 and x["with_over_without"] > 1
     assert "faster alone" in x["why"] and "a significant loss" in x["why"]
-    # its runner-up: a variant faster than the cost model's pick alone that is neither pick; none here (the pick
-    # was the fastest), so nothing else was built
-    ok = [t for t in conv.trials if "ms" in t and t["variant"] not in ("default", bad.variant)
-          and t["algo"] not in (bad.algo, conv.default_algo) and t["ms"] * 1.03 <= default_ms]
-    assert ("runner_up" in x) == bool(ok) and g["replaced"] == {}
+    assert "runner_up" not in x and g["replaced"] == {}  # no other variant timed: nothing else built
     row = next(r for r in rep["layers"] if r["signature"] == bad.signature)
     assert row["rejected"] == checked[bad.signature]["why"]
     with tuningdb.TuningDB() as db:
@@ -176,13 +175,21 @@ def test_a_rejected_records_runner_up_gets_one_check_and_the_model_follows_its_v
     layer gain is over GUARD_LAYER_GAIN), and the model's builds then use it in place of the record."""
     from edgec.codegen import variants
 
-    monkeypatch.setattr("edgec.devices.tune.GUARD_ROUNDS", 5)
-    a = _convs(edgec_env / "a.onnx", 40, 24, pool=False)
+    import os
+
+    # a tuning database of its own: the session's holds the other tests' records, whose learned constants can make
+    # the cost model's pick here the runner-up itself; the compiled runtime kernels are still the session's
+    shared = os.environ["EDGEC_CACHE_DIR"]
+    (edgec_env / "cache").mkdir()
+    os.makedirs(os.path.join(shared, "objects"), exist_ok=True)
+    os.symlink(os.path.join(shared, "objects"), edgec_env / "cache" / "objects")
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(edgec_env / "cache"))
+    a = _convs(edgec_env / "ru.onnx", 36, 24, pool=False)
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t:
         rep = tune(a, dev, t, final_bench=False, guard=False, layout="nchw")
         with tuningdb.TuningDB() as db:
-            conv = _conv_record(db, rep["fingerprint"], 40, 24)
+            conv = _conv_record(db, rep["fingerprint"], 36, 24)
             timed = {x["variant"]: x for x in conv.trials if "ms" in x}
             default_ms = timed["default"]["ms"]
             slow = max((x for x in timed.values() if x["variant"] not in ("default", conv.variant)),
@@ -202,7 +209,7 @@ def test_a_rejected_records_runner_up_gets_one_check_and_the_model_follows_its_v
     assert not x["kept"] and x["decision"] == "loss", x
     r = x["runner_up"]
     assert r["variant"] == ru["variant"] and r["algo"] == ru["algo"] and r["alone_speedup"] == 1.5 and r["checked"], r
-    assert len(r["rounds"]) == 5 and r["decision"] in ("gain", "inconclusive", "loss")
+    assert len(r["rounds"]) == 15 and r["decision"] in ("gain", "inconclusive", "loss")
     assert r["kept"] == (r["decision"] != "loss")  # 1.5x alone: kept unless a significant loss in the model
     with tuningdb.TuningDB() as db:
         rej = db.rejections(bad.fingerprint, tuningdb.model_key(a))[bad.signature]
