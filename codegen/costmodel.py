@@ -349,6 +349,64 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
                   f"{fitted}", {"est_speedup": round(ratio, 2)})
 
 
+# Direct few-input-channel conv (codegen/ops/conv.py smallc, runtime_c/f32-conv/f32-conv-smallc.h) against the
+# GEMM path the emitter would take otherwise, in the MAC units of direct_estimate. Direct: every padded output
+# channel x tap is one lane of an FMA at about the packed GEMM's rate (12 accumulators, 2 FMAs per broadcast),
+# plus per output value the transposed NCHW store and epilogue; pixels reaching into the side padding run one at
+# a time. GEMM: the packed rate over K = C*KH*KW plus the im2col copy (strided), or at stride 1 the indirect path
+# reading the padded input in place, whose time per unit measured 0.55-0.65x the packed path's on these layers.
+# Zen 3, thread CPU time of each layer alone (benchmarks/bench_smallc.py and the kernel alone): estimated /
+# measured direct:GEMM ratios 0.63 / 0.63 (3x3 s2 3->64 @224), 0.79 / 0.81 (7x7 s2 3->64 @224), 1.03 / 1.18
+# (3x3 s1 3->16 @64), 0.84 / 0.95 (3x3 s1 1->32 @28), 1.84 / 1.57 (5x5 s1 4->24 @96). Arm: the same constants,
+# not measured on a device.
+_SMALLC_RATE = 1.0
+_SMALLC_OUT = 4.0
+_SMALLC_EDGE = 2.0
+_SMALLC_S1 = 0.6
+
+
+def smallc_estimate(target, g: dict, lanes: int) -> float:
+    """Estimated cost of the direct kernel on layer g (MAC units)."""
+    from edgec.codegen.ops.conv import smallc_block
+    ob = smallc_block(g["K"], lanes)
+    kp = -(-g["K"] // ob) * ob
+    taps = g["C"] * g["KH"] * g["KW"]
+    px = g["N"] * g["Ho"] * g["Wo"]
+    # pixels whose window reaches the side padding run one at a time with clipped columns
+    lo = min(-(-g["PL"] // g["SW"]), g["Wo"])
+    reach = (g["W"] - 1 + g["PL"] - (g["KW"] - 1)) // g["SW"] + 1 if g["W"] - 1 + g["PL"] >= g["KW"] - 1 else 0
+    edge = g["N"] * g["Ho"] * (g["Wo"] - max(lo, min(reach, g["Wo"])) + lo)
+    return px * kp * taps * _SMALLC_RATE + edge * kp * taps * _SMALLC_EDGE + px * g["K"] * _SMALLC_OUT
+
+
+def smallc_gemm_estimate(target, g: dict) -> float:
+    """Estimated cost of the GEMM path on a few-input-channel layer (MAC units): packed-GEMM rate over K =
+    C*KH*KW padded to the tile, plus the im2col copy, or the in-place stride-1 path's share of that."""
+    from edgec.codegen import kernels
+    from edgec.codegen.ops.conv import use_indirect
+    k = kernels.gemm_kernel(target)
+    mr, nr = k.params["mr"], k.params["nr"]
+    kg = g["C"] * g["KH"] * g["KW"]
+    cols = -(-(g["Ho"] * g["Wo"]) // nr) * nr
+    mp = -(-g["K"] // mr) * mr
+    cost = g["N"] * mp * cols * (kg + _CALL) * _DIRECT_RATE["pack"]
+    if use_indirect(g, kernels.igemm_kernel(target).params["nr"]):
+        return cost * _SMALLC_S1
+    return cost + g["N"] * kg * cols * 2  # im2col
+
+
+def choose_smallc(target, g: dict, lanes: int, override: str = "auto") -> Choice:
+    """The direct few-input-channel kernel or the GEMM path for a dense conv with C <= 4 (EDGEC_SMALLC or a
+    tuning record forces either)."""
+    if override in ("direct", "gemm"):
+        return Choice(override, f"EDGEC_SMALLC={override}", {})
+    d, m = smallc_estimate(target, g, lanes), smallc_gemm_estimate(target, g)
+    if d < m:
+        return Choice("direct", f"direct few-channel kernel: est. {m / d:.2f}x faster than the GEMM path (K = "
+                      f"{g['C'] * g['KH'] * g['KW']})", {"est_speedup": round(m / d, 2)})
+    return Choice("gemm", f"GEMM, not the direct few-channel kernel: est. {d / m:.2f}x its time", {})
+
+
 def active_learned() -> tuple:
     from edgec.codegen.options import active
 

@@ -26,7 +26,7 @@ from edgec.errors import EdgecError
 
 @dataclass(frozen=True)
 class Variant:
-    family: str                                  # conv3x3 | gspc | dw | sparse | q8conv | gemm1x1 | par
+    family: str                                  # conv3x3 | gspc | dw | sparse | q8conv | gemm1x1 | smallc | par
     name: str                                    # unique: what a tuning record stores
     forced: tuple[tuple[str, str], ...]          # CompileOptions fields set for the layer
     applies: Callable[[dict, object], bool]      # (layer facts, target) -> bool
@@ -118,6 +118,12 @@ def _build_table() -> tuple[Variant, ...]:
                      "1x1 conv: B panels packed, each copy overlapping the previous panel's row strips"))
     v.append(Variant("gemm1x1", "gemm1x1-inplace", (("gemm1x1", "inplace"),), _gemm1x1_ok,
                      "1x1 conv: B rows read in place from the input (no copy)"))
+    # dense convs with at most 4 input channels (stems): the direct kernel (output channels in the lanes, a row of
+    # pixels in registers) or im2col + GEMM, whichever costmodel.choose_smallc does not pick
+    v.append(Variant("smallc", "smallc-direct", (("smallc", "direct"),), _smallc_ok,
+                     "few input channels: direct kernel, no im2col (output channels in the vector lanes)"))
+    v.append(Variant("smallc", "smallc-gemm", (("smallc", "gemm"),), _smallc_ok,
+                     "few input channels: im2col + GEMM (the path of wider layers)"))
     # work partitioning; every covered layer uses all of the pool's threads by default. Where a variant
     # changes nothing (a 1-thread build, a driver with one split) it emits the default's code, and tuning
     # drops it as such.
@@ -135,6 +141,11 @@ def _build_table() -> tuple[Variant, ...]:
 def _gemm1x1_ok(f: dict, _t) -> bool:
     return f["kind"] == "conv" and not f["dw"] and (f["KH"], f["KW"], f["SH"], f["SW"], f["PT"], f["PL"]) == \
         (1, 1, 1, 1, 0, 0) and (f["Ho"], f["Wo"]) == (f["H"], f["W"])
+
+
+def _smallc_ok(f: dict, t) -> bool:
+    from edgec.codegen.ops.conv import smallc_kernel
+    return f["kind"] == "conv" and not f["dw"] and smallc_kernel(t, f) is not None
 
 
 def _split_ok(f: dict, _t) -> bool:

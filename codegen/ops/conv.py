@@ -2,8 +2,9 @@
 
 Choice: groups == C == K -> depthwise kernel; other grouped convs with a window -> GSPC
 (gspc.md; measured 1.4-2x faster than per-group GEMM on 3x3 layers); groups == 1 and grouped
-1x1 -> spatial-pack GEMM (per group). Weights are packed here in the layout the chosen kernel
-reads, the epilogue (bias, activation, residual) runs in the kernel's output loop, and the
+1x1 -> spatial-pack GEMM (per group), except dense layers with at most 4 input channels (stems), which
+run a direct kernel (runtime_c/f32-conv/f32-conv-smallc.h) where costmodel.choose_smallc says it wins.
+Weights are packed here in the layout the chosen kernel reads, the epilogue (bias, activation, residual) runs in the kernel's output loop, and the
 shape goes into a static const struct so the inlined C driver folds every bound.
 """
 
@@ -84,10 +85,14 @@ def emit(node: Node, ctx: EmitContext) -> str:
     w = node.inputs[1].const.reshape(g["K"], g["C"] // g["G"], g["KH"], g["KW"]).astype(np.float32)
     macs = g["N"] * g["K"] * (g["C"] // g["G"]) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
     if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
+        if not node.inputs[0].block and smallc_kernel(ctx.target, g) is not None:  # a stem writing the region
+            return _emit_smallc(node, ctx, g, w, macs, node.outputs[0].block)
         from edgec.codegen.ops import nchwc
         return nchwc.emit_conv(node, ctx, g, w, macs)
     if g["G"] == g["C"] == g["K"]:
         return _emit_dw(node, ctx, g, w, macs)
+    if _smallc_choice(node, ctx, g):
+        return _emit_smallc(node, ctx, g, w, macs, 0)
     wino = _winograd_choice(node, ctx, g)
     if wino is not None and wino.algo != "direct":
         from edgec.codegen.ops import winograd
@@ -447,3 +452,77 @@ def _emit_dw_cb(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int,
             f"const f32_dwconv_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wt}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
             f"f32_dwconv_cb_run(&S, &A, {ctx.pool});\n")
+
+
+# direct few-input-channel kernel (runtime_c/f32-conv/f32-conv-smallc.h): vector ISA -> (C function, file, lanes)
+SMALLC_KERNELS = {"avx2": ("f32_conv_smallc__avx2", "f32-conv/f32-conv-smallc-avx2.c", 8),
+                  "avx512": ("f32_conv_smallc__avx2", "f32-conv/f32-conv-smallc-avx2.c", 8),
+                  "neon": ("f32_conv_smallc__neon", "f32-conv/f32-conv-smallc-neon.c", 4)}
+SMALLC_MAX_C = 4  # F32_CONV_SMALLC_MAX_C: beyond it the GEMM's K is long enough to amortise its packing
+
+
+def smallc_eligible(g: dict) -> bool:
+    """Dense conv with few input channels, dilation 1: what the direct kernel runs."""
+    return g["G"] == 1 and g["C"] <= SMALLC_MAX_C and g["DH"] == g["DW"] == 1
+
+
+def smallc_kernel(target, g: dict):
+    """(C function, file, lanes) of the direct few-input-channel kernel for layer g on target, or None (not
+    eligible, or a target without vectors: the generic build keeps the GEMM path)."""
+    from edgec.codegen.ops.elementwise import vector_isa
+    if not smallc_eligible(g):
+        return None
+    return SMALLC_KERNELS.get(vector_isa(target) or "")
+
+
+def _smallc_choice(node: Node, ctx: EmitContext, g: dict) -> bool:
+    """Whether an NCHW layer runs the direct kernel: EDGEC_SMALLC / a tuning record forces it either way,
+    else the cost model's estimate against the GEMM path (costmodel.choose_smallc), noted for --explain."""
+    k = smallc_kernel(ctx.target, g)
+    if k is None:
+        return False
+    from edgec.codegen import costmodel
+    from edgec.codegen.ops import winograd
+    mode = options.active().smallc
+    if mode == "auto" and options.active().conv.startswith("winograd") and winograd.eligible(g):
+        return False  # a forced Winograd (EDGEC_CONV, a record) is not pre-empted by the estimate
+    choice = costmodel.choose_smallc(ctx.target, g, k[2], mode)
+    ctx.note(smallc=choice.why)
+    return choice.algo == "direct"
+
+
+def smallc_block(k: int, lanes: int) -> int:
+    """Output channels per weight block: two vectors (more FMAs per broadcast) unless one holds them all."""
+    return lanes if k <= lanes else 2 * lanes
+
+
+def _emit_smallc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int, cb: int) -> str:
+    fn, file, lanes = smallc_kernel(ctx.target, g)
+    if cb and cb % lanes:
+        raise EdgecError(f"internal: node {node.name}: blocks of {cb} channels for a {lanes}-lane kernel")
+    K, taps = g["K"], g["C"] * g["KH"] * g["KW"]
+    kout = -(-K // cb) * cb if cb else K  # blocked: the pad channels are written too (act(0))
+    ob = smallc_block(kout, lanes)
+    nob = -(-kout // ob)
+    wp = np.zeros((nob * ob, taps), np.float32)
+    wp[:K] = w.reshape(K, taps)
+    wp = np.ascontiguousarray(wp.reshape(nob, ob, taps).transpose(0, 2, 1))  # [Kout/OB][C*KH*KW][OB]
+    bias = np.zeros(nob * ob, np.float32)
+    b = node.input(2)
+    if b is not None:
+        bias[:K] = b.const.astype(np.float32).reshape(-1)[:K]
+    wptr = ctx.weight(f"conv-smallc-{ob}:{node.name}", wp)
+    bptr = ctx.weight(f"conv-smallc-bias-{ob}:{node.name}", bias)
+    # row chunks so that the items (chunk, channel block) give the pool a few each; a thread's consecutive items
+    # are the channel blocks of one chunk, whose input rows it reads from its caches again
+    per = max(1, -(-PAR_ITEMS // (g["N"] * nob)))
+    rc = max(1, -(-g["Ho"] // per))
+    ctx.require("f32-conv/f32-conv-smallc.h", file)
+    layout = f"-nchw{cb}c" if cb else ""
+    isa = fn.rsplit("__", 1)[1]
+    ctx.note(algo=f"direct-smallc-{ob}{layout}-{isa}", macs=macs, kernel=fn, ob=ob, rc=rc)
+    shape = _shape_init(g, "N C H W K Ho Wo KH KW SH SW PT PL")
+    x, y = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0])
+    return (f"static const f32_conv_smallc_shape S = {{{shape}, {ob}u, {rc}u, {cb}u, {fn}}};\n"
+            f"const f32_conv_smallc_args A = {{{x}, {y}, {wptr}, {epilogue_fields(node, ctx, bptr)}}};\n"
+            f"f32_conv_smallc_run(&S, &A, {ctx.pool});\n")

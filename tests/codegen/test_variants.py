@@ -221,6 +221,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
         "q8conv": lambda m: algo == m,
         "par": lambda m: algo.endswith(f"/{m}"),
         "gemm1x1": lambda m: algo.startswith("gemm") and ("-1x1-" in algo) == (m == "inplace"),
+        "smallc": lambda m: algo.startswith("direct-smallc") == (m == "direct"),
     }
     assert v.family in checks, f"registry family {v.family} has no check here"
     return checks[v.family](forced[v.family] if v.family != "conv3x3" else forced["conv"])
@@ -285,6 +286,8 @@ def _odd_f32_model(path):
     for c, k, hw in ((19, 22, (9, 10)), (22, 26, (7, 12))):  # 1x1 B panels packed or read in place
         conv(c, k, hw, ks=1)
     conv(16, 20, (4, 10))  # 3x3 on the in-place stride-1 path with few column blocks (split axes)
+    conv(3, 20, (17, 19), s=2)  # few input channels: direct kernel or GEMM
+    conv(4, 12, (13, 15), ks=5)
     g = helper.make_graph(nodes, "odd", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
                           inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
