@@ -193,6 +193,9 @@ def test_compile_picks_with_the_devices_learned_thresholds(edgec_env, tmp_path, 
     from edgec.devices.inventory import device_from_profile
     from edgec.devices.transport import open_transport
 
+    # a database of its own (codegen only here): the session's holds other tests' real records of this machine,
+    # whose Winograd trials fit constants too and move the grouped layer's pick
+    monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
     model = _three_layers(tmp_path / "three.onnx")
     dev = dataclasses.replace(device_from_profile("local", "local"), target="x86_64-avx2")
     with open_transport(dev) as t:
