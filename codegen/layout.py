@@ -6,7 +6,8 @@ a group edge reads both groups, up to MAX_STRADDLE times the conv's MACs; fused 
 included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1]
 tensor, standalone activations, channel shuffles (fuse_shuffles; inside a region folded into the depthwise and
 1x1 convs after them where they can be, _fold_shuffles) and channel Concats whose inputs but the last are whole
-blocks. Inside a
+blocks. A dense conv with at most 4 input channels that the direct kernel runs (a stem) is a region's edge layer:
+its input stays NCHW and the kernel writes its output blocked, so no reorder follows it. Inside a
 chosen region every tensor is blocked (c = the target's f32 vector lanes); each region edge gets one
 LayoutReorder node: into the region for every NCHW tensor it reads, out of it for every tensor read
 outside it or returned by the graph. Graph inputs and outputs stay NCHW.
@@ -43,8 +44,9 @@ def _f32_4d(*ts: Tensor | None) -> bool:
 
 
 def kind(n: Node, target=None) -> str | None:
-    """What blocked kernel would run node n: dw | 1x1 | pool | gap | eltwise | scale | act, or None.
-    With a target, a 1x1 conv the sparse kernels would run stays out (they read NCHW)."""
+    """What blocked kernel would run node n: dw | 1x1 | stem | pool | gap | eltwise | scale | act | shuffle |
+    concat, or None. With a target, a 1x1 conv the sparse kernels would run stays out (they read NCHW), and a
+    few-channel conv the direct kernel runs is a stem (NCHW input, blocked output)."""
     outs = [t for t in n.outputs if t is not None]
     if len(outs) != 1:
         return None
@@ -76,7 +78,7 @@ def kind(n: Node, target=None) -> str | None:
             # grouped: blocks straddling a group edge read both groups (zero weights for the other's lanes)
             c = block_width(target) if target is not None else 0
             return "1x1" if c and straddle(g, c) <= MAX_STRADDLE else None
-        return None
+        return "stem" if target is not None and _stem(n, g, target) else None
     if n.op == SHUFFLE_OP:
         return "shuffle" if _f32_4d(n.input(0), y) else None
     if n.op == "Concat":
@@ -206,6 +208,17 @@ def _fold_shuffles(g: Graph, chosen: set[int], target) -> None:
         chosen.difference_update(drop)
 
 
+def _stem(n: Node, g: dict, target) -> bool:
+    """Whether the direct few-channel kernel runs conv n (where it loses to the GEMM path, or EDGEC_SMALLC=gemm,
+    the layer keeps its NCHW output). A residual would have to be read blocked: such a conv stays out."""
+    from edgec.codegen.ops.conv import smallc_kernel, smallc_pick
+    k = smallc_kernel(target, g)
+    if k is None or block_width(target) % k[2] or n.epilogue.residual is not None:
+        return False
+    choice = smallc_pick(target, g)
+    return choice is not None and choice.algo == "direct"
+
+
 def _tuned(n: Node) -> bool:
     """Whether a tuning record of the compile in progress forces this layer's variant."""
     from edgec.codegen import options, variants
@@ -238,13 +251,14 @@ def scale_operands(n: Node) -> tuple[Tensor, Tensor] | None:
     return None
 
 
-def _operands(n: Node) -> list[Tensor]:
-    """Activations node n reads (what must be blocked when n is)."""
-    return [t for t in n.operands() if not t.is_const]
+def _operands(n: Node, k: str | None = None) -> list[Tensor]:
+    """Activations node n reads (what must be blocked when n is; nothing for a stem, k its kind())."""
+    return [] if k == "stem" else [t for t in n.operands() if not t.is_const]
 
 
 def regions(g: Graph, target=None) -> list[list[Node]]:
-    """Connected sets of nodes with a blocked kernel, in graph order."""
+    """Connected sets of nodes with a blocked kernel, in graph order. A stem joins the region of its output's
+    readers, not its input's producer; a region of stems alone is none."""
     kinds = {id(n): kind(n, target) for n in g.nodes}
     parent: dict[int, int] = {id(n): id(n) for n in g.nodes if kinds[id(n)]}
 
@@ -258,7 +272,7 @@ def regions(g: Graph, target=None) -> list[list[Node]]:
     for n in g.nodes:
         if id(n) not in parent:
             continue
-        for t in _operands(n):
+        for t in _operands(n, kinds[id(n)]):
             p = prod.get(id(t))
             if p is not None and id(p) in parent:
                 parent[root(id(n))] = root(id(p))
@@ -266,19 +280,21 @@ def regions(g: Graph, target=None) -> list[list[Node]]:
     for n in g.nodes:
         if id(n) in parent:
             groups.setdefault(root(id(n)), []).append(n)
-    return list(groups.values())
+    return [r for r in groups.values() if any(kinds[id(n)] != "stem" for n in r)]
 
 
-def edges(g: Graph, region: list[Node]) -> tuple[list[Tensor], list[Tensor]]:
-    """(tensors reordered into the region, tensors reordered out of it)."""
-    members = {id(n) for n in region}
+def edges(g: Graph, region: list[Node], target=None) -> tuple[list[Tensor], list[Tensor]]:
+    """(tensors reordered into the region, tensors reordered out of it). With a target, a stem reads its input
+    as it is (NCHW) and counts as an NCHW reader of a tensor made in the region."""
+    kinds = {id(n): kind(n, target) for n in region} if target is not None else {}
+    members = {id(n) for n in region if kinds.get(id(n)) != "stem"}
     prod, users = g.producers(), g.consumers()
     outs = {id(t) for t in g.outputs}
     inbound, outbound, seen = [], [], set()
     for n in region:
-        for t in _operands(n):
+        for t in _operands(n, kinds.get(id(n))):
             p = prod.get(id(t))
-            if (p is None or id(p) not in members) and id(t) not in seen:
+            if (p is None or id(p) not in members and kinds.get(id(p)) != "stem") and id(t) not in seen:
                 seen.add(id(t))
                 inbound.append(t)
         for t in n.outputs:
@@ -291,36 +307,56 @@ def estimate(g: Graph, region: list[Node], target) -> tuple[float, float]:
     """(NCHW ns, blocked ns) of a region: its layers on the kernels each layout runs, plus one reorder per
     edge tensor when blocked (the target's layout_cost in codegen/targets.yaml, measured per kernel)."""
     from edgec.codegen import costmodel
-    from edgec.codegen.ops.conv import geometry
-    c = block_width(target)
     nchw = blocked = 0.0
     for n in region:
-        k = kind(n, target)
-        if k in ("dw", "1x1"):
-            a, b = costmodel.layout_node_cost(target, k, c, g=geometry(n))
-        else:
-            a, b = costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)
+        a, b = node_cost(n, target)
         nchw, blocked = nchw + a, blocked + b
-    ins, outs = edges(g, region)
+    ins, outs = edges(g, region, target)
     blocked += sum(costmodel.layout_reorder_cost(target, 4 * t.size) for t in ins + outs)
     return nchw, blocked
 
 
-def trim_edges(g: Graph, region: list[Node], target) -> list[Node]:
-    """The region without the pools at its input edge that are cheaper outside it: a strided pool reading an
-    NCHW tensor lets the reorder move past it to its output, stride^2 times smaller (ShuffleNet's stem MaxPool:
-    24x112x112 reordered in, or 24x56x56 after it)."""
+def node_cost(n: Node, target) -> tuple[float, float]:
+    """(NCHW ns, blocked ns) of one node of a region (costmodel.layout_node_cost; a stem's here)."""
     from edgec.codegen import costmodel
+    from edgec.codegen.ops.conv import geometry
+    c = block_width(target)
+    k = kind(n, target)
+    if k == "stem":
+        return stem_cost(target, geometry(n))
+    if k in ("dw", "1x1"):
+        return costmodel.layout_node_cost(target, k, c, g=geometry(n))
+    return costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)
+
+
+def stem_cost(target, g: dict) -> tuple[float, float]:
+    """(NCHW ns, blocked ns) of a stem on the direct kernel: costmodel.smallc_estimate's MAC units at the GEMM
+    path's ns per MAC (its rate unit), the same both ways. The blocked store skips the NCHW store's transposes,
+    left unpriced: the region gains the reorder its output would need, which edges() no longer counts."""
+    from edgec.codegen import costmodel
+    from edgec.codegen.ops.conv import smallc_kernel
+    t = costmodel.smallc_estimate(target, g, smallc_kernel(target, g)[2]) * costmodel._lc(target, "gemm_mac")
+    return t, t
+
+
+def trim_edges(g: Graph, region: list[Node], target) -> list[Node]:
+    """The region without the stems and pools at its input edge that are cheaper outside it: a strided pool
+    reading an NCHW tensor lets the reorder move past it to its output, stride^2 times smaller (ShuffleNet's
+    stem MaxPool: 24x112x112 reordered in, or 24x56x56 after it). A stem writing the region blocked saves the
+    reorder altogether and stays where the estimate says so; without it, its pool may leave next."""
     prod = g.producers()
     members = list(region)
     while len(members) > 1:
         ids = {id(n) for n in members}
         _, whole = estimate(g, members, target)
         for n in members:
-            if kind(n, target) != "pool" or any(id(prod[id(t)]) in ids for t in _operands(n) if id(t) in prod):
+            k = kind(n, target)
+            if k not in ("pool", "stem") or any(id(prod[id(t)]) in ids for t in _operands(n, k) if id(t) in prod):
                 continue
             rest = [m for m in members if m is not n]
-            nchw, _ = costmodel.layout_node_cost(target, "pool", block_width(target), y_shape=n.outputs[0].shape)
+            if all(kind(m, target) == "stem" for m in rest):
+                continue
+            nchw, _ = node_cost(n, target)
             if estimate(g, rest, target)[1] + nchw < whole:
                 members = rest
                 break
@@ -382,7 +418,7 @@ def region_signature(g: Graph, region: list[Node], target, threads: int) -> str:
     from edgec.codegen import variants
     pos = {id(n): i for i, n in enumerate(region)}
     prod = g.producers()
-    ins, outs = edges(g, region)
+    ins, outs = edges(g, region, target)
     edge = {id(t): i for i, t in enumerate(ins)}
     desc = []
     for n in region:
@@ -390,7 +426,7 @@ def region_signature(g: Graph, region: list[Node], target, threads: int) -> str:
         sig = variants.signature(n, threads, f) if f is not None else None
         ep = n.epilogue
         srcs = [f"n{pos[id(prod[id(t)])]}" if id(t) in prod and id(prod[id(t)]) in pos else f"e{edge.get(id(t), '?')}"
-                for t in _operands(n)]
+                for t in _operands(n)]  # a stem's input too: an NCHW edge, not a reorder
         attrs = sorted((k, repr(v)) for k, v in n.attrs.items() if not k.startswith("ec_") or k == "ec_shuffle_groups")
         desc.append([n.op, sig or "", [list(t.shape) for t in n.outputs if t is not None], attrs, ep.act or "",
                      sorted((k, repr(v)) for k, v in ep.act_params.items()), ep.residual_before_act, srcs])
@@ -416,7 +452,7 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
     info = {"signature": region_signature(g, region, target, opts.threads),
             "class": region_class(region, target, kinds), "nodes": _snapshot(region),
             "has_dw": any(k == "dw" for k in kinds.values())}
-    info["edges"] = edges(g, region)
+    info["edges"] = edges(g, region, target)
     info["estimate"] = estimate(g, region, target) if info["has_dw"] else None
     rec = opts.tuned_for(info["signature"]) if opts.tuned else None
     forced = rec[0].get("layout") if rec is not None else None
@@ -460,6 +496,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     if not chosen:
         return g
     _fold_shuffles(g, chosen, target)
+    stems = {id(n) for n in g.nodes if id(n) in chosen and kind(n, target) == "stem"}  # read NCHW, write blocked
     users = g.consumers()
     outs = {id(t) for t in g.outputs}
     twin: dict[int, Tensor] = {}  # id(NCHW tensor) -> its blocked form
@@ -473,7 +510,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         return Node(f"reorder:{src.name}", "LayoutReorder", [src], [dst], {"to": "nchwc" if dst.block else "nchw"})
 
     def read_blocked(t: Tensor) -> bool:
-        return any(id(u) in chosen for u in users.get(id(t), []))
+        return any(id(u) in chosen and id(u) not in stems for u in users.get(id(t), []))
 
     nodes: list[Node] = [reorder(t, blocked(t)) for t in g.inputs if read_blocked(t)]
     for n in g.nodes:
@@ -481,7 +518,8 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
             nodes.append(n)
             nodes += [reorder(t, blocked(t)) for t in n.outputs if t is not None and read_blocked(t)]
             continue
-        n.inputs = [twin[id(t)] if t is not None and not t.is_const else t for t in n.inputs]
+        if id(n) not in stems:
+            n.inputs = [twin[id(t)] if t is not None and not t.is_const else t for t in n.inputs]
         if n.epilogue.residual is not None:
             n.epilogue.residual = twin[id(n.epilogue.residual)]
         nodes.append(n)
@@ -489,7 +527,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
             if t is None:
                 continue
             n.outputs[i] = b = blocked(t)
-            if id(t) in outs or any(id(u) not in chosen for u in users.get(id(t), [])):
+            if id(t) in outs or any(id(u) not in chosen or id(u) in stems for u in users.get(id(t), [])):
                 nodes.append(reorder(b, t))
     g.nodes = nodes
     return g

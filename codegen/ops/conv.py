@@ -475,18 +475,27 @@ def smallc_kernel(target, g: dict):
     return SMALLC_KERNELS.get(vector_isa(target) or "")
 
 
-def _smallc_choice(node: Node, ctx: EmitContext, g: dict) -> bool:
-    """Whether an NCHW layer runs the direct kernel: EDGEC_SMALLC / a tuning record forces it either way,
-    else the cost model's estimate against the GEMM path (costmodel.choose_smallc), noted for --explain."""
-    k = smallc_kernel(ctx.target, g)
+def smallc_pick(target, g: dict):
+    """costmodel.Choice of the direct kernel or the GEMM path for layer g (EDGEC_SMALLC / a tuning record forces
+    either, else the estimate), or None where the direct kernel is out (not eligible, no vectors, or a forced
+    Winograd the estimate does not pre-empt). codegen/layout.py asks it too: a stem the direct kernel runs may
+    write a channel-blocked region."""
+    k = smallc_kernel(target, g)
     if k is None:
-        return False
+        return None
     from edgec.codegen import costmodel
     from edgec.codegen.ops import winograd
     mode = options.active().smallc
     if mode == "auto" and options.active().conv.startswith("winograd") and winograd.eligible(g):
-        return False  # a forced Winograd (EDGEC_CONV, a record) is not pre-empted by the estimate
-    choice = costmodel.choose_smallc(ctx.target, g, k[2], mode)
+        return None
+    return costmodel.choose_smallc(target, g, k[2], mode)
+
+
+def _smallc_choice(node: Node, ctx: EmitContext, g: dict) -> bool:
+    """Whether an NCHW layer runs the direct kernel (smallc_pick), noted for --explain."""
+    choice = smallc_pick(ctx.target, g)
+    if choice is None:
+        return False
     ctx.note(smallc=choice.why)
     return choice.algo == "direct"
 
@@ -521,6 +530,9 @@ def _emit_smallc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int
     layout = f"-nchw{cb}c" if cb else ""
     isa = fn.rsplit("__", 1)[1]
     ctx.note(algo=f"direct-smallc-{ob}{layout}-{isa}", macs=macs, kernel=fn, ob=ob, rc=rc)
+    if cb:  # a stem starting a blocked region (codegen/layout.py kind "stem"): NCHW in, blocked out, no reorder
+        ctx.note(layout=f"{node.inputs[0].layout} -> {node.outputs[0].layout}",
+                 why=f"few-channel stem writing the channel-blocked region: {cb} channels a block, a vector per pixel")
     shape = _shape_init(g, "N C H W K Ho Wo KH KW SH SW PT PL")
     x, y = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0])
     return (f"static const f32_conv_smallc_shape S = {{{shape}, {ob}u, {rc}u, {cb}u, {fn}}};\n"
