@@ -11,6 +11,7 @@ import pytest
 from edgec.codegen.ops.pool import GAVGPOOL
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root
+from tests.kernels.qkit import compile_link, stable_source
 
 SIZES = [1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 47, 64, 65, 144, 1152]
 
@@ -59,12 +60,10 @@ def test_gavgpool_simd_matches_scalar(tmp_path, target):
     if not runs_here and (t.qemu is None or shutil.which(t.qemu[0]) is None):
         pytest.skip(f"{target}: this CPU lacks it and no qemu")
     header, fn = GAVGPOOL[t.isa]
-    src = tmp_path / "t.c"
-    src.write_text(DRIVER % {"header": header, "fn": fn, "sizes": ", ".join(map(str, SIZES))})
+    src = stable_source(DRIVER % {"header": header, "fn": fn, "sizes": ", ".join(map(str, SIZES))})
     exe = tmp_path / "t"
-    cmd = [t.cc, *t.cflags, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root()}", str(src), "-o",
-           str(exe), "-lm"] + ([] if runs_here else ["-static"])
-    subprocess.run(cmd, check=True, capture_output=True)
+    compile_link(t.cc, [*t.cflags, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root()}",
+                        *([] if runs_here else ["-static"])], [src], exe)
     run = [str(exe)] if runs_here else [*t.qemu, str(exe)]
     proc = subprocess.run(run, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
@@ -127,11 +126,9 @@ def test_pool_two_pass_matches_reference(tmp_path, target):
     runs_here = t.runs_natively()
     if not runs_here and (t.qemu is None or shutil.which(t.qemu[0]) is None):
         pytest.skip(f"{target}: this CPU lacks it and no qemu")
-    src, exe = tmp_path / "m.c", tmp_path / "m"
-    src.write_text(MAXPOOL_DRIVER)
-    cmd = [t.cc, *t.cflags, "-O3", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root()}", str(src), "-o",
-           str(exe), "-lm"] + ([] if runs_here else ["-static"])
-    subprocess.run(cmd, check=True, capture_output=True)
+    src, exe = stable_source(MAXPOOL_DRIVER), tmp_path / "m"
+    compile_link(t.cc, [*t.cflags, "-O3", "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{root()}",
+                        *([] if runs_here else ["-static"])], [src], exe)
     proc = subprocess.run([str(exe)] if runs_here else [*t.qemu, str(exe)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
 
@@ -184,9 +181,7 @@ def test_maxpool_two_pass_avx2_matches_reference(tmp_path, flags):
     t = get_target("x86_64-avx2")
     if shutil.which(t.cc) is None or not t.runs_natively():
         pytest.skip("needs an AVX2 host")
-    src, exe = tmp_path / "m.c", tmp_path / "m"
-    src.write_text(MAXPOOL_AVX2_DRIVER)
-    subprocess.run([t.cc, *t.cflags, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", *flags, f"-I{root()}",
-                    str(src), "-o", str(exe), "-lm"], check=True, capture_output=True)
+    src, exe = stable_source(MAXPOOL_AVX2_DRIVER), tmp_path / "m"
+    compile_link(t.cc, [*t.cflags, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", *flags, f"-I{root()}"], [src], exe)
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

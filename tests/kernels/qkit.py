@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import os
+import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,12 +87,104 @@ def build(isa: Isa, out: Path, sources: list[str], defines: dict[str, str] | Non
           extra: tuple = ()) -> Path:
     """Compile test sources (tests/kernels/c/*) + runtime files (relative to runtime_c/) warning-free."""
     rt = runtime_root()
-    srcs = [str(CDIR / s) if (CDIR / s).exists() else str(rt / s) for s in sources]
-    defs = [f"-D{k}={v}" for k, v in (defines or {}).items()]
-    cmd = [isa.cc, *WFLAGS, *isa.cflags, *extra, f"-I{rt}", *defs, *srcs, "-o", str(out), "-lm", "-pthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, f"{' '.join(cmd)}\n{r.stderr}"
+    srcs = [CDIR / s if (CDIR / s).exists() else rt / s for s in sources]
+    return compile_link(isa.cc, [*WFLAGS, *isa.cflags, *extra, f"-I{rt}", "-pthread"], srcs, out, defines)
+
+
+# -- one object per source, then a link ------------------------------------------------------------------
+# ccache caches only a call that compiles one source (-c); `gcc a.c b.c -o t` runs uncached every time. So each
+# source becomes its own object (through ccache) and the test program is linked from them. Within a process,
+# an object is made once per (compiler, flags, source, the defines it sees) and reused by later builds: the
+# scalar references and the thread pool are compiled once per flag set. The table and its directory belong to
+# one process (each pytest-xdist worker has its own); ccache shares the results between processes safely.
+
+_OBJS: dict[tuple, Path] = {}
+_OBJDIR: list[Path] = []
+_SCANS: dict[tuple, tuple] = {}  # (file, mtime, size) -> (its identifiers, its #include operands)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(.*)$', re.M)
+_ALWAYS = re.compile(r"_|NDEBUG$")  # reserved names and NDEBUG can steer system headers: every source gets them
+
+
+def _objdir() -> Path:
+    if not _OBJDIR:
+        d = Path(tempfile.mkdtemp(prefix="edgec-kobj-"))
+        atexit.register(shutil.rmtree, d, True)
+        _OBJDIR.append(d)
+    return _OBJDIR[0]
+
+
+def _words(path: Path, idirs: tuple) -> frozenset | None:
+    """Every identifier in path and the quoted/angled headers it includes from its own directory or the -I
+    directories (system headers left out); None when an include names a macro, so the closure is unknown."""
+    seen: set[Path] = set()
+    words: set[str] = set()
+    todo = [path]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        st = f.stat()
+        key = (f, st.st_mtime_ns, st.st_size)
+        if key not in _SCANS:
+            text = f.read_text(errors="replace")
+            _SCANS[key] = (frozenset(re.findall(r"[A-Za-z_]\w*", text)), [m.strip() for m in _INCLUDE.findall(text)])
+        ids, incs = _SCANS[key]
+        words |= ids
+        for inc in incs:
+            if not inc or inc[0] not in "\"<":
+                return None
+            name = inc[1:].split(inc[0] if inc[0] == '"' else ">")[0]
+            dirs = ([f.parent] if inc[0] == '"' else []) + [Path(d) for d in idirs]
+            hit = next((d / name for d in dirs if (d / name).is_file()), None)
+            if hit is not None:
+                todo.append(hit)
+            elif inc[0] == '"':
+                return None
+    return frozenset(words)
+
+
+def compile_link(cc: str, flags, sources, out: Path, defines: dict | None = None, libs=("-lm",)) -> Path:
+    """Build out from sources: each compiled alone with flags (`cc *flags -D.. -c src`), then linked with the
+    same flags (sanitizers, -static, -shared reach the link) and libs. A define is passed to every source whose
+    text or included headers name it (the preprocessed result of the others does not depend on it), so an
+    object of a runtime file is shared by tests that differ only in their test program's defines."""
+    flags = [str(f) for f in flags]
+    idirs = tuple(f[2:] for f in flags if f.startswith("-I"))
+    defs = {str(k): str(v) for k, v in (defines or {}).items()}
+    objs = []
+    for src in map(Path, sources):
+        words = _words(src, idirs)
+        d = [f"-D{k}={v}" for k, v in sorted(defs.items()) if words is None or k in words or _ALWAYS.match(k)]
+        st = src.stat()
+        key = (cc, *flags, str(src), st.st_mtime_ns, st.st_size, *d)
+        if key not in _OBJS:
+            obj = _objdir() / f"{len(_OBJS)}-{src.stem}.o"
+            tmp = obj.with_suffix(f".{os.getpid()}.tmp")
+            _run([cc, *flags, *d, "-c", str(src), "-o", str(tmp)])
+            os.replace(tmp, obj)
+            _OBJS[key] = obj
+        objs.append(str(_OBJS[key]))
+    _run([cc, *flags, *objs, "-o", str(out), *libs])
     return out
+
+
+def stable_source(text: str, suffix: str = ".c") -> Path:
+    """A generated C file at a path fixed by its content: ccache hashes the source's path, so a driver written
+    into each test's tmp_path would be compiled anew by every run."""
+    d = Path(tempfile.gettempdir()) / f"edgec-test-src-{os.getuid()}"
+    d.mkdir(exist_ok=True)
+    path = d / (hashlib.sha256(text.encode()).hexdigest()[:24] + suffix)
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
+
+
+def _run(cmd: list[str]) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
 
 
 def run(isa: Isa, exe: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:

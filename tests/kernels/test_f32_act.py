@@ -19,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 from edgec.codegen import build_project, compile_model
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
+from qkit import compile_link
 
 CDIR = Path(__file__).with_name("c")
 WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
@@ -44,15 +45,12 @@ def _build_act(name: str, out, extra=(), opt="-O2"):
     if t.qemu and shutil.which(t.qemu[0]) is None:
         pytest.skip(f"{t.qemu[0]} is not installed")
     rt = runtime_root()
-    defs = [f'-DT_HEADER="ec_simd_{vocab}.h"']
-    srcs = [str(CDIR / "test_act.c")]
+    defs = {"T_HEADER": f'"ec_simd_{vocab}.h"'}
+    srcs = [CDIR / "test_act.c"]
     if kisa:
-        defs += [f"-DT_VACT=f32_vact__{kisa}", f"-DT_SOFTMAX=f32_softmax__{kisa}"]
-        srcs += [str(rt / f"f32-vact/f32-vact-{kisa}.c"), str(rt / f"f32-softmax/f32-softmax-{kisa}.c")]
-    cmd = [cc, opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), *extra, f"-I{rt}", *defs, *srcs,
-           "-o", str(out), "-lm"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+        defs |= {"T_VACT": f"f32_vact__{kisa}", "T_SOFTMAX": f"f32_softmax__{kisa}"}
+        srcs += [rt / f"f32-vact/f32-vact-{kisa}.c", rt / f"f32-softmax/f32-softmax-{kisa}.c"]
+    compile_link(cc, [opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), *extra, f"-I{rt}"], srcs, out, defs)
     if not t.qemu and not t.runs_natively():  # built (-Werror) but not run
         pytest.skip(f"built; this CPU lacks {', '.join(t.features)}")
     return [*(t.qemu or []), str(out)], step

@@ -22,7 +22,7 @@ from edgec.codegen import kernels
 from edgec.codegen.ops.pool import GAVGPOOL
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
-from qkit import cpu_flags
+from qkit import compile_link, cpu_flags, stable_source
 from test_f32_emitters import _layer_ops, conv_model, run_against_ort
 from test_f32_kernels import CDIR, WFLAGS, _test_of
 from tests.codegen.test_simd_kernels import DRIVER as GAVGPOOL_DRIVER
@@ -37,38 +37,19 @@ AVX512_ROWS = [k for k in kernels.KERNELS if k.isa == "avx512" and k.op not in (
 
 
 class Builder:
-    """Compiles each source to its own object (ccache can keep those; one gcc call over several sources it cannot)
-    and reuses objects across the module's builds: the scalar references and the thread pool are built once per
-    flag set."""
-
-    def __init__(self, root):
-        self.root, self.objs = root, {}
+    """qkit.compile_link with the module's flags: one object per source (ccache keeps those), the scalar
+    references and the thread pool compiled once per flag set."""
 
     def link(self, cc: str, cflags, srcs, defs: dict, out, static=False, opt="-O2"):
         if shutil.which(cc) is None:
             pytest.skip(f"{cc} is not installed")
-        flags = [opt, *WFLAGS, *cflags, f"-I{runtime_root()}"]
-        objs = []
-        for src in srcs:  # the test program (first) takes the defines; runtime files need none
-            d = defs if src == srcs[0] else {}
-            key = (cc, *flags, str(src), *sorted(f"-D{a}={b}" for a, b in d.items()))
-            if key not in self.objs:
-                obj = self.root / f"{len(self.objs)}.o"
-                self._run([cc, *flags, *key[len(flags) + 2:], "-c", str(src), "-o", str(obj)])
-                self.objs[key] = obj
-            objs.append(str(self.objs[key]))
-        self._run([cc, *cflags, *(["-static"] if static else []), *objs, "-o", str(out), "-lm", "-lpthread"])
-        return out
-
-    @staticmethod
-    def _run(cmd):
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+        return compile_link(cc, [opt, *WFLAGS, *cflags, *(["-static"] if static else []), f"-I{runtime_root()}"],
+                            srcs, out, defs, ["-lm", "-lpthread"])
 
 
 @pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    return Builder(tmp_path_factory.mktemp("objs"))
+def builder():
+    return Builder()
 
 
 def _row_sources(k: kernels.Kernel, extra: list[str], prog: str) -> list:
@@ -132,8 +113,7 @@ def _pool_drivers() -> dict[str, str]:
 @pytest.mark.parametrize("driver", list(_pool_drivers()))
 def test_avx512_pools_build_and_run_where_supported(driver, builder, tmp_path):
     """test_simd_kernels' pool drivers (odd sizes, vs the direct references) with the AVX-512 target's flags."""
-    src, exe = tmp_path / "t.c", tmp_path / "t"
-    src.write_text(_pool_drivers()[driver])
+    src, exe = stable_source(_pool_drivers()[driver]), tmp_path / "t"
     builder.link("gcc", AVX512.cflags, [src], {}, exe, opt="-O3" if driver == "pool-2pass" else "-O2")  # as there
     _avx512_run([str(exe)], "")
 

@@ -15,6 +15,7 @@ import pytest
 
 from edgec.codegen import kernels
 from edgec.runtime_c import root as runtime_root
+from qkit import compile_link
 
 CDIR = Path(__file__).with_name("c")
 WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
@@ -62,12 +63,9 @@ def _build(k: kernels.Kernel, out: Path, extra_flags=(), opt="-O2", test=None) -
         pytest.skip(f"this CPU lacks {k.isa} ({', '.join(t.features)})")
     prog, defs, extra = test or _test_of(k)
     rt = runtime_root()
-    srcs = [str(CDIR / prog), str(rt / "ec_threadpool.c"), *{str(rt / k.file), *(str(rt / e) for e in extra)}]
+    srcs = [CDIR / prog, rt / "ec_threadpool.c", *dict.fromkeys([rt / k.file, *(rt / e for e in extra)])]
     static = ["-static"] if t.qemu else []
-    cmd = [cc, opt, *WFLAGS, *t.cflags, *static, *extra_flags, f"-I{rt}",
-           *(f"-D{a}={b}" for a, b in defs.items()), *srcs, "-o", str(out), "-lm", "-lpthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+    compile_link(cc, [opt, *WFLAGS, *t.cflags, *static, *extra_flags, f"-I{rt}"], srcs, out, defs, ["-lm", "-lpthread"])
     return out, list(t.qemu or [])
 
 
@@ -101,10 +99,8 @@ def test_threadpool(sanitizer, tmp_path):
     srcs = [CDIR / "test_threadpool.c", rt / "ec_threadpool.c", rt / "f32-gemm/f32-gemm-4x4-scalar.c",
             rt / "f32-gspc/f32-gspc-scalar.c", rt / "f32-dwconv/f32-dwconv-kxk-scalar.c",
             rt / "f32-igemm/f32-igemm-4x4-scalar.c"]
-    cmd = ["gcc", "-O1", "-g", f"-fsanitize={sanitizer}", *WFLAGS, f"-I{rt}", *map(str, srcs), "-o",
-           str(tmp_path / "t"), "-lm", "-lpthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    compile_link("gcc", ["-O1", "-g", f"-fsanitize={sanitizer}", *WFLAGS, f"-I{rt}"], srcs, tmp_path / "t", None,
+                 ["-lm", "-lpthread"])
     r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "threadpool ok" in r.stdout, r.stdout + r.stderr
 
@@ -115,10 +111,7 @@ def test_threadpool_stats(tmp_path):
     srcs = [CDIR / "test_threadpool.c", rt / "ec_threadpool.c", rt / "f32-gemm/f32-gemm-4x4-scalar.c",
             rt / "f32-gspc/f32-gspc-scalar.c", rt / "f32-dwconv/f32-dwconv-kxk-scalar.c",
             rt / "f32-igemm/f32-igemm-4x4-scalar.c"]
-    cmd = ["gcc", "-O1", "-DEC_POOL_STATS", *WFLAGS, f"-I{rt}", *map(str, srcs), "-o", str(tmp_path / "t"), "-lm",
-           "-lpthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    compile_link("gcc", ["-O1", "-DEC_POOL_STATS", *WFLAGS, f"-I{rt}"], srcs, tmp_path / "t", None, ["-lm", "-lpthread"])
     r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "threadpool ok" in r.stdout, r.stdout + r.stderr
     m = re.search(r"(\d+) parallel jobs, chunks ([\d.]+) ms, span on (\d) threads ([\d.]+) ms", r.stderr)

@@ -12,6 +12,7 @@ import pytest
 
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
+from qkit import compile_link
 
 C_TEST = Path(__file__).with_name("c") / "test_nchwc.c"
 WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
@@ -33,10 +34,8 @@ def build(target: str, out: Path, opt=("-O2",)) -> list[str] | None:
         pytest.skip(f"{t.qemu[0]} is not installed")
     rt = runtime_root()
     srcs = [C_TEST, rt / "f32-nchwc/f32-nchwc-scalar.c", rt / f"f32-nchwc/f32-nchwc-{isa}.c", rt / "ec_threadpool.c"]
-    cmd = [cc, *opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}", f"-DISA={isa}",
-           f"-DLANES={lanes}", *map(str, srcs), "-o", str(out), "-lm", "-lpthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+    compile_link(cc, [*opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}"], srcs, out,
+                 {"ISA": isa, "LANES": lanes}, ["-lm", "-lpthread"])
     if not t.qemu and not t.runs_natively():
         return None
     return [*(t.qemu or []), str(out)]
@@ -74,10 +73,8 @@ def test_reference_catches_a_wrong_kernel(tmp_path):
     if not t.runs_natively():
         pytest.skip("this CPU lacks avx2")
     out = tmp_path / "t"
-    cmd = ["gcc", "-O2", *WFLAGS, *t.cflags, f"-I{rt}", "-DISA=avx2", "-DLANES=8", str(C_TEST),
-           str(rt / "f32-nchwc/f32-nchwc-scalar.c"), str(rt / "f32-nchwc/f32-nchwc-avx2.c"),
-           str(rt / "ec_threadpool.c"),
-           "-o", str(out), "-lm", "-lpthread"]
-    subprocess.run(cmd, check=True, capture_output=True)
+    compile_link("gcc", ["-O2", *WFLAGS, *t.cflags, f"-I{rt}"], [C_TEST, rt / "f32-nchwc/f32-nchwc-scalar.c",
+                 rt / "f32-nchwc/f32-nchwc-avx2.c", rt / "ec_threadpool.c"], out, {"ISA": "avx2", "LANES": 8},
+                 ["-lm", "-lpthread"])
     r = subprocess.run([str(out), "quick"], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "FAIL dwconv" in r.stdout

@@ -19,6 +19,7 @@ from edgec.codegen import build_project, compile_model
 from edgec.codegen.options import CompileOptions
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
+from qkit import compile_link
 
 C_TEST = Path(__file__).with_name("c") / "test_smallc.c"
 WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
@@ -39,10 +40,8 @@ def build(target: str, out: Path, opt=("-O2",), rt: Path | None = None) -> list[
         pytest.skip(f"{t.qemu[0]} is not installed")
     rt = rt or runtime_root()
     srcs = [C_TEST, rt / f"{SRC}-scalar.c", rt / f"{SRC}-{isa}.c", rt / "ec_threadpool.c"]
-    cmd = [cc, *opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}", f"-DISA={isa}",
-           f"-DLANES={lanes}", *map(str, srcs), "-o", str(out), "-lm", "-lpthread"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+    compile_link(cc, [*opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}"], srcs, out,
+                 {"ISA": isa, "LANES": lanes}, ["-lm", "-lpthread"])
     if not t.qemu and not t.runs_natively():
         return None
     return [*(t.qemu or []), str(out)]
