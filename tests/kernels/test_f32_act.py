@@ -170,6 +170,7 @@ def _run_model(model, target_name, tmp_path):
 @pytest.mark.parametrize("target", ["x86_64-avx2", "generic", "aarch64-neon", "armv7-neon"])
 def test_activation_models_match_onnxruntime(tmp_path, monkeypatch, target):
     monkeypatch.setenv("EDGEC_CONV", "direct")  # the GEMM paths' epilogues, not a transform's error
+    monkeypatch.setenv("EDGEC_SMALLC", "gemm")  # its few-channel convs too (the direct kernel's: test_f32_smallc)
     b = _run_model(_model(tmp_path / "acts.onnx"), target, tmp_path)
     algos, ops = [layer["algo"] for layer in b.layers], [layer["op"] for layer in b.layers]
     # the three SiLU, the Sigmoid and the Tanh after convolutions are fused into them
