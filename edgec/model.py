@@ -186,10 +186,6 @@ def pin_input_shapes(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> No
         tt = v.type.tensor_type
         if v.name in shapes:
             want = shapes[v.name]
-            # the Python API takes shapes unparsed: a 0 (say, read off a symbolic dim) would only fail much later
-            if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x > 0 for x in want):
-                raise EdgecError(f"--input-shape {v.name}: every dim must be a positive integer, got {list(want)}")
-            want = [int(x) for x in want]
             if tt.HasField("shape") and len(info.shape) != len(want):
                 raise EdgecError(f"--input-shape {v.name}: rank {len(want)} given, the model's input has rank {len(info.shape)} {_fmt(info.shape)}")
             for d, (declared, new) in enumerate(zip(info.shape, want)):
