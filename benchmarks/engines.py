@@ -270,8 +270,10 @@ class Mnn(Engine):
             import MNN  # noqa: F401
         except Exception as e:
             return f"not importable ({type(e).__name__}: {str(e)[:120]}); pip install MNN"
-        if _tool("mnnconvert") is None:
-            return "mnnconvert not found (it ships with pip install MNN)"
+        try:
+            import _tools  # noqa: F401  (MNN's converter extension)
+        except Exception as e:
+            return f"MNN's converter extension is not importable ({type(e).__name__}); pip install MNN"
         return None
 
     def version(self):
@@ -282,7 +284,11 @@ class Mnn(Engine):
         d = work / "mnn"
         d.mkdir(parents=True, exist_ok=True)
         out = d / "model.mnn"
-        _run_tool([_tool("mnnconvert") or "mnnconvert", "-f", "ONNX", "--modelFile", str(model), "--MNNModel", str(out),
+        # The converter's own extension, not the `mnnconvert` script: the script's usage logger runs
+        # `pip install aliyun-log-python-sdk` into this venv when that is missing, which downgrades protobuf
+        # below what onnx needs (and sends the conversion's details over the network).
+        _run_tool([sys.executable, "-c", "import sys, _tools; _tools.mnnconvert(sys.argv)",
+                   "-f", "ONNX", "--modelFile", str(model), "--MNNModel", str(out),
                    "--bizCode", "edgec", "--keepInputFormat"], d, "MNNConvert")
         if not out.exists():
             raise EngineError("MNNConvert wrote no .mnn file")
