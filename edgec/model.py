@@ -186,11 +186,22 @@ def pin_input_shapes(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> No
         tt = v.type.tensor_type
         if v.name in shapes:
             want = shapes[v.name]
+            # the Python API takes shapes unparsed (the CLI's parser already refuses these)
+            for d, x in enumerate(want):
+                if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= x <= MAX_DIM:
+                    raise EdgecError(f"--input-shape {v.name}: dim {d} must be an integer from 0 to {MAX_DIM}, "
+                                     f"got {x!r}")
+            want = [int(x) for x in want]
             if tt.HasField("shape") and len(info.shape) != len(want):
                 raise EdgecError(f"--input-shape {v.name}: rank {len(want)} given, the model's input has rank {len(info.shape)} {_fmt(info.shape)}")
             for d, (declared, new) in enumerate(zip(info.shape, want)):
                 if isinstance(declared, int) and declared > 0 and declared != new:
                     raise EdgecError(f"--input-shape {v.name}: dim {d} is fixed to {declared} in the model, {new} given")
+                # an empty tensor only where the model itself declares one; a 0 for a free dim (read off a
+                # symbolic dim, say) would fail much later, far from its cause
+                if new == 0 and declared != 0:
+                    raise EdgecError(f"--input-shape {v.name}: dim {d} is 0 (an empty tensor) where the model "
+                                     f"declares {_fmt(info.shape)}; give its size")
             tt.ClearField("shape")
             tt.shape.dim.extend([onnx.TensorShapeProto.Dimension(dim_value=x) for x in want])
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -71,6 +72,35 @@ def test_debug_shows_traceback(tmp_path):
 ])
 def test_bad_input_shape(digits_cnn, spec, needle):
     one_line_error(edgec("inspect", str(digits_cnn.model), "--input-shape", spec), needle)
+
+
+@pytest.mark.parametrize("shape, needle", [
+    ([0, 3, 48, 192], "dim 0 is 0 (an empty tensor) where the model declares"),
+    ([1, 3, -1, 192], "dim 2 must be an integer from 0"),
+    ([1, 3, 48.0, 192], "dim 2 must be an integer from 0"),
+    ([True, 3, 48, 192], "dim 0 must be an integer from 0"),
+])
+def test_python_api_refuses_bad_dims(ppocr_cls, shape, needle, tmp_path):
+    # the CLI parses --input-shape; the library takes the list as given, e.g. a 0 read off a symbolic dim
+    from edgec.codegen.project import compile_model
+    from edgec.errors import EdgecError
+
+    with pytest.raises(EdgecError, match=re.escape(needle)):
+        compile_model(ppocr_cls, tmp_path / "out", input_shapes={"x": shape})
+    assert not (tmp_path / "out").exists()
+
+
+def test_python_api_keeps_empty_tensors_the_model_declares(tmp_path):
+    # a dim the model fixes to 0 is an empty tensor (ONNX allows them; conformance cases use them)
+    from edgec.model import load_model
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 0, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 0, 4])])
+    path = tmp_path / "empty.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    m = load_model(path, {"x": [2, 0, 4]})
+    assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [2, 0, 4]
 
 
 def test_dynamic_dims_need_a_shape(ppocr_cls):
