@@ -36,10 +36,15 @@ static int measure(void *ws, const void *const *ins, void *const *outs, int thre
         warm_runs++;
         warm_ms = ec_now_ms() - w0;
     }
-    if ((size_t)runs > SIZE_MAX / sizeof(double) / (MODEL_NUM_LAYERS + 1)) return 2;
+#ifdef EC_PROFILE
+    const size_t nlayer = (size_t)MODEL_NUM_LAYERS + 1; /* per-layer times of every run */
+#else
+    const size_t nlayer = 0;
+#endif
+    if ((size_t)runs > SIZE_MAX / sizeof(double) / (nlayer + 1)) return 2;
     double *times = malloc(sizeof(double) * (size_t)runs);
     double *cpu = malloc(sizeof(double) * (size_t)runs);
-    double *layer = malloc(sizeof(double) * (size_t)runs * (MODEL_NUM_LAYERS + 1));
+    double *layer = malloc(sizeof(double) * ((size_t)runs * nlayer + 1));
     if (!times || !cpu || !layer) {
         free(times);
         free(cpu);
@@ -49,7 +54,7 @@ static int measure(void *ws, const void *const *ins, void *const *outs, int thre
     /* touched now, so the timed runs take no page fault of the harness's own */
     memset(times, 0, sizeof(double) * (size_t)runs);
     memset(cpu, 0, sizeof(double) * (size_t)runs);
-    memset(layer, 0, sizeof(double) * (size_t)runs * (MODEL_NUM_LAYERS + 1));
+    memset(layer, 0, sizeof(double) * ((size_t)runs * nlayer + 1));
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
     for (int r = 0; r < runs; r++) {
