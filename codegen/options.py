@@ -32,15 +32,21 @@ PAR_MODES = ("auto", "serial", "cols", "rows")
 GEMM1X1_MODES = ("auto", "pack", "inplace")
 # dense convs with at most 4 input channels (stems): the direct kernel or the GEMM path
 SMALLC_MODES = ("auto", "direct", "gemm")
+# cache blocking of the dense GEMM conv drivers (and Gemm/MatMul): the column block (NC; output channels per item
+# on the transposed path) or the K block (KC) scaled from the cost model's values, which follow the target's cache
+# sizes (codegen/ops/conv.py blocking())
+BLK_MODES = ("auto", "nc-half", "nc-double", "kc-half", "kc-whole")
 
 # field -> environment variable that fills it
 ENV = {"sparse": "EDGEC_SPARSE", "gspc": "EDGEC_GSPC", "dw": "EDGEC_DW", "conv": "EDGEC_CONV",
-       "q8conv": "EDGEC_Q8CONV", "par": "EDGEC_PAR", "gemm1x1": "EDGEC_GEMM1X1", "smallc": "EDGEC_SMALLC", "layout": "EDGEC_LAYOUT", "tuning_db": "EDGEC_TUNING_DB",
+       "q8conv": "EDGEC_Q8CONV", "par": "EDGEC_PAR", "gemm1x1": "EDGEC_GEMM1X1", "smallc": "EDGEC_SMALLC", "blk": "EDGEC_BLK",
+       "layout": "EDGEC_LAYOUT", "tuning_db": "EDGEC_TUNING_DB",
        "tuning": "EDGEC_TUNING"}
 _CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": CONV_MODES,
-            "q8conv": Q8CONV_MODES, "par": PAR_MODES, "gemm1x1": GEMM1X1_MODES, "smallc": SMALLC_MODES, "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
+            "q8conv": Q8CONV_MODES, "par": PAR_MODES, "gemm1x1": GEMM1X1_MODES, "smallc": SMALLC_MODES, "blk": BLK_MODES,
+            "layout": LAYOUT_MODES, "tuning": ("auto", "off")}
 # the fields a tuning record may force for one layer (codegen/variants.py)
-PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par", "gemm1x1", "smallc")
+PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par", "gemm1x1", "smallc", "blk")
 # the fields a tuning record of a channel-blocked region may force (codegen/layout.py region_signature)
 PER_REGION = ("layout",)
 
@@ -58,6 +64,7 @@ class CompileOptions:
     par: str = "auto"             # covered layers (codegen/variants.py): one thread, or one split axis
     gemm1x1: str = "auto"         # 1x1 stride-1 convs: packed B panels (auto) or the input read in place
     smallc: str = "auto"          # convs with <= 4 input channels: direct kernel or GEMM, or the cost model's pick
+    blk: str = "auto"             # GEMM-path cache blocking: the cost model's NC / KC, or one of them scaled
     tuning_db: str | None = None  # JSON of measured per-layer choices, consulted before the cost model
     tuning: str = "auto"          # auto: apply the device's tuning records (filled into `tuned`); off: ignore them
     # tuning records that apply: (layer signature, forced fields as "k=v;k=v", explain text), sorted

@@ -26,7 +26,7 @@ from edgec.errors import EdgecError
 
 @dataclass(frozen=True)
 class Variant:
-    family: str                                  # conv3x3 | gspc | dw | sparse | q8conv | gemm1x1 | smallc | par
+    family: str                                  # conv3x3 | gspc | dw | sparse | q8conv | gemm1x1 | smallc | par | blk
     name: str                                    # unique: what a tuning record stores
     forced: tuple[tuple[str, str], ...]          # CompileOptions fields set for the layer
     applies: Callable[[dict, object], bool]      # (layer facts, target) -> bool
@@ -34,7 +34,7 @@ class Variant:
 
     def forced_str(self, facts: dict) -> str:
         f = dict(self.forced)
-        if self.family == "par":  # the cost model's algorithm, partitioned otherwise
+        if self.family in ("par", "blk"):  # the cost model's algorithm, partitioned or blocked otherwise
             return ";".join(f"{k}={v}" for k, v in sorted(f.items()))
         if facts.get("G") == 1 and facts["kind"] == "conv" and "sparse" not in f:
             f["sparse"] = "dense"  # a dense-algorithm variant must not be pre-empted by the sparse emitter
@@ -135,7 +135,21 @@ def _build_table() -> tuple[Variant, ...]:
     v.append(Variant("par", "par-rows", (("par", "rows"),), _split_ok,
                      "split over output-channel chunks (column blocks as wide as the caches allow); Winograd: "
                      "over output-channel chunks of each tile block"))
+    # cache blocking of the dense GEMM drivers (1x1, im2col, indirect, transposed), scaled from the cost model's
+    # cache-size formulas, its algorithm kept. Where the scaled block is the default's (K already whole, one column
+    # block, a split that narrows it back) the variant emits the default's code, and tuning drops it as such.
+    for mode, doc in (("nc-half", "column block (transposed: output-channel block) half the cost model's"),
+                      ("nc-double", "column block (transposed: output-channel block) twice the cost model's"),
+                      ("kc-half", "K block half the cost model's (K split in two or more blocks)"),
+                      ("kc-whole", "K in one block (no partial sums written back), whatever the caches")):
+        v.append(Variant("blk", f"blk-{mode}", (("blk", mode),), _blk_ok, doc))
     return tuple(v)
+
+
+def _blk_ok(f: dict, _t) -> bool:
+    # dense convs the GEMM drivers may run; a layer the cost model gives Winograd, the direct stem kernel or a
+    # sparse kernel keeps that code (the variant is then "same code as default")
+    return f["kind"] == "conv" and not f["dw"] and (f["G"] == 1 or f["KH"] * f["KW"] == 1)
 
 
 def _gemm1x1_ok(f: dict, _t) -> bool:
@@ -268,10 +282,10 @@ def forcings(vs: list[Variant], f: dict, threads: int) -> list[tuple[str, str]]:
     more than one thread, each kernel variant under each partitioning as well ("winograd-f43+par-rows"):
     the best kernel split one way need not be the best split another, so a record holds both."""
     out = [(v.name, v.forced_str(f)) for v in vs]
-    if threads > 1:
+    if threads > 1:  # blocking is measured under the default partitioning only (the search would triple)
         pars = [p for p in vs if p.family == "par"]
         out += [(f"{v.name}+{p.name}", f"{v.forced_str(f)};{p.forced_str(f)}")
-                for v in vs if v.family != "par" for p in pars]
+                for v in vs if v.family not in ("par", "blk") for p in pars]
     return out
 
 
@@ -301,8 +315,14 @@ def emit(spec, node, ctx) -> str:
     forced, note = rec if rec is not None else ({}, None)
     forced = {k: v for k, v in forced.items() if k in options.PER_LAYER}
     par = forced.pop("par", opts.par if f is not None else "auto")  # EDGEC_PAR: every covered layer
+    blk = forced.get("blk", opts.blk)  # EDGEC_BLK: every layer, no note
+    if blk != opts.blk and _trial(spec, node, ctx, opts.with_(**forced), par) == \
+            _trial(spec, node, ctx, opts.with_(**{**forced, "blk": opts.blk}), par):
+        blk = forced["blk"] = opts.blk  # the blocking the record forces is already this layer's: same code
     with options.using(opts.with_(**forced)):
         body = _emit_partitioned(spec, node, ctx, par) if par != "auto" else spec.emit(node, ctx)
+    if blk != opts.blk:
+        ctx.note(algo=f"{ctx.layer.algo}/{blk}", blocking=blk)
     lnote = node.attr("ec_layout_note")  # codegen/layout.py: a region record (or learned constant) chose its layout
     if note is not None or lnote:
         ctx.note(tuned="; ".join(x for x in (note, lnote) if x))
@@ -315,6 +335,17 @@ def emit(spec, node, ctx) -> str:
 
 
 SERIAL_POOL = "((ec_pool *)0)"  # drivers given no pool run on the calling thread
+
+
+def _trial(spec, node, ctx, opts, par: str) -> tuple:
+    """The layer's code under `opts` emitted into a throwaway context: (body, partition, weights, scratch)."""
+    from edgec.codegen.emit import EmitContext
+
+    c = EmitContext(ctx.target, ctx.weights_symbol, ctx.pool)
+    c.begin(node)
+    with options.using(opts):
+        body = _emit_partitioned(spec, node, c, par) if par != "auto" else spec.emit(node, c)
+    return body, c.layer.par, bytes(c.weights), c.scratch_sizes
 
 
 def _emit_partitioned(spec, node, ctx, par: str) -> str:

@@ -139,12 +139,36 @@ def k_block(target, k: int, nr: int) -> int:
     return k if k <= kc * 5 // 4 else kc
 
 
+def scale_kc(kc: int, k: int) -> int:
+    """KC after a forced blocking (CompileOptions.blk, a tuning record's blk-* variant): halved (into blocks of
+    whole multiples of 8, at least 8) or the whole K; the cost model's otherwise."""
+    mode = options.active().blk
+    if mode == "kc-whole":
+        return k
+    if mode == "kc-half":
+        return max(8, -(-min(kc, k) // 16) * 8)
+    return kc
+
+
+def scale_nc(nc: int, cols: int, nr: int) -> int:
+    """Column block (or output-channel block of the transposed path) after a forced blocking: halved or doubled,
+    kept a multiple of NR, at least NR and at most the columns rounded up to NR. Scaled after split_work, which
+    narrows most layers' blocks to PAR_ITEMS items: doubled, a layer has half as many (fewer packs and ring
+    start-ups per item), halved, twice as many."""
+    mode = options.active().blk
+    if mode == "nc-half":
+        nc = nc // 2 // nr * nr
+    elif mode == "nc-double":
+        nc = 2 * nc
+    return max(nr, min(nc, -(-cols // nr) * nr))
+
+
 def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     t = ctx.target
     k = kernels.gemm_kernel(t)
     mr, nr = k.params["mr"], k.params["nr"]
     G, kpg, kg, howo = g["G"], g["K"] // g["G"], g["C"] // g["G"] * g["KH"] * g["KW"], g["Ho"] * g["Wo"]
-    kc = k_block(t, kg, nr)
+    kc = scale_kc(k_block(t, kg, nr), kg)
     if transposed(g, mr, nr, kernels.igemm_kernel(t).params["nr"]):
         return _emit_convt(node, ctx, g, w, macs, k, kc)
     # Column block packed once and re-read per K block: a quarter of L2. With one K block the driver packs
@@ -156,6 +180,7 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     if ring:
         nc = max(nc, min(8 * nr, -(-howo // nr) * nr))
     nc, msplit = split_work(g["N"] * G, howo, nc, nr, kpg, mr)
+    nc = scale_nc(nc, howo, nr)
     # each M chunk would pack its B block again: split columns only, unless a record forces rows
     msplit = msplit if options.active().par == "rows" else 1
     mp = -(-kpg // mr) * mr
@@ -225,7 +250,7 @@ def _emit_convt(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int,
     packed = np.ascontiguousarray(wt.reshape(kg, kp // nr, nr).transpose(1, 0, 2))  # [K/NR][Kg][NR]
     wp = ctx.weight(f"conv-t-{nr}:{node.name}", packed)
     per_n = max(1, -(-PAR_ITEMS // g["N"]))  # output-channel blocks per image, so threads have items
-    kch = max(nr, -(-(-(-kout // per_n)) // nr) * nr)
+    kch = scale_nc(max(nr, -(-(-(-kout // per_n)) // nr) * nr), kout, nr)
     pp = -(-p // mr) * mr
     per = pp * nr + pp
     a = ctx.scratch(g["N"] * pp * kg * 4)
@@ -291,9 +316,11 @@ def _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi) -> str:
     if is_direct(g):
         l1 = max(64, (ctx.target.l1d_bytes // 2) // (nr * 4) // 8 * 8)
         kc = kg if kg <= l1 * 5 // 4 else l1
+    kc = scale_kc(kc, kg)
     mp = -(-kpg // mr) * mr
     nc = max(nr, min(-(-cols // nr) * nr, (ctx.target.l2_bytes // 4) // (mp * 4) // nr * nr))
     nc, msplit = split_work(g["N"] * G, cols, nc, nr, kpg, mr)
+    nc = scale_nc(nc, cols, nr)
     c, kh, kw = np.meshgrid(np.arange(cpg), np.arange(g["KH"]), np.arange(g["KW"]), indexing="ij")
     koff = (c * hp * wp_ + kh * g["DH"] * wp_ + kw * g["DW"]).astype(np.int32).ravel()
     kp = ctx.weight(f"conv-koff:{node.name}", koff)

@@ -14,7 +14,7 @@ from edgec.codegen import kernels
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Epilogue, Node, Tensor
 from edgec.codegen.ops._util import flt
-from edgec.codegen.ops.conv import act_literal, k_block
+from edgec.codegen.ops.conv import act_literal, k_block, scale_kc, scale_nc
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -66,8 +66,8 @@ def _emit(node: Node, ctx: EmitContext, a: Tensor, b: Tensor, *, M: int, N: int,
         a_expr = ctx.weight(f"gemm-a-{mr}:{node.name}", pack_a(am.astype(np.float32) * np.float32(alpha), mr))
     else:
         a_expr = ctx.ptr(a)
-    kc = k_block(ctx.target, K, nr)
-    nch = max(nr, min(-(-N // nr) * nr, (ctx.target.l2_bytes // 4) // (4 * K) // nr * nr))
+    kc = scale_kc(k_block(ctx.target, K, nr), K)  # EDGEC_BLK scales both (Gemm/MatMul have no tuning records)
+    nch = scale_nc(max(nr, min(-(-N // nr) * nr, (ctx.target.l2_bytes // 4) // (4 * K) // nr * nr)), N, nr)
     idx = [ctx.weight(f"gemm-{s}idx:{node.name}", i.astype(np.uint32)) if i is not None else "NULL"
            for s, i in (("a", a_idx), ("b", b_idx))]
     shape = dict(M=M, N=N, K=K, MR=mr, NR=nr, KC=kc, BATCH=batch, A_BATCHES=ab, B_BATCHES=bb)

@@ -49,9 +49,10 @@ def _conv(name, cin, cout, k=3, g=1, s=1, x="x", out_bias=True, pruned=False):
 
 
 def _names(node, target=AVX2, family=None):
-    """Applicable variants of one family, or of the algorithm families (partitioning apart) when None."""
+    """Applicable variants of one family, or of the algorithm families (partitioning and blocking apart) when
+    None."""
     return [v.name for v in variants.candidates(node, target)
-            if (v.family == family if family else v.family != "par")]
+            if (v.family == family if family else v.family not in ("par", "blk"))]
 
 
 def test_registry_is_one_table_with_unique_names():
@@ -87,6 +88,10 @@ def test_which_variants_apply(tmp_path):
     assert _names(n[3], family="par") == _names(n[0], family="par") == _names(n[2], family="par") == \
         ["par-serial", "par-cols", "par-rows"]
     assert _names(n[1], family="par") == ["par-serial"]
+    # cache blocking: the dense GEMM drivers' layers (a 3x3 the cost model gives Winograd emits the same code)
+    blk = ["blk-nc-half", "blk-nc-double", "blk-kc-half", "blk-kc-whole"]
+    assert _names(n[0], family="blk") == _names(n[3], family="blk") == _names(n[4], family="blk") == blk
+    assert _names(n[1], family="blk") == _names(n[2], family="blk") == []
     assert "dense" in _names(n[4]) and "sparse-4x4" in _names(n[4]) and "winograd-f23" not in _names(n[4])
     # the classes transfer-tuning matches on: op, window, stride and the fused epilogue, no sizes
     assert [variants.layer_class(x) for x in n] == ["conv3x3s1+relu", "dwconv3x3s1", "gconv3x3s1", "conv3x3s2",
@@ -220,6 +225,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
         else not algo.startswith(("spmm", "spmv")),
         "q8conv": lambda m: algo == m,
         "par": lambda m: algo.endswith(f"/{m}"),
+        "blk": lambda m: algo.endswith(f"/{m}"),
         "gemm1x1": lambda m: algo.startswith("gemm") and ("-1x1-" in algo) == (m == "inplace"),
         "smallc": lambda m: algo.startswith("direct-smallc") == (m == "direct"),
     }
@@ -230,7 +236,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
 def _odd_f32_model(path):
     """One layer per input, odd sizes: 3x3 stride-1 convs, grouped and depthwise convs, 1x1 convs and one-row
     Gemm/MatMul pruned in 4x4 blocks (60%), strided convs, 1x1s for the packed / in-place choice
-    and a short 3x3 on the in-place stride-1 path for the split axes."""
+    and a short 3x3 on the in-place stride-1 path for the split axes and blockings, a long-K 1x1 for kc-whole."""
     rng = np.random.default_rng(11)
     nodes, inits, ins, outs = [], [], [], []
 
@@ -288,6 +294,9 @@ def _odd_f32_model(path):
     conv(16, 20, (4, 10))  # 3x3 on the in-place stride-1 path with few column blocks (split axes)
     conv(3, 20, (17, 19), s=2)  # few input channels: direct kernel or GEMM
     conv(4, 12, (13, 15), ks=5)
+    conv(2600, 9, (5, 5), ks=1, s=2, relu=False)  # K beyond one K block on every target: whole K forced
+    conv(11, 18, (29, 27), s=2)  # more GEMM-path layers, one per blocking variant
+    conv(30, 17, (13, 11), ks=1)
     g = helper.make_graph(nodes, "odd", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
                           inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
