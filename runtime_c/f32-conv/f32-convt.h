@@ -9,8 +9,9 @@
  * Weights (packed offline, codegen/ops/conv.py): W^T as B panels [ceil(K/NR)][Kg][NR].
  * A of every image is packed once ([N][ceil(P/MR)][Kg][MR]; 1x1 stride 1 by strided copies of
  * the input planes), then work items (n, block of KCH output channels) run their panels into a
- * per-thread [ceil(P/MR)*MR][NR] tile and write it back as NR output-channel rows with the bias,
- * activation and residual of each row (ec_epi_row). */
+ * per-thread [ceil(P/MR)*MR][NR] tile (pixels in order, in strips of nearly equal length:
+ * f32_convt_strip) and write it back as NR output-channel rows with the bias, activation and
+ * residual of each row (ec_epi_row). */
 #ifndef F32_CONVT_H
 #define F32_CONVT_H
 
@@ -53,37 +54,57 @@ EC_INLINE size_t f32_convt_items(const f32_convt_shape *s) { return s->N * EC_DI
 /* offsets per strip of the table-driven im2col: windows up to 7x7 at MR <= 16 */
 #define F32_CONVT_TAB 784
 
-/* Rows [r0, r1) (multiples of MR, r1 <= P rounded up) of A of image n: row p = output pixel (oh, ow),
- * column k = (c, kh, kw); rows past P are zero. */
+/* Strips: the P pixels are cut into ceil(P/MR) strips of nearly equal length (some one pixel shorter), each packed
+ * into an MR-row slot of A (rows past its length zero) and run as a tile of exactly its length. A 7x7 map is 4
+ * strips of 6 and 5 of 5, not 8 of 6 and one of 1: a 1-row tile waits on FMA latency (4 cycles a K step for 2
+ * FMAs, on Zen 3) where 5 rows keep both FMA pipes busy, so the map costs 49 cycles a K step instead of 52.
+ * A pixel's arithmetic is the same in any strip. */
+EC_INLINE void f32_convt_strip(size_t P, size_t MR, size_t q, size_t *p0, size_t *len) {
+  const size_t t = EC_DIV_UP(P, MR), base = P / t, extra = P % t;
+  *len = base + (q < extra);
+  *p0 = q * base + EC_MIN(q, extra);
+}
+
+/* Strips [q0, q1) of A of image n (slot q at dst + q*MR*Kg): row i of slot q = output pixel p0 + i = (oh, ow),
+ * column k = (c, kh, kw); rows past the strip's length are zero. */
 EC_INLINE void f32_convt_pack_rows(const f32_convt_shape *s, const float *EC_RESTRICT x, float *EC_RESTRICT dst,
-                                   size_t r0, size_t r1) {
+                                   size_t q0, size_t q1) {
   const size_t P = s->Ho * s->Wo, MR = s->MR, KHW = s->KH * s->KW, Kg = s->C * KHW;
   if (KHW == 1 && s->SH == 1 && s->SW == 1 && s->PT == 0 && s->PL == 0 && s->Ho == s->H && s->Wo == s->W) {
-    /* element (p, c) at x[c*P + p]; strip by strip, MR a constant: the pack's row test folds away and
-     * the copies are whole vectors also in the threads' shared task (a run-time range of rows, as a
-     * thread's share is, ran them element by element: 4x the instructions) */
-    size_t p0 = r0;
-#define F32_CONVT_STRIPS(mr) \
-  for (; p0 + (mr) <= EC_MIN(r1, P); p0 += (mr)) f32_gemm_pack_a((mr), s->C, x + p0, 1, P, (mr), dst + p0 * Kg)
-    switch (MR) {
-      case 4: F32_CONVT_STRIPS(4); break;
-      case 6: F32_CONVT_STRIPS(6); break;
-      case 8: F32_CONVT_STRIPS(8); break;
-      case 12: F32_CONVT_STRIPS(12); break;
-      default: F32_CONVT_STRIPS(MR); break;
+    /* element (p, c) at x[c*P + p]; MR and the strip's length constants: the pack's row test folds away and
+     * the copies are whole vectors (a run-time row count ran them element by element: 4x the instructions) */
+    for (size_t q = q0; q < q1; q++) {
+      size_t p0, len;
+      f32_convt_strip(P, MR, q, &p0, &len);
+      float *d = dst + q * MR * Kg;
+#define F32_CONVT_STRIP(mr) \
+  case mr:                  \
+    if (len == (mr)) f32_gemm_pack_a((mr), s->C, x + p0, 1, P, (mr), d); \
+    else if (len == (mr) - 1) f32_gemm_pack_a((mr) - 1, s->C, x + p0, 1, P, (mr), d); \
+    else f32_gemm_pack_a(len, s->C, x + p0, 1, P, (mr), d); \
+    break;
+      switch (MR) {
+        F32_CONVT_STRIP(4)
+        F32_CONVT_STRIP(6)
+        F32_CONVT_STRIP(8)
+        F32_CONVT_STRIP(12)
+        default: f32_gemm_pack_a(len, s->C, x + p0, 1, P, MR, d); break;
+      }
+#undef F32_CONVT_STRIP
     }
-#undef F32_CONVT_STRIPS
-    if (p0 < EC_MIN(r1, P)) f32_gemm_pack_a(EC_MIN(r1, P) - p0, s->C, x + p0, 1, P, MR, dst + p0 * Kg);
     return;
   }
   if (KHW * MR <= F32_CONVT_TAB) {
-    /* Per strip, the input offset of each (tap, row) (-1: padding or past P) depends on the pixel and the tap
-     * only, so it is found once and reused by every channel: channel c's MR x KHW block is then one contiguous
-     * run of dst read from one L1-resident plane. Per element with the offset worked out and the writes
-     * KHW*MR floats apart (channel inner) it was 11% of the 3x3 512 @7x7 layer (Zen 3). */
+    /* Per strip, the input offset of each (tap, row) (-1: padding or past the strip) depends on the pixel and
+     * the tap only, so it is found once and reused by every channel: channel c's MR x KHW block is then one
+     * contiguous run of dst read from one L1-resident plane. Per element with the offset worked out and the
+     * writes KHW*MR floats apart (channel inner) the pack was 0.32 ms of the 3x3 512 @7x7 layer, now 0.17
+     * (Zen 3). */
     int32_t off[F32_CONVT_TAB];
     const size_t HW = s->H * s->W;
-    for (size_t p0 = r0; p0 < r1; p0 += MR) {
+    for (size_t q = q0; q < q1; q++) {
+      size_t p0, len;
+      f32_convt_strip(P, MR, q, &p0, &len);
       for (size_t i = 0; i < MR; i++) {
         const size_t p = p0 + i;
         const ptrdiff_t ih0 = (ptrdiff_t)((p / s->Wo) * s->SH) - (ptrdiff_t)s->PT;
@@ -92,12 +113,12 @@ EC_INLINE void f32_convt_pack_rows(const f32_convt_shape *s, const float *EC_RES
           const ptrdiff_t ih = ih0 + (ptrdiff_t)(kh * s->DH);
           for (size_t kw = 0; kw < s->KW; kw++) {
             const ptrdiff_t iw = iw0 + (ptrdiff_t)(kw * s->DW);
-            const int in = p < P && ih >= 0 && ih < (ptrdiff_t)s->H && iw >= 0 && iw < (ptrdiff_t)s->W;
+            const int in = i < len && ih >= 0 && ih < (ptrdiff_t)s->H && iw >= 0 && iw < (ptrdiff_t)s->W;
             off[(kh * s->KW + kw) * MR + i] = in ? (int32_t)((size_t)ih * s->W + (size_t)iw) : -1;
           }
         }
       }
-      float *d = dst + p0 * Kg;
+      float *d = dst + q * MR * Kg;
       const size_t n = KHW * MR;
       for (size_t c = 0; c < s->C; c++, d += n) {
         const float *xc = x + c * HW;
@@ -106,11 +127,13 @@ EC_INLINE void f32_convt_pack_rows(const f32_convt_shape *s, const float *EC_RES
     }
     return;
   }
-  for (size_t p0 = r0; p0 < r1; p0 += MR) {
-    float *d = dst + p0 * Kg;
+  for (size_t q = q0; q < q1; q++) {
+    size_t p0, len;
+    f32_convt_strip(P, MR, q, &p0, &len);
+    float *d = dst + q * MR * Kg;
     for (size_t i = 0; i < MR; i++) {
       const size_t p = p0 + i;
-      if (p >= P) {
+      if (i >= len) {
         for (size_t k = 0; k < Kg; k++) d[k * MR + i] = 0.0f;
         continue;
       }
@@ -132,7 +155,7 @@ EC_INLINE void f32_convt_pack_rows(const f32_convt_shape *s, const float *EC_RES
 }
 
 EC_INLINE void f32_convt_pack(const f32_convt_shape *s, const float *EC_RESTRICT x, float *EC_RESTRICT dst) {
-  f32_convt_pack_rows(s, x, dst, 0, EC_ROUND_UP(s->Ho * s->Wo, s->MR));
+  f32_convt_pack_rows(s, x, dst, 0, EC_DIV_UP(s->Ho * s->Wo, s->MR));
 }
 
 /* Item `item` of the split into sb blocks of pixel strips (MR rows) per (image, KCH channel block). */
@@ -144,7 +167,10 @@ EC_INLINE void f32_convt_item_sb(const f32_convt_shape *s, const f32_convt_args 
   size_t q0, q1;
   ec_block_range(pp / MR, sb, b, &q0, &q1);
   if (q0 >= q1) return;
-  const size_t p0 = q0 * MR, p1 = EC_MIN(P, q1 * MR);
+  size_t p0, p1, len;
+  f32_convt_strip(P, MR, q0, &p0, &len);
+  f32_convt_strip(P, MR, q1 - 1, &p1, &len);
+  p1 += len;
   const float *ap = a->a + n * pp * Kg;
   float *tile = a->scratch + tid * a->scratch_floats_per_thread, *row = tile + pp * NR;
   for (size_t j0 = k0; j0 < k1; j0 += NR) {
@@ -152,9 +178,12 @@ EC_INLINE void f32_convt_item_sb(const f32_convt_shape *s, const f32_convt_args 
     const float *bp = a->w + j0 * Kg; /* panel j0/NR */
     for (size_t c0 = 0; c0 < Kg; c0 += s->KC) {
       const size_t kc = EC_MIN(s->KC, Kg - c0);
-      for (size_t i0 = p0; i0 < p1; i0 += MR)
-        s->uk(EC_MIN(MR, P - i0), NR, kc, ap + i0 * Kg + c0 * MR, bp + c0 * NR, tile + i0 * NR, NR, c0 != 0,
-              NULL);
+      /* strip q's rows are tile rows [p0(q), p0(q) + len): the tile holds the pixels in order */
+      for (size_t q = q0; q < q1; q++) {
+        size_t r0, rn;
+        f32_convt_strip(P, MR, q, &r0, &rn);
+        s->uk(rn, NR, kc, ap + q * MR * Kg + c0 * MR, bp + c0 * NR, tile + r0 * NR, NR, c0 != 0, NULL);
+      }
     }
     for (size_t q = 0; q < nr; q++) {
       const size_t o = (n * K + j0 + q) * P + p0;
@@ -182,8 +211,7 @@ static inline void f32_convt_pack_task(void *ctx, size_t begin, size_t end) {
     const size_t n = i / j->sb;
     size_t q0, q1;
     ec_block_range(pp / j->s->MR, j->sb, i % j->sb, &q0, &q1);
-    f32_convt_pack_rows(j->s, j->a->x + n * j->s->C * j->s->H * j->s->W, j->a->a + n * pp * Kg, q0 * j->s->MR,
-                        q1 * j->s->MR);
+    f32_convt_pack_rows(j->s, j->a->x + n * j->s->C * j->s->H * j->s->W, j->a->a + n * pp * Kg, q0, q1);
   }
 }
 

@@ -59,6 +59,9 @@ int main(int argc, char **argv) {
   }
   const conv_p s2 = {1, 12, 14, 14, 20, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}; /* stride 2, 14 -> 7 */
   fails += run(&s2, 32, T_NR * 2, k_acts[1], 1, 0), cases++;
+  /* a window past the pack's offset table (KH*KW*MR > F32_CONVT_TAB): the per-element im2col */
+  const conv_p big = {2, 2, 17, 16, 9, 1, 15, 15, 1, 1, 1, 1, 7, 7, 6, 7};
+  fails += run(&big, 100, T_NR, k_acts[2], 1, 1), cases++;
   printf("%d/%d cases ok\n", cases - fails, cases);
   return fails != 0;
 }
