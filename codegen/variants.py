@@ -135,11 +135,12 @@ def _build_table() -> tuple[Variant, ...]:
     v.append(Variant("par", "par-rows", (("par", "rows"),), _split_ok,
                      "split over output-channel chunks (column blocks as wide as the caches allow); Winograd: "
                      "over output-channel chunks of each tile block"))
-    # cache blocking of the dense GEMM drivers (1x1, im2col, indirect, transposed), scaled from the cost model's
-    # cache-size formulas, its algorithm kept. Where the scaled block is the default's (K already whole, one column
+    # cache blocking of the dense GEMM drivers (1x1, im2col, indirect, transposed) and of Winograd (its tile block
+    # TB and KC), scaled from the cost model's cache-size formulas, its algorithm kept. Where the scaled block is the default's (K already whole, one column
     # block, a split that narrows it back) the variant emits the default's code, and tuning drops it as such.
-    for mode, doc in (("nc-half", "column block (transposed: output-channel block) half the cost model's"),
-                      ("nc-double", "column block (transposed: output-channel block) twice the cost model's"),
+    for mode, doc in (("nc-half", "column block (transposed: output-channel block; Winograd: tile block) half the cost model's"),
+                      ("nc-double", "column block (transposed: output-channel block; Winograd: tile block) twice the cost "
+                                    "model's"),
                       ("kc-half", "K block half the cost model's (K split in two or more blocks)"),
                       ("kc-whole", "K in one block (no partial sums written back), whatever the caches")):
         v.append(Variant("blk", f"blk-{mode}", (("blk", mode),), _blk_ok, doc))
@@ -147,9 +148,9 @@ def _build_table() -> tuple[Variant, ...]:
 
 
 def _blk_ok(f: dict, _t) -> bool:
-    # dense convs the GEMM drivers may run; a layer the cost model gives Winograd, the direct stem kernel or a
-    # sparse kernel keeps that code (the variant is then "same code as default")
-    return f["kind"] == "conv" and not f["dw"] and (f["G"] == 1 or f["KH"] * f["KW"] == 1)
+    # convs the GEMM drivers or Winograd may run (grouped 3x3 stride-1 included); a layer the cost model gives
+    # the direct stem kernel, GSPC or a sparse kernel keeps that code (the variant is then "same code as default")
+    return f["kind"] == "conv" and not f["dw"] and (f["G"] == 1 or f["KH"] * f["KW"] == 1 or _wino_ok(f, _t))
 
 
 def _gemm1x1_ok(f: dict, _t) -> bool:

@@ -139,10 +139,10 @@ def k_block(target, k: int, nr: int) -> int:
     return k if k <= kc * 5 // 4 else kc
 
 
-def scale_kc(kc: int, k: int) -> int:
-    """KC after a forced blocking (CompileOptions.blk, a tuning record's blk-* variant): halved (into blocks of
-    whole multiples of 8, at least 8) or the whole K; the cost model's otherwise."""
-    mode = options.active().blk
+def scale_kc(kc: int, k: int, mode: str | None = None) -> int:
+    """KC after a forced blocking (mode, or CompileOptions.blk: a tuning record's blk-* variant): halved (into
+    blocks of whole multiples of 8, at least 8) or the whole K; the cost model's otherwise."""
+    mode = options.active().blk if mode is None else mode
     if mode == "kc-whole":
         return k
     if mode == "kc-half":
@@ -150,12 +150,12 @@ def scale_kc(kc: int, k: int) -> int:
     return kc
 
 
-def scale_nc(nc: int, cols: int, nr: int) -> int:
+def scale_nc(nc: int, cols: int, nr: int, mode: str | None = None) -> int:
     """Column block (or output-channel block of the transposed path) after a forced blocking: halved or doubled,
     kept a multiple of NR, at least NR and at most the columns rounded up to NR. Scaled after split_work, which
     narrows most layers' blocks to PAR_ITEMS items: doubled, a layer has half as many (fewer packs and ring
-    start-ups per item), halved, twice as many."""
-    mode = options.active().blk
+    start-ups per item), halved, twice as many. Winograd: its tile block (TB, NR = MR)."""
+    mode = options.active().blk if mode is None else mode
     if mode == "nc-half":
         nc = nc // 2 // nr * nr
     elif mode == "nc-double":

@@ -79,7 +79,7 @@ def tile_unit(mr: int, nr: int) -> int:
     return mr
 
 
-def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
+def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int, blk: str = "auto") -> dict:
     """TB (tiles per work item, in MR strips), KB (output channels per GEMM pass, in NR panels), KSPLIT, KC.
     V of a block (alpha^2 x TB x Cpg, written by the input transform, read back by the GEMMs) in half of L2;
     M in L2, in as few equal KB passes as that allows (one pass re-reads V per pass). More items than threads
@@ -103,6 +103,9 @@ def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
         nblocks = min(panels, max(nblocks, -(-2 * threads // (g["N"] * g["G"]))))
         items = g["N"] * g["G"] * nblocks
     tb = -(-(-(-tiles // nblocks)) // mr) * mr
+    if blk != "auto":  # a forced blocking (tuning's blk-*): tile block or KC scaled; KB passes follow TB
+        from edgec.codegen.ops.conv import scale_nc
+        tb = scale_nc(tb, tiles, mr, blk)
     ksplit = ksplit if threads > 1 and par == "rows" else 1
     if threads > 1 and items < 2 * threads and par == "auto":
         ksplit = max(1, min(np_k // nr, -(-2 * threads // items)))
@@ -111,6 +114,9 @@ def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int) -> dict:
     kb = -(-(-(-kchunk // passes)) // nr) * nr
     kc_max = max(16, (target.l1d_bytes // 2) // (nr * 4) // 16 * 16)
     kc = cpg if cpg <= kc_max * 5 // 4 else kc_max
+    if blk != "auto":
+        from edgec.codegen.ops.conv import scale_kc
+        kc = scale_kc(kc, cpg, blk)
     return dict(TB=tb, KB=kb, KSPLIT=ksplit, KC=kc, tiles=tiles, nblocks=-(-tiles // tb))
 
 
@@ -129,7 +135,7 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     gk = kernels.gemm_kernel(t)
     wk = kernels.winograd_kernel(t, m)
     mr, nr = gk.params["mr"], gk.params["nr"]
-    b = blocking(t, g, m, mr, nr, options.active().threads)
+    b = blocking(t, g, m, mr, nr, options.active().threads, options.active().blk)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     hp, q = th * m + 2, tw + 1
     cpg = g["C"] // g["G"]

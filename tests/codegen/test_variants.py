@@ -88,10 +88,10 @@ def test_which_variants_apply(tmp_path):
     assert _names(n[3], family="par") == _names(n[0], family="par") == _names(n[2], family="par") == \
         ["par-serial", "par-cols", "par-rows"]
     assert _names(n[1], family="par") == ["par-serial"]
-    # cache blocking: the dense GEMM drivers' layers (a 3x3 the cost model gives Winograd emits the same code)
+    # cache blocking: the dense GEMM drivers' layers and Winograd's (grouped 3x3 stride-1 too)
     blk = ["blk-nc-half", "blk-nc-double", "blk-kc-half", "blk-kc-whole"]
-    assert _names(n[0], family="blk") == _names(n[3], family="blk") == _names(n[4], family="blk") == blk
-    assert _names(n[1], family="blk") == _names(n[2], family="blk") == []
+    assert all(_names(x, family="blk") == blk for x in (n[0], n[2], n[3], n[4]))
+    assert _names(n[1], family="blk") == []
     assert "dense" in _names(n[4]) and "sparse-4x4" in _names(n[4]) and "winograd-f23" not in _names(n[4])
     # the classes transfer-tuning matches on: op, window, stride and the fused epilogue, no sizes
     assert [variants.layer_class(x) for x in n] == ["conv3x3s1+relu", "dwconv3x3s1", "gconv3x3s1", "conv3x3s2",
@@ -401,6 +401,48 @@ def test_every_registry_variant_runs_on_odd_shapes(tmp_path):
                 assert np.abs(g.astype(np.int32) - w.astype(np.int32)).max() <= 1, name
             else:
                 assert float(np.max(np.abs(g - w) / (1 + np.abs(w)))) <= 1e-3, name
+
+
+@pytest.mark.parametrize("target", ["native", "aarch64-neon"])
+def test_winograd_blockings_change_its_code_and_compute_the_same(tmp_path, target):
+    """blk-* on Winograd layers (F(4,3) forced globally, each blocking by a record on its own layer): tile block
+    halved / doubled, KC halved / whole, each a code of its own, built with -Werror at 2 threads against
+    onnxruntime (NEON under qemu-aarch64)."""
+    from edgec.codegen import build_project
+    from edgec.codegen.verifier import onnxruntime_outputs, run_binary
+
+    rng = np.random.default_rng(4)
+    shapes = {"nc-half": (24, 30, 26), "nc-double": (20, 29, 27), "kc-half": (40, 9, 11), "kc-whole": (700, 6, 7)}
+    nodes, inits, ins, outs = [], [], [], []
+    for i, (c, h, w) in enumerate(shapes.values()):
+        inits += [numpy_helper.from_array((rng.standard_normal((16, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32),
+                                          f"w{i}")]
+        nodes.append(helper.make_node("Conv", [f"x{i}", f"w{i}"], [f"y{i}"], pads=[1] * 4, name=f"c{i}"))
+        ins.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, c, h, w]))
+        outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, 16, h, w]))
+    path = tmp_path / "w.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "w", ins, outs, inits),
+                                opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    opts = CompileOptions(target=target, threads=2, conv="winograd-f43")
+    base = [l for l in compile_model(path, tmp_path / "base", options=opts).layers if l["op"] == "Conv"]
+    recs = tuple((l["details"]["signature"], f"blk={m}", f"forced {m}") for l, m in zip(base, shapes))
+    b = compile_model(path, tmp_path / "blk", options=opts.with_(tuned=recs))
+    layers = [l for l in b.layers if l["op"] == "Conv"]
+    from edgec.codegen import kernels
+    mr, key = kernels.gemm_kernel(get_target(target)).params["mr"], {"nc": "tb", "kc": "kc"}
+    for l0, l, m in zip(base, layers, shapes):
+        assert l["algo"] == l0["algo"] + f"/{m}" and l0["algo"].startswith("winograd-f43"), (l, m)
+        k, tb, tiles = key[m[:2]], l0["details"]["tb"], -(-shapes[m][1] // 4) * -(-shapes[m][2] // 4)
+        want = {"nc-half": max(mr, tb // 2 // mr * mr), "nc-double": min(2 * tb, -(-tiles // mr) * mr),
+                "kc-half": 24, "kc-whole": 700}[m]
+        assert l["details"][k] == want, (m, l0["details"], l["details"])
+    runner = build_project(b.dir, target, cflags="-O2 -Wall -Wextra -Werror", jobs=2)["runner"]
+    feeds = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+             for i in ins}
+    want = onnxruntime_outputs(path, feeds)[1]
+    got = run_binary(runner, b.target, list(feeds.values()), tmp_path / "run", threads=2)
+    for g, w in zip(got, want):
+        assert float(np.max(np.abs(g - w) / (1 + np.abs(w)))) <= 1e-3
 
 
 def test_int8_conv_with_fused_relu_extracts_as_qdq(tmp_path):
