@@ -130,7 +130,13 @@ def main() -> int:
                     help="whole-model times: the bench program's CPU time per run (1 thread: leaves out the time other "
                          "processes held the core) or wall clock; onnxruntime is wall clock either way")
     ap.add_argument("--md", action="store_true")
+    ap.add_argument("--blk-table", metavar="MODEL=DB",
+                    help="only print the cache-blocking table of a kept tuning database (a full tune's) and exit")
     a = ap.parse_args()
+    if a.blk_table:
+        name, _, db = a.blk_table.partition("=")
+        blk_table(name, Path(db), a.md)
+        return 0
 
     import onnxruntime as ort
     ort.set_default_logger_severity(3)  # the light models list initializers as inputs: one warning each
@@ -299,6 +305,8 @@ def main() -> int:
         print("|---|---|---|---|---|---|")
         for row in rounds_md:
             print(row)
+    for n in full:  # the blocking variants' own gains, from the first build mode's full tune of each model
+        blk_table(n, by_build[builds[0]][n]["full_db"], a.md)
     for n in names:
         if results[n].get("full_layers"):
             print(f"# {n} tuned layers: " + "; ".join(f"{c} -> {algo} {sp}x" for c, algo, sp in
@@ -306,6 +314,43 @@ def main() -> int:
     if not a.cache_dir:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+BLK = ("blk-nc-half", "blk-nc-double", "blk-kc-half", "blk-kc-whole")
+
+
+def blk_table(model: str, db_path, md: bool) -> None:
+    """Per layer of a full tune: the cost model's time and each cache-blocking variant's speedup over it (same code:
+    the variant gave the default's blocking; '-': not measured), and what the record kept. Also
+    `python benchmarks/bench_tune.py --blk-table MODEL=DB.sqlite`."""
+    from edgec.devices.tuningdb import TuningDB
+
+    with TuningDB(db_path) as db:
+        recs = [r for r in db.records() if any(t["variant"] in BLK for t in r.trials)]
+    if md:
+        print(f"\n{model}: cache-blocking variants per layer (speedup over the cost model's pick, layer alone)\n")
+        print("| layer | default | default ms | " + " | ".join(b[4:] for b in BLK) + " | recorded |")
+        print("|---|---|---|" + "---|" * len(BLK) + "---|")
+    wins, live = 0, 0
+    for r in sorted(recs, key=lambda r: -r.default_ms):
+        tr = {t["variant"]: t for t in r.trials}
+        cells = []
+        for b in BLK:
+            t = tr.get(b)
+            if t is None:
+                cells.append("-")
+            elif "ms" in t:
+                live += 1
+                cells.append(f"{r.default_ms / t['ms']:.2f}")
+            else:
+                cells.append("same" if t.get("rejected", "").startswith("same code") else t.get("rejected", "?")[:20])
+        wins += r.variant in BLK
+        sig = r.signature.split(":")
+        row = [f"{sig[0]} {sig[1].split('G')[0]}", r.default_algo, f"{r.default_ms:.3f}", *cells, r.variant]
+        print(("| " + " | ".join(row) + " |") if md else "# blk " + model + ": " + " ".join(row),
+              file=sys.stdout if md else sys.stderr)
+    print(f"# {model}: {len(recs)} layers with blocking variants, {live} blocking candidates timed, "
+          f"{wins} records kept one", file=sys.stderr)
 
 
 def _rounds_row(n: str, times: dict[str, list[float]]) -> str:
