@@ -28,23 +28,25 @@ static const float AT[6][8] = {{1, 1, 1, 1, 1, 1, 1, 0},
 #endif
 
 F32_WINOGRAD_IN_DECL(FN_IN) {
-  for (size_t tw = 0; tw < n; tw++) {
-    float d[WG_A][WG_A], t[WG_A][WG_A];
-    for (int i = 0; i < WG_A; i++)
-      for (int j = 0; j < WG_A; j++) d[i][j] = p[(size_t)(j % WG_M) * ps + (size_t)i * q + tw + (size_t)(j / WG_M)];
-    for (int i = 0; i < WG_A; i++) /* t = d B */
-      for (int c = 0; c < WG_A; c++) {
-        float s = 0.0f;
-        for (int j = 0; j < WG_A; j++) s += d[i][j] * BT[c][j];
-        t[i][c] = s;
-      }
-    for (int r = 0; r < WG_A; r++) /* V = B^T t */
-      for (int c = 0; c < WG_A; c++) {
-        float s = 0.0f;
-        for (int i = 0; i < WG_A; i++) s += BT[r][i] * t[i][c];
-        v[(size_t)(r * WG_A + c) * vs + tw] = s;
-      }
-  }
+  for (size_t g = 0, k = 0; g < nr; g++)
+    for (size_t tw = 0; tw < len[g]; tw++, k++) {
+      const float *pt = p + src[g] + tw;
+      float d[WG_A][WG_A], t[WG_A][WG_A];
+      for (int i = 0; i < WG_A; i++)
+        for (int j = 0; j < WG_A; j++) d[i][j] = pt[(size_t)(j % WG_M) * ps + (size_t)i * q + (size_t)(j / WG_M)];
+      for (int i = 0; i < WG_A; i++) /* t = d B */
+        for (int c = 0; c < WG_A; c++) {
+          float s = 0.0f;
+          for (int j = 0; j < WG_A; j++) s += d[i][j] * BT[c][j];
+          t[i][c] = s;
+        }
+      for (int r = 0; r < WG_A; r++) /* V = B^T t */
+        for (int c = 0; c < WG_A; c++) {
+          float s = 0.0f;
+          for (int i = 0; i < WG_A; i++) s += BT[r][i] * t[i][c];
+          v[(size_t)(r * WG_A + c) * vs + k] = s;
+        }
+    }
 }
 
 F32_WINOGRAD_OUT_DECL(FN_OUT) {

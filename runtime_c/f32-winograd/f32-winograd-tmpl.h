@@ -97,12 +97,77 @@ EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t
  * compiler hoist all 2*WG_A^2 addresses to the stack before the first chunk (~1.6x the time). */
 static void wg_in_chunk_call(const float *p, size_t ps, size_t q, float *v, size_t vs) { wg_in_chunk(p, ps, q, v, vs); }
 
+/* lane numbers: a vector spanning runs takes lane l from the last run whose first lane is <= l */
+static const float wg_lane[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+/* EC_VL tiles from NS runs: run s's load starts at sp[s] (lane 0's position in that run's row, before
+ * the run for s > 0) and fills lanes lo[s].. . One transform for the vector instead of one per run: a
+ * 6-tile strip across two tile rows cost two whole transforms, its loads now twice and a blend each. */
+EC_INLINE void wg_in_chunk_runs(int NS, const float *const *sp, const size_t *lo, size_t ps, size_t q, float *v,
+                                size_t vs) {
+  const ec_v lane = ec_vld(wg_lane);
+  ec_v first[3];
+#pragma GCC unroll 3
+  for (int s = 1; s < NS; s++) first[s] = ec_vset1((float)lo[s]);
+  ec_v t[WG_A][WG_A];
+#pragma GCC unroll 8
+  for (int j = 0; j < WG_A; j++) {
+    const size_t o = (size_t)(j % WG_M) * ps + (size_t)(j / WG_M);
+    ec_v d[WG_A], e[WG_A];
+#pragma GCC unroll 8
+    for (int i = 0; i < WG_A; i++) {
+      d[i] = ec_vld(sp[0] + o + (size_t)i * q);
+#pragma GCC unroll 3
+      for (int s = 1; s < NS; s++) d[i] = ec_vsel_lt(lane, first[s], d[i], ec_vld(sp[s] + o + (size_t)i * q));
+    }
+    wg_bt(d, e);
+#pragma GCC unroll 8
+    for (int r = 0; r < WG_A; r++) t[r][j] = e[r];
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < WG_A; r++) {
+    ec_v o[WG_A];
+    wg_bt(t[r], o);
+    float *vr = v + (size_t)(r * WG_A) * vs;
+#pragma GCC unroll 8
+    for (int c = 0; c < WG_A; c++) ec_vst(vr + (size_t)c * vs, o[c]);
+  }
+}
+static void wg_in_chunk2(const float *const *sp, const size_t *lo, size_t ps, size_t q, float *v, size_t vs) {
+  wg_in_chunk_runs(2, sp, lo, ps, q, v, vs);
+}
+static void wg_in_chunk3(const float *const *sp, const size_t *lo, size_t ps, size_t q, float *v, size_t vs) {
+  wg_in_chunk_runs(3, sp, lo, ps, q, v, vs);
+}
+
 F32_WINOGRAD_IN_DECL(FN_IN) {
-  if (n <= EC_VL) {
-    wg_in_chunk(p, ps, q, v, vs);
+  if (nr == 1 && len[0] <= EC_VL) {
+    wg_in_chunk(p + src[0], ps, q, v, vs);
     return;
   }
-  for (size_t tw = 0; tw < n; tw += EC_VL) wg_in_chunk_call(p + tw, ps, q, v + tw, vs);
+  size_t n = 0;
+  for (size_t r = 0; r < nr; r++) n += len[r];
+  size_t r = 0, r0 = 0; /* the run holding tile k0, and its first tile's index */
+  for (size_t k0 = 0; k0 < n; k0 += EC_VL) {
+    while (r0 + len[r] <= k0) r0 += len[r++];
+    const float *rp[EC_VL], *bp[EC_VL]; /* where each run's tiles in the vector start; its blended load */
+    size_t lo[EC_VL], ns = 1, st = r0 + len[r];
+    int safe = 1;
+    rp[0] = bp[0] = p + src[r] + (k0 - r0), lo[0] = 0;
+    for (size_t rr = r + 1; rr < nr && st < k0 + EC_VL; st += len[rr++], ns++) {
+      lo[ns] = st - k0, rp[ns] = p + src[rr];
+      safe &= src[rr] >= lo[ns]; /* the load starting lo lanes early stays inside the plane */
+      bp[ns] = safe ? rp[ns] - lo[ns] : rp[ns];
+    }
+    if (ns == 1)
+      wg_in_chunk_call(rp[0], ps, q, v + k0, vs);
+    else if (ns == 2 && safe)
+      wg_in_chunk2(bp, lo, ps, q, v + k0, vs);
+    else if (ns == 3 && safe)
+      wg_in_chunk3(bp, lo, ps, q, v + k0, vs);
+    else /* run by run, in order: each vector's overhang is rewritten by the next */
+      for (size_t s = 0; s < ns; s++) wg_in_chunk_call(rp[s], ps, q, v + k0 + lo[s], vs);
+  }
 }
 
 /* one output row of a tile: A^T over its WG_A partial rows, bias, and the activation unless a residual

@@ -56,14 +56,17 @@ static inline double f32_winograd_now(void) {
 #define F32_WINOGRAD_LAP(i) ((void)0)
 #endif
 
-/* Input transform of n tiles of one tile row, one channel: p is the row's first tile in the
- * phase planes (padded value (i, tw*m + j) at p[(j % m)*ps + i*q + tw + j/m]); value xi of tile tw
- * is stored at v[xi*vs + tw]. SIMD variants load and store whole vectors: up to EC_VL - 1 floats
- * after the n values of each xi may be overwritten, and as many after each row's n values read
- * (the phase planes end in F32_WINOGRAD_XP_PAD zeros; masked loads made the transform ~1.13x slower). */
+/* Input transform of the tiles of nr runs, one channel: run r is len[r] consecutive tiles of one tile
+ * row, its first at p + src[r] in the phase planes (padded value (i, tw*m + j) of the row's tile tw at
+ * p[(j % m)*ps + i*q + tw + j/m] when src[r] is that row's tile 0); the runs' tiles, concatenated, go
+ * to v: value xi of the k-th tile at v[xi*vs + k]. SIMD variants load and store whole vectors: up to
+ * EC_VL - 1 floats after the n values of each xi may be overwritten, and as many after each row's values
+ * read (the phase planes end in F32_WINOGRAD_XP_PAD zeros; masked loads made the transform ~1.13x slower).
+ * A vector of tiles may span runs (a strip that crosses tile rows): each run's lanes come from its own
+ * load, blended, and such loads start up to EC_VL - 1 floats before src[r] (never before p). */
 #define F32_WINOGRAD_IN_DECL(name)                                                              \
-  void name(size_t n, const float *EC_RESTRICT p, size_t ps, size_t q, float *EC_RESTRICT v,   \
-            size_t vs)
+  void name(size_t nr, const size_t *EC_RESTRICT len, const size_t *EC_RESTRICT src,              \
+            const float *EC_RESTRICT p, size_t ps, size_t q, float *EC_RESTRICT v, size_t vs)
 /* Output transform of one tile, nk output channels: M value xi of channel k at mm[xi*ms + k];
  * writes channel k's rows x cols pixels (the tile clipped to the map) at y + k*ys (row stride ldy):
  * y = epilogue(A^T M A + bias[k]), bias NULL for none, res like y or NULL. SIMD variants read whole
@@ -256,10 +259,17 @@ EC_INLINE void f32_winograd_vin(const f32_winograd_shape *s, const f32_winograd_
       j += len, tw += len;
       if (tw == TW) tw = 0, th++;
     }
+    /* runs grouped by strip (consecutive in a strip): one call a strip, so one vector of tiles may take
+     * the tail of a tile row and the head of the next (28x28 F(4,3): 9 strips of 6 tiles were 14 runs) */
+    size_t gs[RUNS + 1], ng = 0;
+    for (size_t r = 0; r < nr; r++)
+      if (r == 0 || rdst[r] / pst != rdst[r - 1] / pst) gs[ng++] = r;
+    gs[ng] = nr;
     for (size_t c = 0; c < Cpg; c++) {
       const float *plane = xg + c * m * ps;
       float *vc = V + c * MR;
-      for (size_t r = 0; r < nr; r++) s->tin(rlen[r], plane + rsrc[r], ps, s->Q, vc + rdst[r], vs);
+      for (size_t k = 0; k < ng; k++)
+        s->tin(gs[k + 1] - gs[k], rlen + gs[k], rsrc + gs[k], plane, ps, s->Q, vc + rdst[gs[k]], vs);
     }
   }
 }
