@@ -316,6 +316,10 @@ def emit(spec, node, ctx) -> str:
     forced, note = rec if rec is not None else ({}, None)
     forced = {k: v for k, v in forced.items() if k in options.PER_LAYER}
     par = forced.pop("par", opts.par if f is not None else "auto")  # EDGEC_PAR: every covered layer
+    if rec is None and f is not None and opts.learned and opts.blk == "auto" and _blk_ok(f, ctx.target):
+        learned = costmodel.learned_blk()  # the blocking this device's records prefer (costmodel.fit_blk)
+        if learned != "auto":
+            forced["blk"] = learned
     blk = forced.get("blk", opts.blk)  # EDGEC_BLK: every layer, no note
     if blk != opts.blk and _trial(spec, node, ctx, opts.with_(**forced), par) == \
             _trial(spec, node, ctx, opts.with_(**{**forced, "blk": opts.blk}), par):

@@ -146,12 +146,18 @@ def learned_constants(recs, target) -> dict[str, float]:
         (fit_q8conv);
       - the int8 sparse break-even: int8 1x1 layers whose trials timed the 4x1-block sparse kernel and a
         dense one, at the record's zero fraction (fit_q8_sparse);
-      - the pool's hand-off cost: layers timed on one thread and split (fit_pool_job).
+      - the pool's hand-off cost: layers timed on one thread and split (fit_pool_job);
+      - a cache blocking most of the layers that timed the blk-* variants preferred (costmodel.fit_blk).
     Other than there, partitioning variants (algorithm names with a '/') are not used."""
     from edgec.codegen import costmodel
 
-    conv3, sparse, dw, gspc, q8, q8sparse = [], [], [], [], [], []
+    conv3, sparse, dw, gspc, q8, q8sparse, blk = [], [], [], [], [], [], []
     for r in recs:
+        d = next((t["ms"] for t in r.trials if t["variant"] == "default" and "ms" in t), None)
+        bs = {t["variant"][4:]: d / t["ms"] for t in r.trials if t["variant"].startswith("blk-") and t.get("ms")} \
+            if d and ":f32:" in r.signature else {}
+        if bs:
+            blk.append(bs)
         m = _GEOMETRY.search(r.signature)
         g = dict(zip("N C H W K G KH KW SH SW DH DW PT PL Ho Wo".split(), map(int, m.groups()))) if m else None
         times = [(t["variant"], t["algo"], float(t["ms"])) for t in r.trials
@@ -203,7 +209,7 @@ def learned_constants(recs, target) -> dict[str, float]:
                 gspc.append((g["K"] // g["G"], g["SW"], {k: v for k, v in fam.items() if v}))
     return {**costmodel.fit_conv3x3(target, conv3), **costmodel.fit_sparse(target, sparse), **fit_layout(recs),
             **costmodel.fit_dw(target, dw), **costmodel.fit_gspc(target, gspc), **costmodel.fit_q8conv(target, q8),
-            **costmodel.fit_q8_sparse(target, q8sparse), **fit_pool_job(recs, target)}
+            **costmodel.fit_q8_sparse(target, q8sparse), **fit_pool_job(recs, target), **costmodel.fit_blk(blk)}
 
 
 def fit_layout(recs) -> dict[str, float]:

@@ -296,3 +296,67 @@ def test_transfer_takes_the_variants_of_the_source_layer_nearest_in_shape():
     assert _nearest("region[dwconv3x3s1]:abc:t1", src) == src
     other = src + [rec("gconv3x3s1+relu:src-x", "gconv3x3s1+relu", trials)]
     assert _nearest(sig(144, 56, 16), other) == other
+
+
+def _gemm_model(path, c=24, hw=45):
+    """A 3x3 stride-2 conv (im2col GEMM) and a 1x1 conv (packed GEMM), each + ReLU."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    inits, nodes, cur = [], [], "x"
+    for i, (ci, co, k, s) in enumerate(((c, 2 * c, 3, 2), (2 * c, 2 * c, 1, 1))):
+        inits.append(numpy_helper.from_array((rng.standard_normal((co, ci, k, k)) * 0.1).astype(np.float32), f"w{i}"))
+        nodes += [helper.make_node("Conv", [cur, f"w{i}"], [f"c{i}"], pads=[k // 2] * 4, strides=[s, s]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        cur = f"r{i}"
+    ho = (hw - 1) // 2 + 1
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, 2 * c, ho, ho])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+def _blk_record(c, k, hw, speedups, variant="default"):
+    """An fp32 1x1 record whose trials timed the cost model's blocking (1.0 ms) and blockings at these speedups."""
+    sig = f"conv1x1s1+relu:N1C{c}H{hw}W{hw}K{k}G1k1x1s1x1d1x1p0x0o{hw}x{hw}:f32:t1"
+    trials = [{"variant": "default", "algo": "gemm-6x16-avx2", "ms": 1.0}] + \
+        [{"variant": f"blk-{m}", "algo": f"gemm-6x16-avx2/{m}", "ms": 1.0 / x} for m, x in speedups.items()] + \
+        [{"variant": "blk-kc-whole", "algo": "gemm-6x16-avx2", "rejected": "same code as default"}]
+    return Record("fp", sig, "conv1x1s1+relu", variant, "", "gemm-6x16-avx2", 1.0, "gemm-6x16-avx2", 1.0,
+                  "measured", "m.onnx", "local", "2026-11-25", False, {}, trials)
+
+
+def test_a_blocking_most_layers_preferred_is_learned_for_untuned_layers(tmp_path):
+    """Records where nc-double won on 3 of 4 layers that timed it fit blk-nc = 2 (two of three layers, or wins
+    under BLK_GAIN, fit nothing); an untuned GEMM layer then compiles with the column block doubled and says it
+    learned so, a layer with a record of its own keeps it, and tuning off ignores the constant."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.project import compile_model
+
+    recs = [_blk_record(64, 64, 28, {"nc-half": 0.9, "nc-double": 1.2, "kc-half": 0.95}, "blk-nc-double"),
+            _blk_record(128, 64, 28, {"nc-half": 0.95, "nc-double": 1.1}, "blk-nc-double"),
+            _blk_record(64, 128, 14, {"nc-half": 0.9, "nc-double": 1.15, "kc-half": 1.0}, "blk-nc-double"),
+            _blk_record(256, 64, 14, {"nc-half": 1.1, "nc-double": 1.0})]
+    assert learned_constants(recs, T) == {"blk-nc": 2.0}
+    assert learned_constants(recs[:2], T) == {}  # too few layers
+    assert costmodel.fit_blk([{"nc-double": 1.02}] * 4) == {}  # within BLK_GAIN: no preference
+    assert costmodel.fit_blk([{"kc-whole": 1.1, "kc-half": 0.9}] * 3) == {"blk-kc": 0.0}
+    path = _gemm_model(tmp_path / "g.onnx")
+    opts = CompileOptions(target="x86_64-avx2", layout="nchw")
+    base = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "b", options=opts).layers
+            if "signature" in l["details"]}
+    learned = opts.with_(learned=(("blk-nc", 2.0),))
+    got = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "l", options=learned).layers
+           if "signature" in l["details"]}
+    for s, l in got.items():
+        assert l["algo"] == base[s]["algo"] + "/nc-double" and l["details"]["nc"] > base[s]["details"]["nc"], l
+        assert "blk-nc 2 (default 1)" in l["details"]["learned"]
+    s0 = sorted(got)[0]
+    rec = (s0, "blk=kc-half", "tuned on local")
+    own = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "r", options=learned.with_(
+        tuned=(rec,))).layers if "signature" in l["details"]}
+    assert own[s0]["algo"].endswith("/kc-half") and all(own[s]["algo"].endswith("/nc-double") for s in own if s != s0)
+    off = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "o", options=learned.with_(
+        tuning="off")).layers if "signature" in l["details"]}
+    assert all(off[s]["algo"] == base[s]["algo"] for s in base)
