@@ -549,15 +549,14 @@ def fit_q8conv(target, samples) -> dict[str, float]:
 BLK_GAIN = 1.03        # a blocking wins a layer when the fastest of its family's timed ones and this much faster
 BLK_SHARE = 2 / 3      # ... on this share of the layers (at least BLK_MIN) that timed it
 BLK_MIN = 3
-BLK_CONSTANT = {"nc-half": ("blk-nc", 0.5), "nc-double": ("blk-nc", 2.0), "kc-half": ("blk-kc", 0.5),
-                "kc-whole": ("blk-kc", 0.0)}
+BLK_CONSTANT = {"nc-half": ("blk-nc", 0.5), "nc-double": ("blk-nc", 2.0), "kc-whole": ("blk-kc", 0.0)}
 
 
 def fit_blk(samples) -> dict[str, float]:
     """The blocking a device's records prefer: samples {mode: speedup over the cost model's blocking} per record
     (the timed blk-* trials). A mode is learned when it won (fastest blocking, >= BLK_GAIN) on at least BLK_SHARE of
     the >= BLK_MIN layers that timed it; the strongest one only: "blk-nc" 0.5 / 2 (the column block scale) or
-    "blk-kc" 0.5 / 0 (half the K block, or K whole)."""
+    "blk-kc" 0 (K whole)."""
     best = None
     for mode in BLK_CONSTANT:
         timed = [x for x in samples if mode in x]
@@ -574,10 +573,7 @@ def learned_blk() -> str:
     nc = learned_value("blk-nc", 1.0)
     if nc != 1.0:
         return "nc-half" if nc < 1 else "nc-double"
-    kc = learned_value("blk-kc", 1.0)
-    if kc != 1.0:
-        return "kc-whole" if kc == 0 else "kc-half"
-    return "auto"
+    return "kc-whole" if learned_value("blk-kc", 1.0) == 0 else "auto"
 
 
 def fit_conv3x3(target, samples) -> dict[str, float]:

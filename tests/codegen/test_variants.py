@@ -89,7 +89,7 @@ def test_which_variants_apply(tmp_path):
         ["par-serial", "par-cols", "par-rows"]
     assert _names(n[1], family="par") == ["par-serial"]
     # cache blocking: the dense GEMM drivers' layers and Winograd's (grouped 3x3 stride-1 too)
-    blk = ["blk-nc-half", "blk-nc-double", "blk-kc-half", "blk-kc-whole"]
+    blk = ["blk-nc-half", "blk-nc-double", "blk-kc-whole"]
     assert all(_names(x, family="blk") == blk for x in (n[0], n[2], n[3], n[4]))
     assert _names(n[1], family="blk") == []
     assert "dense" in _names(n[4]) and "sparse-4x4" in _names(n[4]) and "winograd-f23" not in _names(n[4])
@@ -405,8 +405,8 @@ def test_every_registry_variant_runs_on_odd_shapes(tmp_path):
 
 @pytest.mark.parametrize("target", ["native", "aarch64-neon"])
 def test_winograd_blockings_change_its_code_and_compute_the_same(tmp_path, target):
-    """blk-* on Winograd layers (F(4,3) forced globally, each blocking by a record on its own layer): tile block
-    halved / doubled, KC halved / whole, each a code of its own, built with -Werror at 2 threads against
+    """Blockings on Winograd layers (F(4,3) forced globally, each blocking by a record on its own layer): tile block
+    halved / doubled, KC halved (EDGEC_BLK's kc-half, not a registry variant) / whole, each a code of its own, built with -Werror at 2 threads against
     onnxruntime (NEON under qemu-aarch64)."""
     from edgec.codegen import build_project
     from edgec.codegen.verifier import onnxruntime_outputs, run_binary

@@ -334,14 +334,14 @@ def test_a_blocking_most_layers_preferred_is_learned_for_untuned_layers(tmp_path
     from edgec.codegen.options import CompileOptions
     from edgec.codegen.project import compile_model
 
-    recs = [_blk_record(64, 64, 28, {"nc-half": 0.9, "nc-double": 1.2, "kc-half": 0.95}, "blk-nc-double"),
+    recs = [_blk_record(64, 64, 28, {"nc-half": 0.9, "nc-double": 1.2}, "blk-nc-double"),
             _blk_record(128, 64, 28, {"nc-half": 0.95, "nc-double": 1.1}, "blk-nc-double"),
-            _blk_record(64, 128, 14, {"nc-half": 0.9, "nc-double": 1.15, "kc-half": 1.0}, "blk-nc-double"),
+            _blk_record(64, 128, 14, {"nc-half": 0.9, "nc-double": 1.15}, "blk-nc-double"),
             _blk_record(256, 64, 14, {"nc-half": 1.1, "nc-double": 1.0})]
     assert learned_constants(recs, T) == {"blk-nc": 2.0}
     assert learned_constants(recs[:2], T) == {}  # too few layers
     assert costmodel.fit_blk([{"nc-double": 1.02}] * 4) == {}  # within BLK_GAIN: no preference
-    assert costmodel.fit_blk([{"kc-whole": 1.1, "kc-half": 0.9}] * 3) == {"blk-kc": 0.0}
+    assert costmodel.fit_blk([{"kc-whole": 1.1, "nc-half": 0.9}] * 3) == {"blk-kc": 0.0}
     path = _gemm_model(tmp_path / "g.onnx")
     opts = CompileOptions(target="x86_64-avx2", layout="nchw")
     base = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "b", options=opts).layers
@@ -353,10 +353,10 @@ def test_a_blocking_most_layers_preferred_is_learned_for_untuned_layers(tmp_path
         assert l["algo"] == base[s]["algo"] + "/nc-double" and l["details"]["nc"] > base[s]["details"]["nc"], l
         assert "blk-nc 2 (default 1)" in l["details"]["learned"]
     s0 = sorted(got)[0]
-    rec = (s0, "blk=kc-half", "tuned on local")
+    rec = (s0, "blk=nc-half", "tuned on local")
     own = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "r", options=learned.with_(
         tuned=(rec,))).layers if "signature" in l["details"]}
-    assert own[s0]["algo"].endswith("/kc-half") and all(own[s]["algo"].endswith("/nc-double") for s in own if s != s0)
+    assert own[s0]["algo"].endswith("/nc-half") and all(own[s]["algo"].endswith("/nc-double") for s in own if s != s0)
     off = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "o", options=learned.with_(
         tuning="off")).layers if "signature" in l["details"]}
     assert all(off[s]["algo"] == base[s]["algo"] for s in base)
