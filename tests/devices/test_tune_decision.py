@@ -90,3 +90,12 @@ def test_an_older_rejections_table_gets_the_runner_up_columns(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     with tuningdb.TuningDB(tmp_path / "fresh2.sqlite") as db, pytest.raises(EdgecError, match="rejection 1.*conv=fastest"):
         tuningdb.import_file(tmp_path / "bad.json", db)
+
+
+def test_a_blocking_needs_a_larger_gain_than_a_kernel_to_be_recorded():
+    """A blk-* variant (alone or combined) is recorded only at BLK_MIN_GAIN: layer gains of a few percent from a
+    scaled block did not hold in the model; other variants keep MIN_GAIN."""
+    from edgec.devices.tune import BLK_MIN_GAIN, MIN_GAIN, min_gain
+
+    assert min_gain("blk-nc-double") == min_gain("x+blk-nc-half") == BLK_MIN_GAIN > MIN_GAIN
+    assert min_gain("winograd-f43") == min_gain("winograd-f43+par-rows") == MIN_GAIN
