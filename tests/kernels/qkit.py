@@ -169,6 +169,34 @@ def compile_link(cc: str, flags, sources, out: Path, defines: dict | None = None
     return out
 
 
+# one-ISA kernel tests built for a code-generation target (tests/kernels/c/test_<family>.c with ktest.h)
+TARGET_WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
+SAN = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+
+
+def build_for_target(target: str, isa: str, lanes: int, c_test: Path, family: str, out: Path, opt=("-O2",),
+                     rt: Path | None = None) -> list[str] | None:
+    """Compile c_test with the family's scalar reference, its `isa` file and the thread pool for a target
+    (family: "f32-nchwc/f32-nchwc" -> f32-nchwc-scalar.c, f32-nchwc-<isa>.c). Returns the command prefix that
+    runs it (qemu for Arm), or None when this machine cannot run it (built all the same: the code stays -Werror
+    clean). Skips when the target's compiler or emulator is missing."""
+    from edgec.codegen.targets import get_target
+
+    t = get_target(target)
+    cc = t.cc if t.arch != "x86_64" else "gcc"
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    if t.qemu and shutil.which(t.qemu[0]) is None:
+        pytest.skip(f"{t.qemu[0]} is not installed")
+    rt = rt or runtime_root()
+    srcs = [c_test, rt / f"{family}-scalar.c", rt / f"{family}-{isa}.c", rt / "ec_threadpool.c"]
+    compile_link(cc, [*opt, *TARGET_WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}"], srcs, out,
+                 {"ISA": isa, "LANES": lanes}, ["-lm", "-lpthread"])
+    if not t.qemu and not t.runs_natively():
+        return None
+    return [*(t.qemu or []), str(out)]
+
+
 def stable_source(text: str, suffix: str = ".c") -> Path:
     """A generated C file at a path fixed by its content: ccache hashes the source's path, so a driver written
     into each test's tmp_path would be compiled anew by every run."""

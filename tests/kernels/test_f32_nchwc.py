@@ -10,35 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
-from qkit import compile_link
+from qkit import SAN, build_for_target
 
 C_TEST = Path(__file__).with_name("c") / "test_nchwc.c"
-WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
-SAN = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 # target -> (kernel isa, lanes)
 TARGETS = {"x86_64-avx2": ("avx2", 8), "x86_64-avx512": ("avx512", 16), "aarch64-neon": ("neon", 4),
            "armv7-neon": ("neon", 4)}
 
 
-def build(target: str, out: Path, opt=("-O2",)) -> list[str] | None:
-    """Compile the test for target; returns the command line prefix that runs it (qemu for Arm), or None when
-    this machine cannot run it (built all the same, so the code stays -Werror clean)."""
-    t = get_target(target)
-    isa, lanes = TARGETS[target]
-    cc = t.cc if t.arch != "x86_64" else "gcc"
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
-    if t.qemu and shutil.which(t.qemu[0]) is None:
-        pytest.skip(f"{t.qemu[0]} is not installed")
-    rt = runtime_root()
-    srcs = [C_TEST, rt / "f32-nchwc/f32-nchwc-scalar.c", rt / f"f32-nchwc/f32-nchwc-{isa}.c", rt / "ec_threadpool.c"]
-    compile_link(cc, [*opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}"], srcs, out,
-                 {"ISA": isa, "LANES": lanes}, ["-lm", "-lpthread"])
-    if not t.qemu and not t.runs_natively():
-        return None
-    return [*(t.qemu or []), str(out)]
+def build(target: str, out: Path, opt=("-O2",), rt: Path | None = None) -> list[str] | None:
+    return build_for_target(target, *TARGETS[target], C_TEST, "f32-nchwc/f32-nchwc", out, opt, rt)
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
@@ -69,12 +51,8 @@ def test_reference_catches_a_wrong_kernel(tmp_path):
     rt = tmp_path / "rt"
     shutil.copytree(runtime_root(), rt, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     (rt / "f32-nchwc/f32-nchwc-tmpl.h").write_text(bad)
-    t = get_target("x86_64-avx2")
-    if not t.runs_natively():
-        pytest.skip("this CPU lacks avx2")
-    out = tmp_path / "t"
-    compile_link("gcc", ["-O2", *WFLAGS, *t.cflags, f"-I{rt}"], [C_TEST, rt / "f32-nchwc/f32-nchwc-scalar.c",
-                 rt / "f32-nchwc/f32-nchwc-avx2.c", rt / "ec_threadpool.c"], out, {"ISA": "avx2", "LANES": 8},
-                 ["-lm", "-lpthread"])
-    r = subprocess.run([str(out), "quick"], capture_output=True, text=True, timeout=300)
+    run = build("x86_64-avx2", tmp_path / "t", rt=rt)
+    if run is None:
+        pytest.skip("this CPU cannot run avx2")
+    r = subprocess.run([*run, "quick"], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "FAIL dwconv" in r.stdout

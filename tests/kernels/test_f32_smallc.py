@@ -19,32 +19,15 @@ from edgec.codegen import build_project, compile_model
 from edgec.codegen.options import CompileOptions
 from edgec.codegen.targets import get_target
 from edgec.runtime_c import root as runtime_root
-from qkit import compile_link
+from qkit import SAN, build_for_target
 
 C_TEST = Path(__file__).with_name("c") / "test_smallc.c"
-WFLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
-SAN = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 TARGETS = {"x86_64-avx2": ("avx2", 8), "aarch64-neon": ("neon", 4), "armv7-neon": ("neon", 4)}
 SRC = "f32-conv/f32-conv-smallc"
 
 
 def build(target: str, out: Path, opt=("-O2",), rt: Path | None = None) -> list[str] | None:
-    """Compile the test for target; the command prefix that runs it (qemu for Arm), or None when this machine
-    cannot run it (built all the same, so the code stays -Werror clean)."""
-    t = get_target(target)
-    isa, lanes = TARGETS[target]
-    cc = t.cc if t.arch != "x86_64" else "gcc"
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed")
-    if t.qemu and shutil.which(t.qemu[0]) is None:
-        pytest.skip(f"{t.qemu[0]} is not installed")
-    rt = rt or runtime_root()
-    srcs = [C_TEST, rt / f"{SRC}-scalar.c", rt / f"{SRC}-{isa}.c", rt / "ec_threadpool.c"]
-    compile_link(cc, [*opt, *WFLAGS, *t.cflags, *(["-static"] if t.qemu else []), f"-I{rt}"], srcs, out,
-                 {"ISA": isa, "LANES": lanes}, ["-lm", "-lpthread"])
-    if not t.qemu and not t.runs_natively():
-        return None
-    return [*(t.qemu or []), str(out)]
+    return build_for_target(target, *TARGETS[target], C_TEST, SRC, out, opt, rt)
 
 
 @pytest.mark.parametrize("target", list(TARGETS))

@@ -2,32 +2,11 @@
  * in f32-nchwc-scalar.c, on odd shapes: channels not a multiple of LANES, odd maps, strides 1-3, pads,
  * dilations, every epilogue; SIMD runs through the run helpers on a 2-thread pool. Exit != 0 on mismatch. */
 #include "f32-nchwc/f32-nchwc.h"
+#include "ktest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT_(a, b) a##__##b
-#define CAT(a, b) CAT_(a, b)
-#define SIMD(name) CAT(name, ISA)
-
-static unsigned rng = 12345u;
-static float frand(void) {
-  rng = rng * 1103515245u + 12345u;
-  return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-static float *falloc(size_t n) {
-  float *p = malloc((n ? n : 1) * sizeof(float));
-  for (size_t i = 0; i < n; i++) p[i] = frand();
-  return p;
-}
-static double err(const float *a, const float *b, size_t n) {
-  double e = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double d = a[i] == b[i] ? 0.0 : fabs((double)a[i] - (double)b[i]) / (1.0 + fabs((double)b[i]));
-    if (!(d <= e)) e = d; /* NaN counts */
-  }
-  return e;
-}
 static size_t nblk(size_t c) { return EC_DIV_UP(c, (size_t)LANES); }
 static ec_pool pool;
 static int fails, cases;

@@ -4,38 +4,15 @@
  * of one and two vectors, NCHW and blocked outputs (blocks of LANES and 2 * LANES channels), every kind of
  * epilogue; the SIMD kernel runs through the run helper on a 2-thread pool. Exit != 0 on a mismatch. */
 #include "f32-conv/f32-conv-smallc.h"
+#include "ktest.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT_(a, b) a##__##b
-#define CAT(a, b) CAT_(a, b)
-#define SIMD(name) CAT(name, ISA)
-#define STR_(a) #a
-#define STR(a) STR_(a)
-
-static unsigned rng = 12345u;
-static float frand(void) {
-  rng = rng * 1103515245u + 12345u;
-  return (float)((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-static float *falloc(size_t n) {
-  float *p = malloc((n ? n : 1) * sizeof(float));
-  for (size_t i = 0; i < n; i++) p[i] = frand();
-  return p;
-}
 static float *nanalloc(size_t n) { /* outputs start NaN: an element no kernel writes fails the comparison */
   float *p = malloc((n ? n : 1) * sizeof(float));
   for (size_t i = 0; i < n; i++) p[i] = NAN;
   return p;
-}
-static double err(const float *a, const float *b, size_t n) {
-  double e = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double d = a[i] == b[i] ? 0.0 : fabs((double)a[i] - (double)b[i]) / (1.0 + fabs((double)b[i]));
-    if (!(d <= e)) e = d; /* NaN counts */
-  }
-  return e;
 }
 static ec_pool pool;
 static int fails, cases;
