@@ -6,6 +6,7 @@ random variance-preserving weights as in tests/codegen/test_e2e.py), plus the tr
     python benchmarks/bench_winograd.py --runs 60 --rounds 5 --md
     python benchmarks/bench_winograd.py --errors-only
     python benchmarks/bench_winograd.py --split --md   # one layer's phases in thread CPU time vs ideals
+    python benchmarks/bench_winograd.py --split --against OLD/runtime_c --rounds 5 --md   # phases, A/B
 
 Times are medians over rounds of medians (the host may be shared); ratios are what to read.
 """
@@ -47,14 +48,18 @@ def models(tmp: Path) -> dict:
 
 
 # --split: (name, C = K, H = W) of 3x3 pad-1 layers
-SPLIT = [("dense3x3 layer 128ch 28x28", 128, 28), ("ResNet-50 64ch 56x56", 64, 56), ("ResNet-50 256ch 14x14", 256, 14)]
+SPLIT = [("dense3x3 layer 128ch 28x28", 128, 28), ("ResNet-50 64ch 56x56", 64, 56), ("ResNet-50 256ch 14x14", 256, 14),
+         ("ResNet-50 512ch 7x7", 512, 7)]
 
 
-def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winograd-f23")) -> None:
+def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winograd-f23"), against: Path | None = None,
+              rounds: int = 5) -> None:
     """Each F(m,3) on one layer with the emitter's blocking (one thread), its phases timed apart in thread CPU
     time (best of 15): against their ideals, the GEMMs' useful FLOPs (the unpadded alpha^2 x K x C x tiles
     multiply-adds) at the FMA peak measured in the same run, the transforms at the speed of a memcpy of the
-    bytes they write (V: alpha^2 x C x tiles floats; the output map), also measured in the run."""
+    bytes they write (V: alpha^2 x C x tiles floats; the output map), also measured in the run.
+    With `against` (another runtime_c directory, e.g. `git archive REV runtime_c | tar -x -C DIR`): both
+    builds of each layer in alternating rounds, the median of `rounds` per phase, A (against) then B (this tree)."""
     from bench_gemm import build_peak, fma_peak, host
 
     from edgec.codegen import kernels
@@ -66,12 +71,10 @@ def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winog
     peak = fma_peak(build_peak(tmp, target), 1, target)
     print(f"# host: {host()}, {target.name}, L1d {target.l1d_bytes >> 10} KB, L2 {target.l2_bytes >> 10} KB, 1 thread; "
           f"load {open('/proc/loadavg').read().split()[0]}; measured FMA peak {peak:.1f} GFLOP/s")
-    rt = runtime_root()
+    roots = {"B": runtime_root()} if against is None else {"A": Path(against).resolve(), "B": runtime_root()}
     gk = kernels.gemm_kernel(target)
     mr, nr = gk.params["mr"], gk.params["nr"]
-    head = ["layer", "F", "TB x KB", "pack ms", "in ms", "GEMM ms", "out ms", "total ms", "GEMM % peak (useful)",
-            "in / memcpy", "out / memcpy", "GEMM share"]
-    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    cases, exes = [], {}
     for name, c, hw in SPLIT:
         g = dict(N=1, C=c, H=hw, W=hw, K=c, Ho=hw, Wo=hw, G=1)
         for mode in modes:
@@ -80,21 +83,43 @@ def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winog
             b = winograd.blocking(target, g, m, mr, nr, 1)
             defs = dict(XC=c, XK=c, XH=hw, XW=hw, XM=m, XTB=b["TB"], XKB=b["KB"], XKC=b["KC"], XMR=mr, XNR=nr,
                         XTA=winograd.tile_unit(mr, nr), XUK=gk.name, XIN=wk.params["in"], XOUT=wk.params["out"])
-            exe = tmp / f"wsplit-{c}-{hw}-{m}"
-            srcs = [Path(__file__).resolve().parent / "c" / "f32_winograd_split.c", rt / gk.file, rt / wk.file,
-                    rt / "ec_threadpool.c"]
-            subprocess.run([target.cc, "-O3", "-std=c11", *target.cflags, f"-I{rt}",
-                            *(f"-D{k}={v}" for k, v in defs.items()), *map(str, srcs), "-o", str(exe), "-lm",
-                            "-lpthread"], check=True)
-            out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-            pack, tin, gemm, tout, cin, cout = map(float, out.split())
-            tiles = (-(-hw // m)) ** 2
-            flops = 2 * (m + 2) ** 2 * c * c * tiles
-            total = pack + tin + gemm + tout
-            row = [name, f"F({m},3)", f"{b['TB']} x {b['KB']}", f"{pack:.3f}", f"{tin:.3f}", f"{gemm:.3f}",
-                   f"{tout:.3f}", f"{total:.3f}", f"{100 * flops / gemm / 1e6 / peak:.0f}%", f"{tin / cin:.1f}x",
-                   f"{tout / cout:.1f}x", f"{100 * gemm / total:.0f}%"]
+            cases.append((name, c, hw, m, b))
+            for key, rt in roots.items():
+                exe = tmp / f"wsplit-{c}-{hw}-{m}-{key}"
+                srcs = [Path(__file__).resolve().parent / "c" / "f32_winograd_split.c", rt / gk.file, rt / wk.file,
+                        rt / "ec_threadpool.c"]
+                subprocess.run([target.cc, "-O3", "-std=c11", *target.cflags, f"-I{rt}",
+                                f"-I{Path(__file__).resolve().parent / 'c'}", *(f"-D{k}={v}" for k, v in defs.items()),
+                                *map(str, srcs), "-o", str(exe), "-lm", "-lpthread"], check=True)
+                exes[(c, hw, m, key)] = exe
+    res: dict = {}
+    for _ in range(rounds if against is not None else 1):
+        for c, hw, m, key in exes:  # alternating: a busy spell hits both builds
+            out = subprocess.run([str(exes[(c, hw, m, key)])], capture_output=True, text=True, check=True).stdout
+            res.setdefault((c, hw, m, key), []).append(list(map(float, out.split())))
+    if against is not None:
+        head = ["layer", "F", "pack A -> B ms", "in A -> B", "GEMM A -> B", "out A -> B", "total A -> B", "B / A"]
+        print(f"# A: {roots['A']}, B: {roots['B']}; median of {rounds} alternating rounds; load now "
+              f"{open('/proc/loadavg').read().split()[0]}")
+        print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+        for name, c, hw, m, b in cases:
+            ph = {k: [median([r[i] for r in res[(c, hw, m, k)]]) for i in range(4)] for k in "AB"}
+            row = [name, f"F({m},3)", *(f"{ph['A'][i]:.3f} -> {ph['B'][i]:.3f}" for i in range(4)),
+                   f"{sum(ph['A']):.3f} -> {sum(ph['B']):.3f}", f"{sum(ph['B']) / sum(ph['A']):.3f}"]
             print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
+        return
+    head = ["layer", "F", "TB x KB", "pack ms", "in ms", "GEMM ms", "out ms", "total ms", "GEMM % peak (useful)",
+            "in / memcpy", "out / memcpy", "GEMM share"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head) if md else "  ".join(head))
+    for name, c, hw, m, b in cases:
+        pack, tin, gemm, tout, cin, cout = res[(c, hw, m, "B")][0]
+        tiles = (-(-hw // m)) ** 2
+        flops = 2 * (m + 2) ** 2 * c * c * tiles
+        total = pack + tin + gemm + tout
+        row = [name, f"F({m},3)", f"{b['TB']} x {b['KB']}", f"{pack:.3f}", f"{tin:.3f}", f"{gemm:.3f}",
+               f"{tout:.3f}", f"{total:.3f}", f"{100 * flops / gemm / 1e6 / peak:.0f}%", f"{tin / cin:.1f}x",
+               f"{tout / cout:.1f}x", f"{100 * gemm / total:.0f}%"]
+        print(("| " + " | ".join(row) + " |") if md else "  ".join(row))
 
 
 def main() -> int:
@@ -105,11 +130,12 @@ def main() -> int:
     ap.add_argument("--errors-only", action="store_true")
     ap.add_argument("--md", action="store_true")
     ap.add_argument("--split", action="store_true", help="one layer per shape: phases in thread CPU time vs ideals")
+    ap.add_argument("--against", type=Path, help="--split: A/B against another runtime_c directory (alternating rounds)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if a.split:
-            split_run(tmp, a.md)
+            split_run(tmp, a.md, against=a.against, rounds=a.rounds)
             return 0
         for name, (path, shapes) in models(tmp).items():
             feeds = random_inputs(path, shapes, seed=1)
