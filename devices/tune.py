@@ -82,6 +82,7 @@ GUARD_CONFIDENCE = 0.9
 # the interval holds 1 (the model cannot tell): a record stays when its layer ran at least this much faster alone
 GUARD_LAYER_GAIN = 1.2
 GUARD_SHARE = 0.25    # of the budget kept for the check: the layer search stops at the rest
+UNCHECKED = tuningdb.UNCHECKED
 # bytes the measurement program reads between a candidate's timed runs (tune.c --evict-kb; 0: none, the default):
 # a diagnostic for the state a layer meets in the model. On mnv2g8 it did not move the pick that the whole model
 # rejects (F(4,3) on 576ch 7x7 g8 stayed 1.3-1.4x ahead of GSPC with 24-64 MB read between runs): whether a
@@ -875,11 +876,24 @@ class Tuner:
         and decided the same way; a rejected record's runner-up (the next-fastest variant its layer timed alone
         that is not the cost model's pick) gets one such check of its own and, kept, replaces the record for this
         model. A rejection is per model (tuningdb.Rejection: the record stays for other models). Stops at the
-        budget: items not reached yet are kept and named as unchecked."""
-        t0 = time.monotonic()
+        budget: items not reached yet are named as unchecked, and kept unless the tuned build was significantly
+        slower than untuned: then they are left out of this model's builds until a later tune checks them."""
         key = tuningdb.model_key(self.model)
-        recs = {r.signature: r for r in self.db.applicable(self.fp, self.device.emulated)}
         rejected = self.db.rejections(self.fp, key)
+        # left out unchecked by an earlier check that ran out of budget: records again, checked like the others
+        pending = [r for r in rejected.values() if r.reason.startswith(UNCHECKED)]
+        for r in pending:
+            self.db.unreject(self.fp, key, r.signature)
+        try:
+            return self._guard(jobs, key, {s: r for s, r in rejected.items() if not r.reason.startswith(UNCHECKED)})
+        except BaseException:  # interrupted: what was left out stays out
+            for r in pending:
+                self.db.reject(r)
+            raise
+
+    def _guard(self, jobs: list[Job], key: str, rejected: dict) -> dict:
+        t0 = time.monotonic()
+        recs = {r.signature: r for r in self.db.applicable(self.fp, self.device.emulated)}
         by_sig = {j.signature: j for j in jobs}
         items = [j.signature for j in jobs if j.signature in recs and j.signature not in rejected
                  and recs[j.signature].forced and recs[j.signature].algo != recs[j.signature].default_algo]
@@ -913,6 +927,7 @@ class Tuner:
         for k, sig in enumerate(items):
             if self.over_budget():
                 g["unchecked"] = items[k:]
+                g["unchecked_kept"] = g["tuned_decision"] != "loss"
                 break
             with_it = self.deploy_whole(True, frozenset(dropped), instead)
             without = self.deploy_whole(True, frozenset(dropped + [sig]), instead)
@@ -953,7 +968,18 @@ class Tuner:
                         instead[sig] = (ru["forced"], note)
                         continue
             dropped.append(sig)
-        kept = [x["signature"] for x in g["records"] if x["kept"]] + g["unchecked"]
+        if g["unchecked"] and not g["unchecked_kept"]:
+            # the tuned build was significantly slower and these were not timed in the model: keeping them
+            # unchecked could keep what made it slower
+            why = (f"{UNCHECKED}: the tuned build took {first[0]:.2f}x the untuned time (interval "
+                   f"{_iv(g['tuned_interval'])}) and the budget ran out before this record was timed in the model")
+            for sig in g["unchecked"]:
+                r = recs.get(sig)
+                self.db.reject(tuningdb.Rejection(self.fp, key, sig, self.model.name, r.variant if r else "learned",
+                                                  r.algo if r else "learned constants", why, self.device.name,
+                                                  tuningdb.today()))
+            dropped += [s for s in g["unchecked"] if s not in dropped]
+        kept = [x["signature"] for x in g["records"] if x["kept"]] + (g["unchecked"] if g.get("unchecked_kept") else [])
         if (kept or instead) and not g["unchecked"] and not self.over_budget():
             # each kept item helps against the set without it; together they must not be significantly slower
             # than untuned (with nothing left out, that is the first race again)
@@ -1004,7 +1030,9 @@ class Tuner:
         else:
             g["verdict"] = "the tuned build is not faster than untuned"
         if g["unchecked"]:
-            g["verdict"] += f"; {len(g['unchecked'])} not checked (budget), kept"
+            g["verdict"] += (f"; {len(g['unchecked'])} not checked (budget), kept" if g["unchecked_kept"] else
+                             f"; {len(g['unchecked'])} not checked (budget), left out of this model's builds until "
+                             "a later tune checks them (the tuned build was slower)")
         g["s"] = round(time.monotonic() - t0, 2)
         return g
 

@@ -54,6 +54,10 @@ def model_key(path: Path) -> str:
         raise EdgecError(f"cannot read {path}: {e.strerror}") from None
 
 
+# a rejection's reason when the whole-model check ran out of budget before the record, with the tuned build slower
+UNCHECKED = "not checked in the model"
+
+
 @dataclass
 class Rejection:
     fingerprint: str
@@ -73,6 +77,9 @@ class Rejection:
 
     def note(self) -> str:
         """The --explain text of a layer of this model that does not use its record."""
+        if self.reason.startswith(UNCHECKED):
+            return (f"the tuning record for this layer ({self.algo}) is not applied to {self.model} until a tune "
+                    f"checks it: edgec tune on {self.device}, {self.date}: {self.reason}")
         text = (f"the tuning record for this layer ({self.algo}) is not applied to {self.model}: edgec tune on "
                 f"{self.device}, {self.date}, found it slower inside the whole model ({self.reason})")
         if self.instead:
@@ -215,6 +222,12 @@ class TuningDB:
         with self.con:
             self.con.execute(f"INSERT OR REPLACE INTO rejections ({', '.join(row)}) VALUES ({','.join('?' * len(row))})",
                              tuple(row.values()))
+
+    def unreject(self, fp: str, key: str, signature: str) -> None:
+        """Let a record into one model's builds again (a later check kept it)."""
+        with self.con:
+            self.con.execute("DELETE FROM rejections WHERE fingerprint = ? AND model_key = ? AND signature = ?",
+                             (fp, key, signature))
 
     def all_rejections(self, fp: str | None = None) -> list[Rejection]:
         where, args = ("WHERE fingerprint = ?", (fp,)) if fp else ("", ())

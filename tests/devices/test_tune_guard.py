@@ -42,30 +42,36 @@ def _convs(path, chans: int, size: int, pool: bool):
     return path
 
 
+def _slow_record(a, dev, t, chans: int = 40):
+    """Tune a's layers for real (no check), then record for its 3x3 conv the slowest variant the search timed, as
+    if it had won: a record known to make the model slower. Returns (that record, the real one)."""
+    rep = tune(a, dev, t, final_bench=False, guard=False)
+    with tuningdb.TuningDB() as db:
+        conv = next(r for r in db.records(rep["fingerprint"]) if r.cls == "conv3x3s1+relu"
+                    and f"C{chans}H24W24K{chans}G1" in r.signature)
+        # a record known to be slower: the slowest variant the search timed, recorded as if it had won
+        slow = max((x for x in conv.trials if "ms" in x and x["variant"] not in ("default", conv.variant)),
+                   key=lambda x: x["ms"])
+        default_ms = next(x["ms"] for x in conv.trials if x["variant"] == "default")
+        assert slow["ms"] > 1.3 * default_ms, conv.trials  # slower beyond this host's noise
+        from edgec.codegen import variants
+        var = next(v for v in variants.VARIANTS if v.name == slow["variant"])
+        # its trials keep the pick and the slow variant only: no runner-up to try (the next test tries one)
+        bad = dataclasses.replace(conv, variant=var.name, algo=slow["algo"],
+                                  forced=var.forced_str({"G": 1, "kind": "conv"}),
+                                  time_ms=default_ms / 2, default_ms=default_ms,
+                                  trials=[x for x in conv.trials if "ms" not in x
+                                          or x["variant"] in ("default", slow["variant"])])
+        db.put(bad)
+    return bad, conv
+
+
 def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_model_only(edgec_env, monkeypatch):
     a = _convs(edgec_env / "a.onnx", 40, 24, pool=False)
     b = _convs(edgec_env / "b.onnx", 40, 24, pool=True)  # the same first layer (signature), another model
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t:
-        # the layers measured for real, no check: the records the search makes
-        rep = tune(a, dev, t, final_bench=False, guard=False)
-        with tuningdb.TuningDB() as db:
-            conv = next(r for r in db.records(rep["fingerprint"]) if r.cls == "conv3x3s1+relu"
-                        and "C40H24W24K40G1" in r.signature)
-            # a record known to be slower: the slowest variant the search timed, recorded as if it had won
-            slow = max((x for x in conv.trials if "ms" in x and x["variant"] not in ("default", conv.variant)),
-                       key=lambda x: x["ms"])
-            default_ms = next(x["ms"] for x in conv.trials if x["variant"] == "default")
-            assert slow["ms"] > 1.3 * default_ms, conv.trials  # slower beyond this host's noise
-            from edgec.codegen import variants
-            var = next(v for v in variants.VARIANTS if v.name == slow["variant"])
-            # its trials keep the pick and the slow variant only: no runner-up to try (the next test tries one)
-            bad = dataclasses.replace(conv, variant=var.name, algo=slow["algo"],
-                                      forced=var.forced_str({"G": 1, "kind": "conv"}),
-                                      time_ms=default_ms / 2, default_ms=default_ms,
-                                      trials=[x for x in conv.trials if "ms" not in x
-                                              or x["variant"] in ("default", slow["variant"])])
-            db.put(bad)
+        bad, conv = _slow_record(a, dev, t)
         rep = tune(a, dev, t)  # every layer resumed: the check alone runs, then the whole-model bench
     g = rep["guard"]
     # the forced record slowed the model: its interval (the 4th smallest and largest of 15 rounds, as the check
@@ -116,6 +122,43 @@ def test_the_whole_model_check_rejects_a_record_slower_in_the_model_for_that_mod
     assert rc == 0, err
     layer = next(l for l in json.loads(out)["layers"] if l["details"].get("signature") == bad.signature)
     assert layer["algo"] == conv.default_algo and "found it slower inside the whole model" in layer["details"]["tuned"]
+
+
+def test_records_the_check_had_no_budget_for_stay_out_of_a_slower_model_until_checked(edgec_env, monkeypatch):
+    """The tuned build is a significant loss and the budget runs out before the record is timed in the model:
+    it is not kept unchecked (the model's builds leave it out, --explain says why), and the next tune checks it."""
+    a = _convs(edgec_env / "a.onnx", 36, 24, pool=False)  # a layer of its own in the session's database
+    dev = Inventory().resolve(["local"])[0]
+    real_race = Tuner.race
+
+    def race_then_out_of_budget(self, x, y, rounds=None):
+        out = real_race(self, x, y, rounds)
+        self.budget = 0.0  # the budget ends right after the first race: no item gets its own check
+        return out
+
+    with open_transport(dev) as t:
+        bad, conv = _slow_record(a, dev, t, 36)
+        monkeypatch.setattr(Tuner, "race", race_then_out_of_budget)
+        rep = tune(a, dev, t, final_bench=False, guard=True)
+        g = rep["guard"]
+        assert g["tuned_decision"] == "loss" and g["records"] == [], g
+        assert bad.signature in g["unchecked"] and not g["unchecked_kept"], g
+        assert "left out of this model's builds until a later tune checks them" in g["verdict"]
+        with tuningdb.TuningDB() as db:
+            rej = db.rejections(bad.fingerprint, tuningdb.model_key(a))
+            assert rej[bad.signature].reason.startswith("not checked in the model")
+        rc, out, err = run_cli("compile", str(a), "-o", str(edgec_env / "ca"), "--json")
+        assert rc == 0, err
+        layer = next(l for l in json.loads(out)["layers"] if l["details"].get("signature") == bad.signature)
+        assert layer["algo"] == conv.default_algo and "not checked in the model" in layer["details"]["tuned"]
+        # with its budget, the next tune times it in the model like any record, and rejects it for what it does
+        monkeypatch.setattr(Tuner, "race", real_race)
+        again = tune(a, dev, t, final_bench=False, guard=True)
+    x = next(x for x in again["guard"]["records"] if x["signature"] == bad.signature)
+    assert not x["kept"] and x["decision"] == "loss" and not again["guard"]["unchecked"], again["guard"]
+    with tuningdb.TuningDB() as db:
+        assert not db.rejections(bad.fingerprint, tuningdb.model_key(a))[bad.signature].reason.startswith(
+            "not checked")
 
 
 def test_candidates_can_be_timed_with_the_caches_evicted_between_runs(edgec_env, monkeypatch):
