@@ -108,7 +108,8 @@ def render(rep: dict) -> None:
                 out.print(escape(f"    runner-up {ru['variant']} ({ru['algo']}, {ru['alone_speedup']:.2f}x alone): "
                                  f"with / without {ru['with_over_without']:.2f}, {ru['decision']}: {what}"))
         if g.get("unchecked"):
-            out.print(escape(f"  not checked (budget): {', '.join(g['unchecked'])}"))
+            what = "kept" if g.get("unchecked_kept", True) else "left out of this model's builds until a tune checks them"
+            out.print(escape(f"  not checked (budget), {what}: {', '.join(g['unchecked'])}"))
     wm = rep.get("whole_model")
     if wm:
         cpu = ", CPU time a run" if wm.get("clock") == "cpu" else ""
