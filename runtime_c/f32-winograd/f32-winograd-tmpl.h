@@ -67,6 +67,18 @@ EC_INLINE void wg_at(const ec_v *d, ec_v *o) {
 #endif
 }
 
+/* The row pass of an input chunk: t[r][j] = (B^T d)[r][j] -> B^T t B, WG_A outputs vs apart a row. */
+EC_INLINE void wg_in_rows(ec_v t[WG_A][WG_A], float *v, size_t vs) {
+#pragma GCC unroll 8
+  for (int r = 0; r < WG_A; r++) {
+    ec_v o[WG_A];
+    wg_bt(t[r], o);
+    float *vr = v + (size_t)(r * WG_A) * vs;
+#pragma GCC unroll 8
+    for (int c = 0; c < WG_A; c++) ec_vst(vr + (size_t)c * vs, o[c]); /* whole vectors, see F32_WINOGRAD_IN_DECL */
+  }
+}
+
 /* EC_VL tiles (the lanes past a row's tail are discarded: see F32_WINOGRAD_IN_DECL). Columns first:
  * column j's WG_A values are one phase row apart (two base pointers and the row stride address
  * them all), then rows, whose WG_A outputs are vs apart; loading row by row (a pointer per
@@ -83,14 +95,7 @@ EC_INLINE void wg_in_chunk(const float *p, size_t ps, size_t q, float *v, size_t
 #pragma GCC unroll 8
     for (int r = 0; r < WG_A; r++) t[r][j] = o[r];
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < WG_A; r++) {
-    ec_v o[WG_A];
-    wg_bt(t[r], o);
-    float *vr = v + (size_t)(r * WG_A) * vs;
-#pragma GCC unroll 8
-    for (int c = 0; c < WG_A; c++) ec_vst(vr + (size_t)c * vs, o[c]); /* whole vectors, see F32_WINOGRAD_IN_DECL */
-  }
+  wg_in_rows(t, v, vs);
 }
 
 /* One chunk per call where runs are at most a GEMM strip (MR <= EC_VL on x86): a loop here made the
@@ -124,14 +129,7 @@ EC_INLINE void wg_in_chunk_runs(int NS, const float *const *sp, const size_t *lo
 #pragma GCC unroll 8
     for (int r = 0; r < WG_A; r++) t[r][j] = e[r];
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < WG_A; r++) {
-    ec_v o[WG_A];
-    wg_bt(t[r], o);
-    float *vr = v + (size_t)(r * WG_A) * vs;
-#pragma GCC unroll 8
-    for (int c = 0; c < WG_A; c++) ec_vst(vr + (size_t)c * vs, o[c]);
-  }
+  wg_in_rows(t, v, vs);
 }
 static void wg_in_chunk2(const float *const *sp, const size_t *lo, size_t ps, size_t q, float *v, size_t vs) {
   wg_in_chunk_runs(2, sp, lo, ps, q, v, vs);
