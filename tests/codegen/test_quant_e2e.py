@@ -287,13 +287,8 @@ def test_exact_qlinearmatmul_per_column_and_unrewritten_ops_named():
     assert d.max() <= 1 and np.mean(d == 0) > 0.99
 
 
-def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
-    """ppocr cls with 7-bit weights for x86_64-avx2: every depthwise layer (5x5 windows over 2-3 row maps,
-    where the kernel skips kernel rows in the padding) runs the vpmaddubsw kernel with the following
-    HardSwish table fused (the variant whose output rows share taps: every consecutive 7-bit tap pair fits),
-    and the model's output is bit-identical to the build on the scalar reference kernels."""
-    if not get_target("x86_64-avx2").runs_natively():
-        pytest.skip("this CPU lacks AVX2")
+def _ppocr_7bit(ppocr_cls, tmp_path):
+    """ppocr cls quantized with 7-bit weights (reduce_range), per-channel QDQ, calibrated on 4 random inputs."""
     _ppocr_int8(ppocr_cls, tmp_path)  # writes pre13.onnx
     rng = np.random.default_rng(0)
     q = tmp_path / "ppocr_q7.onnx"
@@ -301,6 +296,17 @@ def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
                     _Reader("x", [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(4)]),
                     quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return q
+
+
+def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
+    """ppocr cls with 7-bit weights for x86_64-avx2: every depthwise layer (5x5 windows over 2-3 row maps,
+    where the kernel skips kernel rows in the padding) runs the vpmaddubsw kernel with the following
+    HardSwish table fused (the variant whose output rows share taps: every consecutive 7-bit tap pair fits),
+    and the model's output is bit-identical to the build on the scalar reference kernels."""
+    if not get_target("x86_64-avx2").runs_natively():
+        pytest.skip("this CPU lacks AVX2")
+    q = _ppocr_7bit(ppocr_cls, tmp_path)
     x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
     b, y = _compile_run(q, "x86_64-avx2", x, tmp_path / "avx2", name="x")
     kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-dwconv"]
@@ -387,13 +393,7 @@ def test_ppocr_7bit_random_inputs_match_exact_qdq_off_near_ties(ppocr_cls, targe
         pytest.skip(f"{target} cannot run here")
     if target == "x86_64-avx2" and not get_target(target).runs_natively():
         pytest.skip("this CPU lacks AVX2")
-    _ppocr_int8(ppocr_cls, tmp_path)  # writes pre13.onnx
-    rng = np.random.default_rng(0)
-    q = tmp_path / "ppocr_q7.onnx"
-    quantize_static(str(tmp_path / "pre13.onnx"), str(q),
-                    _Reader("x", [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(4)]),
-                    quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    q = _ppocr_7bit(ppocr_cls, tmp_path)
     model = onnx.shape_inference.infer_shapes(onnx.load(str(q)))
     b = compile_model(q, tmp_path / "out", target=target, build=True, input_shapes={"x": [1, 3, 48, 192]})
     clean = tied = 0
