@@ -904,7 +904,7 @@ class Tuner:
             items.insert(0, tuningdb.LEARNED)
         g: dict = {"records": [], "dropped": [], "replaced": {}, "unchecked": [], "rounds": GUARD_ROUNDS,
                    "confidence": GUARD_CONFIDENCE, "layer_gain": GUARD_LAYER_GAIN,
-                   "rejected_before": sorted(rejected)}
+                   "rejected_before": sorted(rejected), "learned": learned}
         if not items:
             g.update(verdict="no record changes this model's code", s=round(time.monotonic() - t0, 2))
             return g

@@ -332,10 +332,13 @@ def test_tune_over_ssh_on_the_emulated_board(emu_board, env, models, monkeypatch
     row = rep["layers"][0]
     assert row["source"] == "measured" and row["record"]["emulated"]
     assert {"default", "dw-plane", "dw-cb"} <= {t["variant"] for t in row["record"]["trials"]}
-    g = rep["guard"]  # a forced record is checked in the model on the board; the cost model's pick needs no check
+    # a forced record is checked in the model on the board; the cost model's pick needs no check. The emulated
+    # board's fingerprint may also hold learned constants (fitted from the other tests' emulated records): they
+    # change code too and are checked like a record
+    g = rep["guard"]
     forced = row["record"]["algo"] != row["record"]["default_algo"]
-    assert (g["verdict"] == "no record changes this model's code") != forced, g
-    rejected = [x for x in g.get("records", []) if not x["kept"]]
+    assert (g["verdict"] == "no record changes this model's code") == (not forced and not g["learned"]), g
+    rejected = [x for x in g.get("records", []) if not x["kept"] and x["signature"] == row["signature"]]
     assert rep["whole_model"]["tuned_layers"] == 1 and rep["whole_model"]["max_rel_err_vs_untuned"] < 1e-3
     assert ("rejected" in row) == bool(rejected)
     with tuningdb.TuningDB() as db:
