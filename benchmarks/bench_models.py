@@ -12,7 +12,7 @@ With --engines (no list: every engine installed here; the others come from `pip 
 runs on every named engine: each engine's output is first held against onnxruntime's (max abs error, top-1), one
 that does not match is reported as "wrong output" and not timed; the rest are timed in --rounds interleaved rounds
 (each engine in turn, the order rotating, so drift on a shared host hits all alike, --warmup runs before each
-share), and the median wall-clock ms per inference per engine and edgec against the fastest other engine are
+share, and at least 20 ms of them), and the median wall-clock ms per inference per engine and edgec against the fastest other engine are
 printed. Every engine keeps one warm process across the rounds: edgec's generated bench program runs as one
 `bench --serve` child, the others inside this Python process. The onnx light models get random weights there (their
 ConstantOfShape weights make every output identical, so a wrong conversion could not show). --models also takes
@@ -109,7 +109,7 @@ def md_table(rows: list[dict], names: list[str]) -> list[str]:
 
 
 def engines_main(args, threads: list[int]) -> int:
-    from engines import ENGINES
+    from engines import ENGINES, WARM_MS
     wanted = list(ENGINES) if args.engines == "all" else [n.strip() for n in args.engines.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in ENGINES]
     if unknown:
@@ -134,7 +134,8 @@ def engines_main(args, threads: list[int]) -> int:
     print("engines: " + ", ".join(f"{e.name} {e.version()}" for e in engines))
     warmup = 3 if args.warmup is None else args.warmup
     print(f"times: median wall-clock ms per inference over {args.runs} runs in {args.rounds} interleaved rounds, "
-          f"{warmup} warm-up runs before each engine's share; each engine in one warm process (edgec: bench --serve)")
+          f"at least {warmup} warm-up runs and {WARM_MS:g} ms before each engine's share; each engine in one warm "
+          "process (edgec: bench --serve)")
     with open("/proc/loadavg") as f:
         print(f"load average at the start: {' '.join(f.read().split()[:3])}")
     rows = []

@@ -17,6 +17,7 @@ default precision, which is fp32 on x86), so its output can be held against onnx
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from typing import Callable
 import numpy as np
 
 CONVERT_TIMEOUT_S = 900
+WARM_MS = 20.0  # least warm-up time before each engine's share of a round
 
 
 class EngineError(Exception):
@@ -425,9 +427,12 @@ def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list,
         times = {n: [] for n in runners}
         order = list(runners)
         try:
+            # every share warms up for at least WARM_MS as well as `warmup` runs: a model of tens of microseconds
+            # is otherwise timed in the cache state the engine before it left behind
+            warm = {n: max(warmup, math.ceil(WARM_MS / max(median(runners[n].time(3, 1)), 1e-3))) for n in order}
             for k in range(rounds):
                 for n in order[k % len(order):] + order[:k % len(order)] if order else []:
-                    times[n] += runners[n].time(per_round, warmup)
+                    times[n] += runners[n].time(per_round, warm[n])
                     time.sleep(pause)
         finally:
             for r in runners.values():
