@@ -147,6 +147,29 @@ EC_INLINE void f32_conv_pack_units(const f32_conv_shape *s, const float *EC_REST
     f32_conv_im2col_rows(s, x, col, w, u0, u1, dst);
 }
 
+/* The lines of a tile's mr rows of nr columns at p (row stride ld), fetched while the tile before it computes:
+ * the epilogue then finds the residual and the output rows in cache. A strip's rows are each a short run (one
+ * NR panel wide, then the next strip), which the hardware prefetchers do not follow: the residual's loads and the
+ * output's write misses waited at the end of every tile. Integer arithmetic: the address may lie past the array
+ * (a prefetch never faults). */
+EC_INLINE void f32_conv_pf_tile(const float *p, size_t ld, size_t mr, size_t nr, int write) {
+#if defined(__GNUC__) || defined(__clang__)
+  const uintptr_t b = (uintptr_t)p, last = (nr - 1) * sizeof(float);
+  for (size_t i = 0; i < mr; i++) {
+    const uintptr_t r = b + i * ld * sizeof(float);
+    if (write) {
+      __builtin_prefetch((const void *)r, 1, 3);
+      __builtin_prefetch((const void *)(r + last), 1, 3);
+    } else {
+      __builtin_prefetch((const void *)r, 0, 3);
+      __builtin_prefetch((const void *)(r + last), 0, 3);
+    }
+  }
+#else
+  (void)p, (void)ld, (void)mr, (void)nr, (void)write;
+#endif
+}
+
 /* GEMM over columns [n0, n0+nc): panel p+1 is packed from the input while panel p's row strips run,
  * so the packing's cache misses (strided input rows, from L3) overlap the microkernel's FMAs instead of
  * being a pass of their own (packed up front: 23% of a 256->64 @56 layer, 23% of the 7x7 s2 stem).
@@ -193,6 +216,17 @@ EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, siz
             te.res = e->res ? e->res + i0 * ldc + n0 + j0 : NULL;
             te.res_before_act = e->res_before_act;
             te.act = e->act;
+          }
+          if (last) {
+            /* the next tile in this loop's order: the next strip, else the next panel's first, else the next pass's */
+            size_t ni = i0 + MR, np = p;
+            if (ni >= q1) ni = q0, np = p + 1;
+            if (np >= panels) ni = q1, np = 0;
+            if (ni < m1) {
+              const size_t nmr = EC_MIN(MR, m1 - ni), nnr = EC_MIN(NR, nc - np * NR);
+              f32_conv_pf_tile(c + ni * ldc + n0 + np * NR, ldc, nmr, nnr, 1);
+              if (e->res) f32_conv_pf_tile(e->res + ni * ldc + n0 + np * NR, ldc, nmr, nnr, 0);
+            }
           }
           s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0, last ? &te : NULL);
         }
