@@ -165,12 +165,20 @@ def main() -> int:
         and the compilers and programs it ran (less sensitive to the shared host's load)."""
         tune_mod.UNITS = b == "units"
         tune_mod.EVICT_BYTES = int(a.evict_mb * 2**20)
-        c0 = _cpu_s()
+        from edgec.devices.deploy import OBJECT_STATS, TUNE_OBJECT_STATS
+        c0, o0, u0 = _cpu_s(), dict(OBJECT_STATS), dict(TUNE_OBJECT_STATS)
         rep = tune(paths[n][0], dev, t, threads=a.threads, budget=a.budget, transfer_only=transfer,
                    input_shapes=paths[n][1], db=db, final_bench=False, guard=not a.no_guard)
         rep["cpu_s"] = _cpu_s() - c0
         print(f"# {b}: {kind} {n}: {rep['measured']} signatures in {rep['search_s']:.1f} s ({rep['cpu_s']:.1f} s CPU)"
               f"{' (budget hit)' if rep['stopped_at_budget'] else ''}; load {_load()}", file=sys.stderr)
+        # where the search's wall time went, and what make compiled (runtime kernels / the program's own objects:
+        # compiled here, or taken from the object cache)
+        rep["objects"] = {k: {s: d[s] - d0[s] for s in d} for k, d, d0 in (("runtime", OBJECT_STATS, o0),
+                                                                          ("tune", TUNE_OBJECT_STATS, u0))}
+        print(f"# {b}: {kind} {n}: phases (wall s) " + json.dumps(rep.get("phases", {})) + "; objects (cache hits / "
+              f"compiled and stored) " + json.dumps(rep["objects"]) + f"; programs {rep.get('programs')}",
+              file=sys.stderr)
         g = rep.get("guard")
         if g:  # the whole-model check after the search (its time is not in search_s)
             print(f"# {b}: {kind} {n}: whole-model check {g.get('s', 0):.1f} s: {g['verdict']}; "

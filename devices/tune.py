@@ -6,12 +6,12 @@ For every distinct layer signature of a model (codegen/variants.py), biggest MAC
      variant forced (a tuning record scoped to the layer), variants giving the same code are dropped,
      and the others go into one measurement program (each build under its own symbol prefix, the
      harness codegen/templates/tune.c), built for the device exactly like `deploy` (cross, native or
-     on the board) - one program per layer;
+     on the board) - one program for consecutive layers up to PROGRAM_CANDIDATES candidates;
   3. it runs once on the device: each candidate writes its output, which is checked against onnxruntime
      on the extracted layer (a wrong candidate is rejected, its time dropped), and all are timed in
      interleaved rounds (warm-up, then timed runs; the median of every run);
-  4. the fastest is recorded in the tuning database (devices/tuningdb.py) at once, so an interrupted
-     tune keeps what it measured and the next one resumes with the signatures not yet recorded.
+  4. the fastest is recorded in the tuning database (devices/tuningdb.py) as soon as the program ran, so an
+     interrupted tune keeps what it measured and the next one resumes with the signatures not yet recorded.
 A candidate other than the cost model's pick is only recorded when at least MIN_GAIN faster (a cache blocking:
 BLK_MIN_GAIN).
 The tune ends at the budget and finishes with a whole-model check (Tuner.guard): the tuned and untuned builds
@@ -36,6 +36,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -47,20 +48,19 @@ from edgec.devices import tuningdb
 from edgec.devices.tuningdb import Record, TuningDB
 from edgec.errors import EdgecError
 
-MIN_GAIN = 1.03       # a variant replaces the cost model's pick only when this much faster (noise)
-# a blocking (blk-*) needs more: on Zen 3, ResNet-50's 7 blocking records at 1.03-1.09x alone made the model 1.04x
-# slower together (5 interleaved rounds, CPU time); a scaled block changes what the layer leaves in the caches
-BLK_MIN_GAIN = 1.10
-
-
-def min_gain(variant: str) -> float:
-    """How much faster than the cost model's pick a variant must be, alone, to be recorded."""
-    return BLK_MIN_GAIN if any(v.startswith("blk-") for v in variant.split("+")) else MIN_GAIN
+# a variant replaces the cost model's pick only at MIN_GAIN (1.03: noise), a blocking at BLK_MIN_GAIN (1.10)
+MIN_GAIN, BLK_MIN_GAIN, min_gain = tuningdb.MIN_GAIN, tuningdb.BLK_MIN_GAIN, tuningdb.min_gain
 ROUNDS = 3            # interleaved timing rounds over all candidates of a layer, in one program
 WARMUP = 2            # untimed runs of a candidate before its timed runs, every round
 TARGET_RUN_S = 0.15   # timed runs per candidate in all its rounds: about this long, 10..200 runs
 EMULATED_RUNS = 6     # under an emulator: time is the emulator's, a few runs say as much
 DEFAULT_BUDGET = 300.0
+# full tuning puts consecutive layers' candidates into one measurement program until it holds this many (a region
+# has one of its own): each program compiles its harness and, per translation unit, the runtime headers and the
+# drivers they define (about 1 s of CPU a unit at -O3 on the 2-core x86 host, a candidate about 0.5 s more), so
+# ResNet-50's 27 one-layer programs of 2-7 candidates paid that 27-54 times. An interrupted tune loses the
+# program it was in (the records are committed per program)
+PROGRAM_CANDIDATES = 12
 BUILD_JOBS = 2        # make -j for a measurement program built here (its candidates' files compile side by side)
 # a program's candidates are compiled in translation units of several (tune_unit<k>.c, grouped by the runtime
 # headers they include: parsing those is most of a candidate file's compile), at most BUILD_JOBS of them. False:
@@ -497,6 +497,14 @@ class Candidate:
     est_ns: float | None = None  # a region candidate: the layout estimate of its layout (codegen/layout.py)
 
 
+@dataclass
+class Batch:
+    """Layers whose candidates go into one measurement program: (key, job, extracted model, every candidate,
+    the live ones) each, and how many live candidates they hold."""
+    preps: list = field(default_factory=list)
+    candidates: int = 0
+
+
 class Tuner:
     def __init__(self, model: Path, device, t, *, threads: int = 1, mode: str = "auto", budget: float = DEFAULT_BUDGET,
                  input_shapes: dict | None = None, progress: Progress | None = None, db: TuningDB | None = None,
@@ -514,7 +522,7 @@ class Tuner:
         self.after_run = after_run
         self.before_build = before_build  # (program's project folder): called after writing it, before make
         self.runs = runs
-        self.programs = 0  # measurement programs built (full tuning: one per layer; transfer: one in all)
+        self.programs = 0  # measurement programs built (full tuning: one per PROGRAM_CANDIDATES; transfer: one)
         self.program_layers: list[int] = []  # layers measured in each program
         self.t0 = time.monotonic()
         self.facts = tuningdb.device_facts(device, t, self.mode, threads)
@@ -522,6 +530,16 @@ class Tuner:
         self._work: Path | None = None
         self.kernels: dict[str, dict] = {}  # transfer: per layer signature, variant -> the source's kernels
         self.evict = EVICT_BYTES
+        # wall seconds of the layer search by phase (report["phases"]): where a search's time goes
+        self.phases: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def phase(self, name: str):
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] += time.monotonic() - t0
 
     @property
     def work(self) -> Path:
@@ -547,38 +565,51 @@ class Tuner:
         """Several layers' candidates in ONE measurement program (one build, one upload, one run): each
         layer's record as measure() would make it. Layers with fewer than two candidates left, or reached
         after the budget ran out, get (None, why)."""
+        out: list[tuple[Record | None, str]] = [(None, "budget")] * len(todo)
+        batch = Batch()
+        for k, (job, names) in enumerate(todo):
+            why = self.add(batch, job, names, k)
+            if why:
+                out[k] = (None, why)
+                if why == "budget":
+                    break
+        for k, res in self.run_batch(batch, source).items():
+            out[k] = res
+        return out
+
+    def add(self, batch: Batch, job: Job, names: list[str] | None = None, key=None) -> str:
+        """Code generation for one layer's candidates into a program still to be built: "" when they joined it,
+        else why the layer is not measured ("budget": stop)."""
+        r = self._prepare(job, names, batch.candidates, len(batch.preps))
+        if isinstance(r, str):
+            return r
+        batch.preps.append((job.signature if key is None else key, job, *r))
+        batch.candidates += len(r[2])
+        return ""
+
+    def run_batch(self, batch: Batch, source: str = "measured") -> dict:
+        """Build, upload and run the batch's one program: key -> (record, "") for each of its layers, or
+        (None, why). Nothing is built once the budget ran out (every layer: (None, "budget"))."""
         from edgec.files import cache_lock
 
-        out: list[tuple[Record | None, str]] = [(None, "budget")] * len(todo)
-        preps: list[tuple[int, Job, Path, list[Candidate], list[Candidate]]] = []
-        base = 0
-        for k, (job, names) in enumerate(todo):
-            r = self._prepare(job, names, base, len(preps))
-            if isinstance(r, str):
-                out[k] = (None, r)
-                if r == "budget":
-                    break
-                continue
-            path, cands, live = r
-            preps.append((k, job, path, cands, live))
-            base += len(live)
+        preps, batch.preps, batch.candidates = batch.preps, [], 0
         if not preps:
-            return out
+            return {}
         if self.over_budget():
-            return out
-        refs = [self._reference(path) for _, _, path, _, _ in preps]
+            return {k: (None, "budget") for k, *_ in preps}
+        with self.phase("reference"):
+            refs = [self._reference(path) for _, _, path, _, _ in preps]
         live = [c for p in preps for c in p[4]]
         self.progress("program", candidates=len(live))
         ws = self._workspace()
         with cache_lock(ws):  # another tune of the same target writes and builds there too
-            project = self._program(ws, live)
+            with self.phase("write"):
+                project = self._program(ws, live)
             if self.before_build is not None:
                 self.before_build(project)
             dep = self._deploy(project, preps[0][2])
         err = self._run(dep, live, [x for inputs, _ in refs for x in inputs], [want for _, want in refs])
-        for k, job, _, cands, lv in preps:
-            out[k] = (None, err) if err else self._record(job, cands, lv, source)
-        return out
+        return {k: (None, err) if err else self._record(job, cands, lv, source) for k, job, _, cands, lv in preps}
 
     def _prepare(self, job: Job, names: list[str] | None, base: int, layer: int):
         """Code generation for one layer's candidates (their symbol prefixes from cand<base> on): (extracted
@@ -609,7 +640,8 @@ class Tuner:
                 return "budget"
             self.progress("candidate", name=c.name)
             try:
-                build = emit_model(path, self._options(job, c), f"cand{base + len(by_algo)}")
+                with self.phase("codegen"):
+                    build = emit_model(path, self._options(job, c), f"cand{base + len(by_algo)}")
             except EdgecError as e:
                 if job.region is None:
                     raise
@@ -706,15 +738,18 @@ class Tuner:
         if self.mode in ("cross", "native"):
             # the project's make builds `tune` only; a program's candidate files are independent: compiled side by
             # side on up to BUILD_JOBS cores
-            built = build_local(project, self.device, False, jobs=min(BUILD_JOBS, os.cpu_count() or 1))
+            with self.phase("make"):
+                built = build_local(project, self.device, False, jobs=min(BUILD_JOBS, os.cpu_count() or 1))
             manifest.add("tune", next(iter(built.values())).parent / "tune", 0o755)
         else:
             for p in _project_files(project):
                 manifest.add(str(p.relative_to(project)), p)
-        res = upload(self.t, manifest)
+        with self.phase("upload"):
+            res = upload(self.t, manifest)
         dep = Deployment(self.device, self.t, res.dir, self.mode, path, project, sent_bytes=res.sent_bytes)
         if self.mode == "on-device":
-            build_remote(dep, False)
+            with self.phase("make"):
+                build_remote(dep, False)
         return dep
 
     def _reference(self, path: Path):
@@ -754,7 +789,8 @@ class Tuner:
             todo, timed = [c for c in live], {}
             while todo:
                 only = ",".join(str(c.index) for c in todo)
-                res = t.run(dep.command("tune", *files, *args, "--only", only), timeout=1800)
+                with self.phase("run"):
+                    res = t.run(dep.command("tune", *files, *args, "--only", only), timeout=1800)
                 lines = []
                 for ln in res.out.splitlines():
                     try:
@@ -777,7 +813,8 @@ class Tuner:
                 todo = [c for c in todo if c.rejected is None]
             for c in live:
                 if c.rejected is None:
-                    c.rejected = self._check(c, remote, want[c.layer])
+                    with self.phase("check"):
+                        c.rejected = self._check(c, remote, want[c.layer])
                 if c.rejected is None:
                     if c.index not in timed:
                         c.rejected = "not timed"
@@ -1208,7 +1245,8 @@ def tune(model: Path, device, t, *, threads: int = 1, budget: float = DEFAULT_BU
 def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_only: bool,
           input_shapes: dict | None, final_bench: bool, guard: bool = True) -> dict:
     prog = tu.progress
-    jobs = plan(model, device, threads, input_shapes, tu.layout)
+    with tu.phase("plan"):
+        jobs = plan(model, device, threads, input_shapes, tu.layout)
     tu.share = 1.0 - GUARD_SHARE if guard else 1.0
     rejected = tu.db.rejections(tu.fp, tuningdb.model_key(model))
     prog("start", total=len(jobs), fingerprint=tu.fp)
@@ -1218,6 +1256,24 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
     best = 1.0
     deferred: list[tuple[dict, Job, list[str]]] = []  # transfer: measured together, in one program
     in_blocked: set[str] = set()  # layers of regions a record blocks: the region's choice, not tuned one by one
+    batch, waiting = Batch(), {}  # full tuning: layers whose candidates share the next program; their rows, jobs
+
+    def flush() -> None:
+        """Build and run the program of the layers waiting, and record them."""
+        nonlocal stopped, measured, best
+        for sig, (rec, why) in tu.run_batch(batch).items():
+            row, job = waiting.pop(sig)
+            if rec is None:
+                stopped = stopped or why == "budget"
+                row["source"] = f"not measured: {why}"
+            else:
+                measured += 1
+                row.update(source="measured", record=_rec_json(rec))
+                best = max(best, row["record"]["speedup"])
+                if job.region is not None and row["record"]["algo"] == "layout-nchwc":
+                    in_blocked.update(row["layers"])
+            prog("done-layer", row=row, best=best)
+
     for j in jobs:
         row = {"signature": j.signature, "class": j.cls, "layers": j.layers, "macs": j.macs,
                "default_algo": j.default_algo}
@@ -1251,19 +1307,24 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
                 rows.append(row)
                 continue
         else:
-            rec, why = tu.measure(j)
-            if rec is None:
-                stopped = why == "budget"
-                row["source"] = f"not measured: {why}"
-            else:
-                measured += 1
-                row.update(source="measured", record=_rec_json(rec))
+            if j.region is not None:  # its record decides whether its layers are tuned: measured before them
+                flush()
+            why = "budget" if stopped else tu.add(batch, j)
+            if not why:
+                waiting[j.signature] = (row, j)
+                rows.append(row)
+                if j.region is not None or batch.candidates >= PROGRAM_CANDIDATES:
+                    flush()
+                continue
+            stopped = why == "budget"
+            row["source"] = f"not measured: {why}"
         if "record" in row:
             best = max(best, row["record"]["speedup"])
             if j.region is not None and row["record"]["algo"] == "layout-nchwc":
                 in_blocked.update(j.layers)
         rows.append(row)
         prog("done-layer", row=row, best=best)
+    flush()
     if deferred:
         results = tu.measure_many([(j, names) for _, j, names in deferred], source=f"transferred from {source_model}")
         for (row, j, names), (rec, why) in zip(deferred, results):
@@ -1280,8 +1341,9 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
               "source_model": source_model, "layers": rows, "measured": measured, "resumed": resumed,
               "stopped_at_budget": stopped, "budget_s": budget}
     report["search_s"] = round(tu.elapsed(), 2)
-    report["programs"] = tu.programs  # measurement programs built: full tuning one per layer, transfer one
+    report["programs"] = tu.programs  # measurement programs built: full tuning one per batch, transfer one
     report["program_layers"] = tu.program_layers
+    report["phases"] = {k: round(v, 3) for k, v in tu.phases.items()}
     if guard:
         tu.share = 1.0
         if tu.over_budget():

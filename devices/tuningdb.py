@@ -89,6 +89,15 @@ class Rejection:
 
 # a transfer also tries a source layer's variants timed within this factor of its fastest (Record.transferable)
 NEAR_TIE = 1.05
+MIN_GAIN = 1.03       # a variant replaces the cost model's pick only when this much faster (noise)
+# a blocking (blk-*) needs more: on Zen 3, ResNet-50's 7 blocking records at 1.03-1.09x alone made the model 1.04x
+# slower together (5 interleaved rounds, CPU time); a scaled block changes what the layer leaves in the caches
+BLK_MIN_GAIN = 1.10
+
+
+def min_gain(variant: str) -> float:
+    """How much faster than the cost model's pick a variant must be, alone, to be recorded."""
+    return BLK_MIN_GAIN if any(v.startswith("blk-") for v in variant.split("+")) else MIN_GAIN
 
 
 @dataclass
@@ -135,12 +144,19 @@ class Record:
         near ties (NEAR_TIE): where two paths nearly tie on the source layer, which one wins at another shape is
         for the measurement to settle (mnv2g8 -> mnv2g16: a GSPC tile 1.05x over F(4,3) on the source gave
         1.4-1.6x on the destination's layers when transferred, nothing when the source record kept F(4,3))."""
+        # a blocking that gave the default's code there is the cost model's blocking, which the layer has anyway
         names = [self.variant] if self.variant != "default" else \
-            [t["variant"] for t in self.trials if t.get("rejected") == "same code as default"]
+            [t["variant"] for t in self.trials if t.get("rejected") == "same code as default"
+             and min_gain(t["variant"]) <= MIN_GAIN]
         timed = [t for t in self.trials if "ms" in t]
         best = min((t["ms"] for t in timed), default=0.0)
+        # a near tie that needs a larger gain to be recorded (a blocking: BLK_MIN_GAIN) only when it came within
+        # NEAR_TIE of that gain on the source: ResNet-50's blockings were near ties of its kept picks on most
+        # layers (0.95-1.09x) and made a transfer to SqueezeNet measure 16 layers for nothing it could record
         return names + [t["variant"] for t in timed if t["variant"] not in ("default", *names)
-                        and t["ms"] <= best * NEAR_TIE]
+                        and t["ms"] <= best * NEAR_TIE
+                        and (min_gain(t["variant"]) <= MIN_GAIN
+                             or self.default_ms * NEAR_TIE >= t["ms"] * min_gain(t["variant"]))]
 
     def kernel_of(self, variant: str) -> str:
         """The kernel (emitted algorithm, without its partitioning) a transferable variant gave on the source."""

@@ -151,10 +151,15 @@ def test_every_candidate_is_checked_and_a_wrong_one_is_rejected(tuned_a):
 
 
 def test_each_layer_is_one_program_holding_every_candidate(env, models, tmp_path, monkeypatch):
-    """One build per layer: its program holds every candidate that emits its own code (the others are dropped
-    before the build), writes each candidate's outputs, and each is checked and timed. The runtime kernels
-    are compiled once for all layers and tunes; a layer recompiles only its candidates."""
+    """With programs of one layer (PROGRAM_CANDIDATES 1), one build per layer: its program holds every candidate
+    that emits its own code (the others are dropped before the build), writes each candidate's outputs, and each
+    is checked and timed. The runtime kernels are compiled once for all layers and tunes; a layer recompiles only
+    its candidates. With the default PROGRAM_CANDIDATES the two layers (5 + 2 candidates) share one program."""
+    from edgec.devices import tune as tune_mod
+
     monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))  # count this tune's builds only
+    default = tune_mod.PROGRAM_CANDIDATES
+    monkeypatch.setattr(tune_mod, "PROGRAM_CANDIDATES", 1)
     checked = []
     dev = Inventory().resolve(["local"])[0]
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
@@ -186,9 +191,13 @@ def test_each_layer_is_one_program_holding_every_candidate(env, models, tmp_path
     objs = list(work.glob("obj/*/runtime/**/*.o"))
     assert objs and len({o.name for o in objs}) == len(objs)
     stamp = {o: o.stat().st_mtime_ns for o in objs}
+    monkeypatch.setattr(tune_mod, "PROGRAM_CANDIDATES", default)
+    assert default >= 7
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "db2.sqlite") as db:
         rep2 = tune(models["a"], dev, t, db=db, final_bench=False, layout="nchw")
-    assert rep2["measured"] == 2
+    assert rep2["measured"] == 2 and rep2["programs"] == 1 and rep2["program_layers"] == [2]
+    assert [len([x for x in r["record"]["trials"] if "ms" in x]) for r in rep2["layers"]] == \
+        [len(v) for v in lives]  # every candidate measured as in its own program
     assert {o: o.stat().st_mtime_ns for o in work.glob("obj/*/runtime/**/*.o")} == stamp  # not compiled again
 
 
@@ -544,7 +553,8 @@ def _source_records(dev, t, sigs_variants, model="src.onnx", threads=1):
 def test_transfer_of_several_layers_is_one_program_with_per_layer_records(env, models, tmp_path, monkeypatch):
     """Transfer measures every layer it transfers in one measurement program: one build, one upload, one run;
     each candidate still checked against onnxruntime on its own extracted layer (a wrong one rejected), and
-    a record per layer. Full tuning of the same model builds one program per layer."""
+    a record per layer. Full tuning of the same model builds programs of consecutive layers up to
+    PROGRAM_CANDIDATES candidates, a region's program its own."""
     monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
     dst = _cnn(tmp_path / "dst.onnx", [("conv", 16, 16, 1), ("conv", 16, 16, 16), ("pool",), ("conv", 16, 16, 1)],
                [1, 16, 20, 20])
@@ -593,9 +603,10 @@ def test_transfer_of_several_layers_is_one_program_with_per_layer_records(env, m
     assert sorted(n for n, _ in checked) == sorted(v for _, v in names)
     with open_transport(dev) as t, tuningdb.TuningDB(tmp_path / "full.sqlite") as db:
         full = tune(dst, dev, t, db=db, final_bench=False)
-    # one program per layer (and for the region): 3 or 4 (the depthwise layer is not tuned alone when its
-    # region is recorded blocked)
-    assert full["measured"] == full["programs"] >= 3 and full["program_layers"] == [1] * full["programs"]
+    # the two dense layers (9 candidates) in one program, the region in one of its own, then the depthwise layer
+    # unless the region was recorded blocked (then it is not tuned alone)
+    assert full["measured"] == sum(full["program_layers"]) >= 3
+    assert full["program_layers"][:2] == [2, 1] and full["programs"] == len(full["program_layers"]) <= 3
 
 
 def test_transfer_builds_a_variant_only_where_it_gives_the_source_models_kernel(env, tmp_path):

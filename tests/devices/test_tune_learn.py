@@ -276,6 +276,25 @@ def test_transfer_tries_the_source_layers_near_ties():
     assert won.transferable() == ["gspc-tile"] and won.kernel_of("gspc-tile") == "gspc-o8-avx2"
 
 
+def test_transfer_leaves_out_blockings_that_could_not_be_recorded():
+    """A blocking is recorded only at BLK_MIN_GAIN over the cost model's pick: as a near tie of a source layer it
+    transfers only when it came within NEAR_TIE of that there (ResNet-50's blockings at 0.95-1.09x made a transfer
+    to SqueezeNet build 16 layers' candidates for nothing it could record), and one that gave the default's code
+    there (the cost model's blocking) not at all; a kernel's near tie still transfers."""
+    from edgec.devices.tuningdb import BLK_MIN_GAIN, NEAR_TIE
+
+    inplace = {"variant": "gemm1x1-inplace", "algo": "gemm-1x1-6x16-avx2", "ms": 1.01}
+    kept = _blk_record(64, 64, 28, {"nc-half": 0.98, "nc-double": 1.02})
+    kept.trials.append(inplace)
+    assert kept.variant == "default" and kept.transferable() == ["gemm1x1-inplace"]
+    near = BLK_MIN_GAIN / NEAR_TIE  # within NEAR_TIE of the gain a blocking needs
+    kept = _blk_record(64, 64, 28, {"nc-half": near * 1.01, "nc-double": near * 0.99})
+    kept.trials.append(inplace)
+    assert kept.transferable() == ["blk-nc-half"]  # the kernel's near tie is more than 5% behind the fastest
+    won = _blk_record(64, 64, 28, {"nc-double": 1.2}, variant="blk-nc-double")
+    assert won.transferable() == ["blk-nc-double"]
+
+
 def test_transfer_takes_the_variants_of_the_source_layer_nearest_in_shape():
     """A transfer measures the variants of the source model's layer of the class nearest in shape (channels,
     output pixels, channels per group), not the union over all its records of the class: mnv2g8's four grouped
