@@ -204,6 +204,10 @@ EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, siz
         for (size_t i0 = q0; i0 < q1; i0 += MR) {
           if (ahead) {
             const size_t r1 = i0 + MR >= q1 ? units : EC_MIN(units, r + slice); /* the pass's last strip: all */
+            /* 1x1: the same rows of the panel after, one line per input channel (channels a plane apart: no
+             * stream for the hardware prefetcher), so they are in flight while this panel's tiles compute */
+            if (f32_conv_is_1x1(s) && p + 2 < panels)
+              f32_conv_pf_tile(x + r * s->H * s->W + n0 + nj + NR, s->H * s->W, r1 - r, EC_MIN(NR, nc - nj - NR), 0);
             f32_conv_pack_units(s, x, n0 + nj, nw, r, r1, bp + (ring ? ((p + 1) & 1) : p + 1) * NR * K);
             r = r1;
           }
