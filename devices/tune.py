@@ -946,11 +946,15 @@ class Tuner:
             g.update(verdict="no record changes this model's code", s=round(time.monotonic() - t0, 2))
             return g
         self.progress("guard", records=len(items))
+        t_item = time.monotonic()
         u, tuned = self.deploy_whole(False), self.deploy_whole(True)
         if _algos(tuned) == _algos(u):
             g.update(verdict="the tuned build has the untuned build's kernels", s=round(time.monotonic() - t0, 2))
             return g
         first = self.race(tuned, u)
+        # what one more check costs (two builds and a race): an item is begun only when it fits in the budget left,
+        # else the check overran it by one item (ResNet-50 at load 4: 335 s for a 300 s budget, 20-40 s an item)
+        item_s = time.monotonic() - t_item
         d = guard_decision(first[1])
         g.update(tuned_over_untuned=round(first[0], 3), tuned_rounds=first[1], tuned_interval=d["interval"],
                  tuned_decision=d["decision"])
@@ -962,15 +966,17 @@ class Tuner:
         dropped: list[str] = []
         instead: dict[str, tuple[str, str]] = {}  # signature -> the runner-up's (forced fields, note)
         for k, sig in enumerate(items):
-            if self.over_budget():
+            if self.elapsed() + item_s > self.budget * self.share:
                 g["unchecked"] = items[k:]
                 g["unchecked_kept"] = g["tuned_decision"] != "loss"
                 break
+            t_item = time.monotonic()
             with_it = self.deploy_whole(True, frozenset(dropped), instead)
             without = self.deploy_whole(True, frozenset(dropped + [sig]), instead)
             if sig == tuningdb.LEARNED and _algos(with_it) == _algos(without):
                 continue  # the learned constants move no pick of this model: nothing to time
             ratio, rounds = self.race(with_it, without)
+            item_s = time.monotonic() - t_item
             if sig == tuningdb.LEARNED:
                 x = {"signature": sig, "algo": f"learned constants ({learned})", "default_algo": "hand-set constants",
                      "alone_speedup": None}
@@ -986,7 +992,7 @@ class Tuner:
             if x["kept"]:
                 continue
             ru = self._runner_up(recs.get(sig), by_sig.get(sig))
-            if ru is not None and self.over_budget():
+            if ru is not None and self.elapsed() + item_s > self.budget * self.share:
                 x["runner_up"] = {**ru, "checked": False, "why": "budget"}
             elif ru is not None:
                 note = f"candidate {ru['variant']} (runner-up)"
@@ -1017,7 +1023,7 @@ class Tuner:
                                                   tuningdb.today()))
             dropped += [s for s in g["unchecked"] if s not in dropped]
         kept = [x["signature"] for x in g["records"] if x["kept"]] + (g["unchecked"] if g.get("unchecked_kept") else [])
-        if (kept or instead) and not g["unchecked"] and not self.over_budget():
+        if (kept or instead) and not g["unchecked"] and self.elapsed() + item_s <= self.budget * self.share:
             # each kept item helps against the set without it; together they must not be significantly slower
             # than untuned (with nothing left out, that is the first race again)
             if dropped or instead:
