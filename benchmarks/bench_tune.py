@@ -16,7 +16,9 @@ interleaved rounds (median of the rounds' medians; --search-only skips this); wi
 round's medians, their spread and the gains round by round (the noise of a shared host). Runs in one process so that
 edgec's code-generator fingerprint stays put; the databases live in a temporary cache dir (--cache-dir to
 keep them). Search times are wall seconds and CPU seconds (this process and what it ran: make, the compilers,
-the programs). --builds per-candidate,units runs every search once per way of building the measurement
+the programs); each search also prints its wall seconds by phase (the report's `phases`: plan, codegen, reference,
+write, make, upload, run, check) and the object cache's hits and stores. --builds per-candidate,units runs every
+search once per way of building the measurement
 programs, back to back (before/after in one run).
 
     python benchmarks/bench_tune.py --full rn34g16,rn34g32 --pairs rn34g16:rn34g32 --search-only --warm \
