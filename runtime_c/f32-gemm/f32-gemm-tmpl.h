@@ -39,6 +39,19 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
   for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) acc[i][v] = ec_vzero();
+#if NV > 1
+  if (nr <= EC_VL) {
+    /* A tail panel of at most one vector of columns (a 14x14 map's last 4 of 16): one vector of FMAs a row,
+     * not NV; the other accumulators stay zero and are not stored. Same arithmetic per column. */
+    for (size_t k = 0; k < kc; k++) {
+      const float *bk = B_ROW(k);
+      const ec_v b0 = ec_vld(bk);
+#pragma GCC unroll 16
+      for (int i = 0; i < R; i++) acc[i][0] = ec_vfma(acc[i][0], ec_vset1(a[i]), b0);
+      a += MR;
+    }
+  } else
+#endif
   for (size_t k = 0; k < kc; k++) {
     ec_v bv[NV];
     const float *bk = B_ROW(k);
