@@ -1,7 +1,12 @@
 /* Minimal pthread parallel-for. Threads are created by ec_pool_init; ec_parallel_for never
  * allocates. The caller thread takes part in the work (tid 0) and returns once every item is
  * done, whether or not the workers showed up (a descheduled worker never holds a layer up).
- * A NULL pool runs serially. At most 2^32 - 1 items per call. */
+ * A NULL pool runs serially. At most 2^32 - 1 items per call.
+ * Each thread starts on its own contiguous share of the chunks (thread t the t-th of `threads`
+ * equal runs) and, when that is done, takes chunks from the back of the others' shares: a thread
+ * works on neighbouring items (a 1x1 conv's block pairs of one pixel chunk read that chunk's input
+ * into one core's L2, not both), claims from a cache line of its own, and the shares still even out
+ * when one thread runs late. Jobs of fewer than 4 chunks a thread are claimed in turn from one share. */
 #ifndef EC_THREADPOOL_H
 #define EC_THREADPOOL_H
 
@@ -24,23 +29,35 @@ typedef struct {
   size_t tid;
 } ec_worker_arg;
 
+#define EC_POOL_LINE 64 /* apart: what one thread writes in a job is not on a line another polls */
+
 struct ec_pool {
+  /* polled by idle workers */
+  atomic_uint gen;             /* bumped once per job */
+  atomic_int sleepers;
+  atomic_int stop;
+  char pad0[EC_POOL_LINE];
+  /* current job, written before gen is bumped */
+  atomic_size_t n, grain;
+  atomic_int jthreads;         /* threads taking part (the caller's count when it published); negative: shared */
+  _Atomic(ec_task_fn) fn;
+  _Atomic(ec_task_tid_fn) fn_tid;
+  _Atomic(void *) ctx;
   atomic_int threads; /* threads used by the next parallel_for (<= created) */
   int created;  /* including the caller */
   pthread_t tids[EC_MAX_THREADS];
   pthread_mutex_t mu;
   pthread_cond_t wake;
-  atomic_uint gen;             /* bumped once per job */
-  atomic_int sleepers;
-  atomic_uint_least64_t ticket; /* (gen << 32) | next chunk start: claims die with their job */
-  atomic_size_t done;          /* items finished in the current job */
-  atomic_int stop;
-  /* current job, written before gen is bumped */
-  atomic_size_t n, grain;
-  _Atomic(ec_task_fn) fn;
-  _Atomic(ec_task_tid_fn) fn_tid;
-  _Atomic(void *) ctx;
   ec_worker_arg args[EC_MAX_THREADS];
+  char pad1[EC_POOL_LINE];
+  /* per thread: (gen << 32) | (first << 16) | end of the chunks left of its share (claims die with their
+   * job), and the items it finished in the current job */
+  struct {
+    atomic_uint_least64_t range;
+    char pad[EC_POOL_LINE];
+    atomic_size_t done;
+    char pad2[EC_POOL_LINE];
+  } slot[EC_MAX_THREADS];
 };
 
 /* Creates threads-1 workers (clamped to 1..EC_MAX_THREADS). Returns 0 on success. */
