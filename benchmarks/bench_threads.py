@@ -49,11 +49,13 @@ def _cpu_ms(cmd: list[str]) -> tuple[float, str]:
 
 
 def quiet_bound(bench: Path, threads: int, lo: int, hi: int) -> dict:
-    """1-thread CPU per inference, pooled chunk CPU and span per inference at `threads`, and the bound."""
-    one = [min(_cpu_ms([str(bench), "--runs", str(n), "--warmup", "0", "--threads", "1"])[0] for _ in range(2))
-           for n in (lo, hi)]
-    stats = [STATS.search(_cpu_ms([str(bench), "--runs", str(n), "--warmup", "0", "--threads", str(threads)])[1])
-             for n in (lo, hi)]
+    """1-thread CPU per inference, pooled chunk CPU and span per inference at `threads`, and the bound. No
+    warm-up runs (the bench program's default warms up for 250 ms, as many inferences as fit, which neither
+    cancels between the two run counts nor lets --jobs fold the jobs of a known number of inferences)."""
+    def cmd(n: int, th: int) -> list[str]:
+        return [str(bench), "--runs", str(n), "--warmup", "0", "--warmup-ms", "0", "--threads", str(th)]
+    one = [min(_cpu_ms(cmd(n, 1))[0] for _ in range(2)) for n in (lo, hi)]
+    stats = [STATS.search(_cpu_ms(cmd(n, threads))[1]) for n in (lo, hi)]
     t1 = (one[1] - one[0]) / (hi - lo)
     chunks, span = ((float(stats[1][k]) - float(stats[0][k])) / (hi - lo) for k in (1, 2))
     return {"cpu_1t": t1, "chunks": chunks, "span": span, "bound": t1 / (span + max(0.0, t1 - chunks))}
@@ -69,7 +71,7 @@ def jobs(bench: Path, threads: int, runs: int) -> list[dict]:
             syms[int(f[0], 16)] = f[2]
     base = next(a for a, n in syms.items() if n == "ec_pool_init")
     # the bench program runs one inference (its first_ms) before the timed ones
-    r = subprocess.run([str(bench), "--runs", str(runs), "--warmup", "0", "--threads", str(threads)],
+    r = subprocess.run([str(bench), "--runs", str(runs), "--warmup", "0", "--warmup-ms", "0", "--threads", str(threads)],
                        capture_output=True, text=True, check=True,
                        env={**os.environ, "EC_POOL_STATS_RUNS": str(runs + 1)})
     return [{"job": int(m[1]), "fn": syms.get(base + int(m[2]), m[2]), "n": int(m[3]), "chunks": float(m[4]),
