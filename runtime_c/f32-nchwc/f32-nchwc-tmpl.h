@@ -495,7 +495,7 @@ void NCHWC_FN(f32_nchwc_shuffle)(const f32_nchwc_shuffle_shape *s, const float *
   const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = item % nb * EC_VL, HW = s->HW;
   const size_t cg = s->C / s->G, nc = EC_MIN((size_t)EC_VL, s->C - c0);
   /* each lane's source: a channel of another block (a permutation across blocks, no two lanes alike) */
-  const float *src[EC_VL];
+  const float *src[EC_VL] = {0}; /* lanes past nc stay unread (gcc -O3 -Wall warns otherwise) */
   for (size_t l = 0; l < nc; l++) {
     const size_t c = c0 + l, sc = c % s->G * cg + c / s->G;
     src[l] = x + (n * nb + sc / EC_VL) * HW * EC_VL + sc % EC_VL;
