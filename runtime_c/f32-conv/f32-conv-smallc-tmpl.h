@@ -147,6 +147,15 @@ EC_INLINE void SMALLC_FN(smallc_store)(const f32_conv_smallc_shape *s, const f32
   }
 }
 
+/* the rarer activations (SiLU, GELU, ...) share one out-of-line store: inlined into each of the six item
+ * copies, their vector exp/tanh/erf bodies made this file the slowest of the runtime to compile */
+static __attribute__((noinline)) void SMALLC_FN(smallc_store_any)(const f32_conv_smallc_shape *s,
+                                                                  const f32_conv_smallc_args *a, const float *buf,
+                                                                  size_t n, size_t oh, size_t ob, size_t ow0,
+                                                                  size_t np, const size_t nv) {
+  SMALLC_FN(smallc_store)(s, a, buf, n, oh, ob, ow0, np, nv, a->act.kind);
+}
+
 EC_INLINE void SMALLC_FN(smallc_item)(const f32_conv_smallc_shape *s, const f32_conv_smallc_args *a, size_t item,
                                       const size_t nv, const size_t sw) {
   size_t n, oh0, ob;
@@ -184,7 +193,7 @@ EC_INLINE void SMALLC_FN(smallc_item)(const f32_conv_smallc_shape *s, const f32_
       case EC_ACT_NONE: SMALLC_FN(smallc_store)(s, a, buf, n, oh, ob, ow0, ow1 - ow0, nv, EC_ACT_NONE); break;
       case EC_ACT_RELU: SMALLC_FN(smallc_store)(s, a, buf, n, oh, ob, ow0, ow1 - ow0, nv, EC_ACT_RELU); break;
       case EC_ACT_CLIP: SMALLC_FN(smallc_store)(s, a, buf, n, oh, ob, ow0, ow1 - ow0, nv, EC_ACT_CLIP); break;
-      default: SMALLC_FN(smallc_store)(s, a, buf, n, oh, ob, ow0, ow1 - ow0, nv, a->act.kind); break;
+      default: SMALLC_FN(smallc_store_any)(s, a, buf, n, oh, ob, ow0, ow1 - ow0, nv); break;
       }
     }
   }
