@@ -389,13 +389,24 @@ def fastest_other(ms: dict[str, float]) -> tuple[float | None, str]:
     return ms["edgec"] / others[best], ratio_words(ms["edgec"], best, others[best])
 
 
+def paired_ratios(rounds_ms: dict[str, list[float]]) -> list[float]:
+    """edgec's time over the fastest other engine's, round by round (each round's own medians). On a shared host
+    a slow spell lasts longer than a round and slows every engine in it, so the ratio within a round moves far
+    less than either engine's time across rounds."""
+    others = [n for n in rounds_ms if not n.startswith("edgec")]
+    if "edgec" not in rounds_ms or not others:
+        return []
+    return [e / min(rounds_ms[n][k] for n in others) for k, e in enumerate(rounds_ms["edgec"])]
+
+
 def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list, threads_list: list[int], runs: int,
             rounds: int, warmup: int, tol: float, work: Path, out=print, announce: bool = False,
             pause: float = 0.05) -> list[dict]:
     """One model on every engine, per thread count: each engine's output held against onnxruntime's (one that
     cannot run or does not match gets one line and is not timed), then the good ones timed in `rounds` interleaved
     rounds (each engine in turn, the order rotating, so drift on a shared host hits all alike). Returns per thread
-    count {"threads", "ms": median ms per engine, "status": why an engine was not timed}. `announce` also prints
+    count {"threads", "ms": median ms per engine, "rounds_ms": each round's median per engine, "status": why an
+    engine was not timed}. `announce` also prints
     each match at the first thread count; `pause` s between engines lets the previous one's spinning workers idle."""
     from common import median
 
@@ -425,6 +436,7 @@ def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list,
                 out(f"  {label}, {e.name}: matches onnxruntime (max abs error {c['max_abs']:.2g}, top-1 agrees)")
             runners[e.name] = r
         times = {n: [] for n in runners}
+        rounds_ms = {n: [] for n in runners}
         order = list(runners)
         try:
             # every share warms up for at least WARM_MS as well as `warmup` runs: a model of tens of microseconds
@@ -432,12 +444,15 @@ def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list,
             warm = {n: max(warmup, math.ceil(WARM_MS / max(median(runners[n].time(3, 1)), 1e-3))) for n in order}
             for k in range(rounds):
                 for n in order[k % len(order):] + order[:k % len(order)] if order else []:
-                    times[n] += runners[n].time(per_round, warm[n])
+                    got = runners[n].time(per_round, warm[n])
+                    times[n] += got
+                    rounds_ms[n].append(median(got))
                     time.sleep(pause)
         finally:
             for r in runners.values():
                 if r.close is not None:
                     r.close()
-        rows.append({"threads": t, "ms": {n: median(v) for n, v in times.items()}, "status": status})
+        rows.append({"threads": t, "ms": {n: median(v) for n, v in times.items()}, "rounds_ms": rounds_ms,
+                     "status": status})
     return rows
 
