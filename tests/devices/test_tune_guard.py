@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 import numpy as np
 import onnx
@@ -159,6 +160,41 @@ def test_records_the_check_had_no_budget_for_stay_out_of_a_slower_model_until_ch
     with tuningdb.TuningDB() as db:
         assert not db.rejections(bad.fingerprint, tuningdb.model_key(a))[bad.signature].reason.startswith(
             "not checked")
+
+
+def test_the_check_begins_an_item_only_when_the_last_ones_time_still_fits_in_the_budget(edgec_env, monkeypatch):
+    """After the first race the budget left is half of what that race alone took: the check is not over its budget
+    yet, but one more item (two whole-model builds and a race) cannot fit, so it begins none: the record stays
+    unchecked and nothing more is built (stopping only once past the budget overran it by an item)."""
+    a = _convs(edgec_env / "a.onnx", 44, 24, pool=False)  # a layer of its own in the session's database
+    dev = Inventory().resolve(["local"])[0]
+    real_race, real_deploy = Tuner.race, Tuner.deploy_whole
+    events: list[str] = []
+
+    def race_leaving_half_a_race(self, x, y, rounds=None):
+        t0 = time.monotonic()
+        out = real_race(self, x, y, rounds)
+        if "race" not in events:
+            self.budget = (self.elapsed() + 0.5 * (time.monotonic() - t0)) / self.share
+        events.append("race")
+        return out
+
+    def deploy_counted(self, *args, **kwargs):
+        events.append("build")
+        return real_deploy(self, *args, **kwargs)
+
+    with open_transport(dev) as t:
+        bad, conv = _slow_record(a, dev, t, 44)
+        monkeypatch.setattr(Tuner, "race", race_leaving_half_a_race)
+        monkeypatch.setattr(Tuner, "deploy_whole", deploy_counted)
+        rep = tune(a, dev, t, final_bench=False, guard=True)
+    g = rep["guard"]
+    assert events == ["build", "build", "race"], events  # untuned and tuned builds, their race, then nothing
+    assert g["tuned_decision"] == "loss" and g["records"] == [], g
+    assert bad.signature in g["unchecked"] and not g["unchecked_kept"], g
+    with tuningdb.TuningDB() as db:
+        assert db.rejections(bad.fingerprint, tuningdb.model_key(a))[bad.signature].reason.startswith(
+            "not checked in the model")
 
 
 def test_candidates_can_be_timed_with_the_caches_evicted_between_runs(edgec_env, monkeypatch):
