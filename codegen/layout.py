@@ -238,7 +238,7 @@ def _sparse(n: Node, g: dict, target) -> bool:
         return False
     if mode != "auto" or target is None:
         return mode != "auto"
-    w2d = n.inputs[1].const.reshape(g["K"], -1).astype(np.float32)
+    w2d = n.inputs[1].const.reshape(g["K"], -1).astype(np.float32, copy=False)
     return costmodel.choose_sparse(target, w2d, g["Ho"] * g["Wo"]).algo != "dense"
 
 

@@ -63,7 +63,7 @@ def emit_conv(node: Node, ctx: EmitContext) -> str:
         return _dense(node, ctx)
     mode = _mode()
     g = dense.geometry(node)
-    w2d = w.const.reshape(g["K"], -1).astype(np.float32)
+    w2d = w.const.reshape(g["K"], -1).astype(np.float32, copy=False)
     px = g["Ho"] * g["Wo"]
     choice = costmodel.choose_sparse(ctx.target, w2d, px, None if mode == "auto" else mode)
     if choice.algo == "dense":
