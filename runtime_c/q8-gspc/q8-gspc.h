@@ -41,6 +41,12 @@ void q8_gspc_o8__neon(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uin
  * 2 * q8_gspc_scratch_bytes (the input is packed as int16) */
 void q8_gspc_o8__avx2(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 
+/* T_O = 8, T_I = 4, vpmaddubsw + vpmaddwd by ones (AVX2), exact only on weights whose channel pairs
+ * (c, c+1 of a 4-channel step) keep positive parts <= 128 and negative parts >= -128 (7-bit weights);
+ * weights [ceil(K_PG/8)][ceil(cpg/4)][kh][kw][8][4]; scratch: slices of q8_gspc_scratch_bytes */
+void q8_gspc_o8__avx2_maddubs(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
+                              ec_pool *pool);
+
 /* pack one group's input (cpg x H x W) padded with zx into [cpg/4][hp][wp][4] */
 void q8_gspc_pack_input(const q8_gspc_params *p, const uint8_t *xg, uint8_t *dst);
 

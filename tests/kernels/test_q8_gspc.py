@@ -18,22 +18,26 @@ VARIANTS = {  # isa -> (function, file, T_O, T_I)
     "avx512vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
     "avx512vnni-o8": ("q8_gspc_o8__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 8, 4),
     "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
+    "avx2-maddubs": ("q8_gspc_o8__avx2_maddubs", "q8-gspc/q8-gspc-o8-avx2-maddubs.c", 8, 4),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
 
 @pytest.mark.parametrize("name,extra", [("avx512vnni", ()), ("avx512vnni", SANITIZE), ("avx512vnni-o8", ()),
-                                        ("avx512vnni-o8", SANITIZE), ("avx2", ()), ("avx2", SANITIZE), ("neon", ())],
+                                        ("avx512vnni-o8", SANITIZE), ("avx2", ()), ("avx2", SANITIZE),
+                                        ("avx2-maddubs", ()), ("avx2-maddubs", SANITIZE), ("neon", ())],
                          ids=["vnni", "vnni-asan-ubsan", "vnni-o8", "vnni-o8-asan-ubsan", "avx2", "avx2-asan-ubsan",
-                              "neon-a72"])
+                              "avx2-maddubs", "avx2-maddubs-asan-ubsan", "neon-a72"])
 def test_q8_gspc_matches_reference(name, extra, tmp_path):
     isa = ISAS[name.split("-")[0]]
     require(isa)
     fn, src, t_o, t_i = VARIANTS[name]
     files = ["q8_gspc_test.c", "q8-gspc/q8-gspc-scalar.c", src, "ec_threadpool.c"]
     defs = {"KERNEL": fn, "KERNEL_NAME": f'"{name}"', "TO": str(t_o), "TI": str(t_i)}
+    if "maddubs" in name:
+        defs["W7"] = "1"  # exact only on weights that pass qpack.maddubs_exact
     r = run(isa, build(isa, tmp_path / "gspc", files, defs, extra), timeout=300)
-    assert r.returncode == 0 and "86/86 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert r.returncode == 0 and "90/90 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
 @pytest.mark.parametrize("target,isa", [("x86_64-avx512-vnni", "avx512vnni"), ("x86_64-avx2", "avx2")])

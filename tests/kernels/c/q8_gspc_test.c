@@ -1,5 +1,7 @@
 /* q8 GSPC variant KERNEL (T_O = TO, T_I = TI) vs the direct scalar reference, bit-exact: groups 1..8, channels
- * per group not multiples of 4 or T_O, kernels 1/3/5, strides 1-2, dilation, pads, odd widths, 2 threads. */
+ * per group not multiples of 4 or T_O, kernels 1/3/5, strides 1-2, dilation, pads, odd widths, 2 threads.
+ * W7: 7-bit weights (|w| <= 64), the only ones a vpmaddubsw variant is exact on. Every 4th case draws its
+ * shifts from the whole [31, 62] (kernels may take a faster path for the usual [33, 54]). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 
 static uint32_t rng = 31;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
+static int ncase;
 
 static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int pad, ec_pool *pool)
 {
@@ -23,7 +26,12 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
     size_t nx = (size_t)G * cpg * H * W, ny = (size_t)K * p.Ho * p.Wo;
     uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_gspc_scratch_bytes(&p) * 2 * EC_MAX_THREADS);
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
+#ifdef W7
+    for (int i = 0; i < K * cpg * T; i++) w[i] = (int8_t)((int)(rnd() % 129) - 64);
+#else
     for (int i = 0; i < K * cpg * T; i++) w[i] = (int8_t)rnd();
+#endif
+    const int wide = ++ncase % 4 == 0;
     p.zx = (uint8_t)rnd();
     p.zp = (int32_t)(rnd() & 255);
     for (int oc = 0; oc < K; oc++) {
@@ -31,7 +39,7 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
         for (int i = 0; i < cpg * T; i++) sw += w[oc * cpg * T + i];
         b0[oc] = (int32_t)(rnd() % 40001) - 20000 - p.zx * sw;
         m0[oc] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
-        s0[oc] = 38 + (int32_t)(rnd() % 5);
+        s0[oc] = wide ? 31 + (int32_t)(rnd() % 32) : 38 + (int32_t)(rnd() % 5);
         int g = oc / kpg, o = oc % kpg;
         b1[g * kpgp + o] = b0[oc]; m1[g * kpgp + o] = m0[oc]; s1[g * kpgp + o] = s0[oc];
         for (int c = 0; c < cpg; c++)  /* [g][ob][c/TI][kh][kw][TO][TI] */
@@ -69,7 +77,9 @@ int main(void)
     /* small maps (pixel blocks span rows), wide rows (several 16-pixel packing steps), pads wider
      * than the kernel reach */
     static const int extra[][9] = {{2, 16, 16, 8, 8, 3, 1, 1, 1}, {4, 8, 8, 8, 8, 3, 1, 1, 1}, {4, 8, 16, 4, 4, 3, 1, 1, 1},
-                                   {3, 5, 24, 2, 3, 3, 1, 1, 1}, {2, 9, 7, 6, 37, 3, 2, 1, 1}, {1, 4, 33, 3, 41, 5, 1, 2, 4}};
+                                   {3, 5, 24, 2, 3, 3, 1, 1, 1}, {2, 9, 7, 6, 37, 3, 2, 1, 1}, {1, 4, 33, 3, 41, 5, 1, 2, 4},
+                                   {4, 8, 16, 8, 8, 3, 2, 1, 1}, {2, 6, 13, 7, 19, 3, 1, 2, 2}, {2, 16, 16, 8, 8, 3, 1, 1, 1},
+                                   {4, 8, 8, 8, 8, 3, 1, 1, 1}};
     for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++, cases++) {
         const int *a = extra[e];
         fails += run(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], e % 2 ? &pool : NULL);
