@@ -110,14 +110,24 @@ def median(xs) -> float:
     return float(statistics.median(xs))
 
 
+ENGINE_MIN_OPSET = 13
+
+
 def without_initializer_inputs(src: Path, dst: Path) -> Path:
     """Copy of a model whose graph inputs no longer list its initializers (old exporters did): engines must not
-    treat weights as overridable inputs, which keeps onnxruntime from folding them and trips some converters."""
+    treat weights as overridable inputs, which keeps onnxruntime from folding them and trips some converters.
+    An older opset is converted to ENGINE_MIN_OPSET (onnx's version converter) for every engine: pnnx and MNN's
+    converter read an opset-9 Softmax with opset 13's default axis (-1), so SqueezeNet's softmax over
+    [1, 1000, 1, 1] became one over the last, size-1 axis (every output 1.0: "wrong output"); the converted graph
+    states the axis (Flatten, Softmax axis -1, Reshape) and gives onnxruntime exactly the same output."""
     import onnx
+    from onnx import version_converter
     m = onnx.load(str(src))
     names = {t.name for t in m.graph.initializer}
     keep = [i for i in m.graph.input if i.name not in names]
     del m.graph.input[:]
     m.graph.input.extend(keep)
+    if next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), ENGINE_MIN_OPSET) < ENGINE_MIN_OPSET:
+        m = version_converter.convert_version(m, ENGINE_MIN_OPSET)
     onnx.save(m, str(dst))
     return dst
