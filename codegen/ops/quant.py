@@ -296,14 +296,26 @@ GSPC = {  # (C function, file, T_O, T_I)
     "vnni": ("q8_gspc_o16__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 16, 4),
     "vnni-o8": ("q8_gspc_o8__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 8, 4),
     "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
+    "avx2-maddubs": ("q8_gspc_o8__avx2_maddubs", "q8-gspc/q8-gspc-o8-avx2-maddubs.c", 8, 4),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
 
-def _gspc_variant(target, kpg: int = 16):
+def gspc_maddubs_exact(wq: np.ndarray) -> bool:
+    """Whether vpmaddubsw's pair sums stay exact for int8 weights [OC][C/g][kh][kw] in the GSPC order, where a
+    pair is input channels (4c, 4c+1) or (4c+2, 4c+3) of one tap (channels padded with zeros to 4)."""
+    oc, cpg = wq.shape[:2]
+    w = np.pad(wq.reshape(oc, cpg, -1), ((0, 0), (0, -cpg % 4), (0, 0)))
+    return maddubs_exact(w.reshape(oc, -1, 4, w.shape[2]).transpose(0, 1, 3, 2).reshape(oc, -1))
+
+
+def _gspc_variant(target, kpg: int = 16, wq: np.ndarray | None = None):
+    """The target's int8 GSPC kernel; wq (the layer's weights) allows the vpmaddubsw one where it is exact."""
     if target.arch == "x86_64" and "avx512_vnni" in target.features:
         return GSPC["vnni-o8" if kpg <= 8 else "vnni"]  # <= 8 channels per group: ymm, no idle lanes
     if target.arch == "x86_64" and "avx2" in target.features:
+        if wq is not None and maddubs_target(target) and gspc_maddubs_exact(wq):
+            return GSPC["avx2-maddubs"]
         return GSPC["avx2"]
     return GSPC["neon"] if target.arch == "aarch64" else None
 
@@ -360,7 +372,7 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
     kpg, cpg = OC // g, C // g
-    fn, src, t_o, t_i = _gspc_variant(ctx.target, kpg)
+    fn, src, t_o, t_i = _gspc_variant(ctx.target, kpg, wq)
     kp = -(-kpg // t_o) * t_o
     bias, mult, shift = (np.zeros(g * kp, np.int32) for _ in range(3))
     mult[:], shift[:] = 1 << 30, 40  # padded lanes: defined, never stored
@@ -372,7 +384,8 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     wp = ctx.weight(f"{node.name}:gspc", pack_gspc(wq, g, t_o, t_i))
     bp, mp, sp = (ctx.weight(f"{node.name}:{n}", a) for n, a in (("bias", bias), ("mult", mult), ("shift", shift)))
     hp, wpx = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
-    scr = ctx.scratch(THREAD_SLICES * 2 * (-(-cpg // 4) * hp * wpx * 4 + 32 * s[1] + 64))  # x2: AVX2 packs int16
+    slice_ = -(-cpg // 4) * hp * wpx * 4 + 32 * s[1] + 64  # q8_gspc_scratch_bytes
+    scr = ctx.scratch(THREAD_SLICES * slice_ * (2 if fn == GSPC["avx2"][0] else 1))  # x2: packed as int16
     ctx.require("q8-gspc/q8-gspc.h", "q8-gspc/q8-gspc-scalar.c", src)
     ctx.note(algo="q8-gspc", macs=macs, kernel=fn, why=choice.why)
     shape = ", ".join(str(v) for v in (N, g, cpg, kpg, H, W, k[0], k[1], s[0], s[1], d[0], d[1], pt, pl, Ho, Wo))

@@ -40,13 +40,21 @@ def test_q8_gspc_matches_reference(name, extra, tmp_path):
     assert r.returncode == 0 and "90/90 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
-@pytest.mark.parametrize("target,isa", [("x86_64-avx512-vnni", "avx512vnni"), ("x86_64-avx2", "avx2")])
-@pytest.mark.parametrize("case", [(16, 9, 9, 32, 3, 1, 1, 1, 4, np.uint8), (12, 8, 11, 6, 3, 2, 1, 1, 2, np.int8)])
-def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, tmp_path):
+@pytest.mark.parametrize("target,isa,w7,kernel", [
+    ("x86_64-avx512-vnni", "avx512vnni", False, None), ("x86_64-avx2", "avx2", False, "q8_gspc_o8__avx2"),
+    ("x86_64-avx2", "avx2", True, "q8_gspc_o8__avx2_maddubs")], ids=["vnni", "avx2", "avx2-7bit"])
+@pytest.mark.parametrize("case", [(16, 9, 9, 32, 3, 1, 1, 1, 4, np.uint8), (12, 8, 11, 6, 3, 2, 1, 1, 2, np.int8),
+                                  (18, 7, 13, 30, 3, 1, 2, 2, 3, np.uint8)])
+def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, w7, kernel, tmp_path):
     require(ISAS[isa])
     model, x, _ = _model_and_data(case, np.random.default_rng(11))
-    # float graph around the int8 conv: x -> QuantizeLinear -> QLinearConv -> DequantizeLinear
     g = model.graph
+    if w7:  # onnxruntime reduce_range / edgec optimize --target x86_64-avx2 weights: |w| <= 64 (vpmaddubsw exact)
+        wi = [i for i in g.initializer if i.name == "w"][0]
+        w = np.clip(onnx.numpy_helper.to_array(wi).astype(np.int16) // 2, -64, 64).astype(np.int8)
+        w[0, :2, 0, 0], w[1, :2, 1, 1] = (64, 64), (-64, -64)  # channel pairs at the bound: 255 * 128 = 32640
+        wi.CopyFrom(onnx.numpy_helper.from_array(w, "w"))
+    # float graph around the int8 conv: x -> QuantizeLinear -> QLinearConv -> DequantizeLinear
     g.node.insert(0, onnx.helper.make_node("QuantizeLinear", ["xf", "xs", "xz"], ["x"]))
     g.node.append(onnx.helper.make_node("DequantizeLinear", ["y", "ys", "yz"], ["yf"]))
     del g.input[:]
@@ -60,6 +68,8 @@ def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, tmp_path):
     ref = exact_int8(model, {"xf": xf})[0]
     b = compile_model(path, tmp_path / "out", target=target, build=True, threads=2)
     assert [l["algo"] for l in b.layers].count("q8-gspc") == 1
+    if kernel:
+        assert [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-gspc"] == [kernel]
     np.save(tmp_path / "in.npy", xf)
     r = subprocess.run([str(b.binaries["runner"]), str(tmp_path / "in.npy"), "--out", str(tmp_path)], capture_output=True,
                        text=True)
