@@ -188,7 +188,7 @@ class EdgecVariant:
 
 def run_case(case: Case, engines: list, threads_list: list[int], runs: int, rounds: int, warmup: int, tol: float,
              tmp: Path, out=print) -> list[dict]:
-    from engines import compare, fastest_other
+    from engines import compare, fastest_other, paired_ratios
     tag = case.name.replace(" ", "_").replace("@", "at")
     path = build_model(case, tmp / f"{tag}.onnx")
     feeds = random_inputs(path)
@@ -197,18 +197,22 @@ def run_case(case: Case, engines: list, threads_list: list[int], runs: int, roun
         t, ms = r["threads"], r["ms"]
         ratio, verdict = fastest_other(ms)
         algo = next((e.algos.get(t, "") for e in engines if e.name == "edgec"), "")
+        paired = sorted(paired_ratios(r["rounds_ms"]))
         row = {"case": case, "threads": t, "ms": ms, "status": r["status"], "ratio": ratio, "verdict": verdict,
+               "paired": f"{paired[len(paired) // 2]:.2f} ({paired[0]:.2f}-{paired[-1]:.2f})" if paired else "-",
                "algo": algo, "variants": {e.name: e.algos.get(t, "") for e in engines
                                           if e.name.startswith("edgec:")}}
         out(f"{case.name}, {t} thread(s): " + ", ".join(f"{n} {ms[n]:.4f} ms" for n in ms)
-            + (f" -> {verdict}" if verdict else "") + (f"  [edgec: {algo}]" if algo else ""), flush=True)
+            + (f" -> {verdict}" if verdict else "") + (f"; per round {row['paired']}" if paired else "")
+            + (f"  [edgec: {algo}]" if algo else ""), flush=True)
         rows.append(row)
     return rows
 
 
 def md_table(rows: list[dict], names: list[str]) -> list[str]:
-    lines = ["| layer | thr | " + " | ".join(names) + " | edgec / fastest other | edgec's kernel |",
-             "|---|---|" + "---|" * len(names) + "---|---|"]
+    lines = ["| layer | thr | " + " | ".join(names) + " | edgec / fastest other | per round: median (range) | "
+             "edgec's kernel |",
+             "|---|---|" + "---|" * len(names) + "---|---|---|"]
     for r in rows:
         cells = [f"{r['ms'][n]:.4f}" if n in r["ms"] else r["status"].get(n, "-") for n in names]
         real = {n: v for n, v in r["ms"].items() if not n.startswith("edgec:")}
@@ -216,7 +220,8 @@ def md_table(rows: list[dict], names: list[str]) -> list[str]:
             f = min(real, key=real.get)
             cells[names.index(f)] = f"**{cells[names.index(f)]}**"
         ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
-        lines.append(f"| {r['case'].name} | {r['threads']} | " + " | ".join(cells) + f" | {ratio} | {r['algo']} |")
+        lines.append(f"| {r['case'].name} | {r['threads']} | " + " | ".join(cells) + f" | {ratio} | {r['paired']} | "
+                     f"{r['algo']} |")
     return lines
 
 
