@@ -74,10 +74,22 @@ def _isa_family(target) -> str:
     return target.isa if target.isa in ("avx2", "avx512") else "scalar"
 
 
-def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int, gspc: bool = False) -> Choice:
+# AVX2 without VNNI, weights past the vpmaddubsw pair bound (8-bit): the vpmaddwd GSPC kernel (q8_gspc_o8__avx2)
+# against the vpmaddwd GEMM it would otherwise get, per layer CPU time, fastest of 7-9 interleaved rounds
+# (benchmarks/bench_q8_gspc.py, Zen 3, 1 thread, load 1.4-3.0): GSPC / GEMM 1.04-1.50 on the 9 layers of 100-3136
+# output pixels (128ch 28x28 g=2/8, 256ch 28x28 g=2, 64ch 56x56 g=4, 256ch 14x14 g=2, 128ch 14x14 g=4, 32ch 14x14
+# g=2, 64ch 16x16 g=2, 128ch 10x10 g=8), 0.94-1.06 on the 4 of 16-64 (digits' three, 512ch 7x7 g=2): the GEMM
+# above 64 pixels. 7-bit weights (the vpmaddubsw GSPC kernel) were not beaten by the GEMM on any of those
+# shapes (GSPC / GEMM 0.48-1.06, the 1.06 a tie at 64 channels a group on 28x28), so they keep GSPC.
+Q8_GSPC_VPMADDWD_MAX_PX = 64
+
+
+def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int, gspc: bool = False,
+                     gspc_kernel: str | None = None) -> Choice:
     """Depthwise direct kernel when each group has one input and one output channel; GSPC for other
-    grouped convs when the target has an int8 GSPC kernel (gspc=True); else packed GEMM per group
-    (im2col into the GEMM's layout; 1x1 stride 1 packs without im2col)."""
+    grouped convs when the target has an int8 GSPC kernel (gspc=True; gspc_kernel: the C function the
+    layer's weights would get, when known); else packed GEMM per group (im2col into the GEMM's layout;
+    1x1 stride 1 packs without im2col)."""
     from edgec.codegen.options import active
 
     forced = active().q8conv  # EDGEC_Q8CONV, or one layer's tuning record (codegen/variants.py)
@@ -101,6 +113,10 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
         if learned_value(gspc_key, 1.0) < 0.5:
             return Choice("q8-gemm", f"{groups} groups of {c_out // groups}: the packed GEMM won on this device's "
                           f"records ({gspc_key}, fitted to this device)", {"macs": macs})
+        if gspc_kernel == "q8_gspc_o8__avx2" and pixels > Q8_GSPC_VPMADDWD_MAX_PX:
+            return Choice("q8-gemm", f"{groups} groups, {pixels} pixels, 8-bit weights on AVX2: the packed GEMM "
+                          f"(measured faster than the vpmaddwd GSPC kernel above {Q8_GSPC_VPMADDWD_MAX_PX} pixels)",
+                          {"macs": macs})
         return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, a tile of output channels per register",
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group

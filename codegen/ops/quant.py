@@ -158,7 +158,9 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     b = None if bias is None else bias.const.astype(np.int32)
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
     geo = (k, s, d, pt, pl, Ho, Wo)
-    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None)
+    gv = _gspc_variant(ctx.target, OC // g, wq) if g > 1 else None  # which GSPC kernel these weights would get
+    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None,
+                                        gspc_kernel=gv[0] if gv else None)
     if choice.algo == "q8-dwconv":
         return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
     code = None

@@ -45,8 +45,10 @@ def test_q8_gspc_matches_reference(name, extra, tmp_path):
     ("x86_64-avx2", "avx2", True, "q8_gspc_o8__avx2_maddubs")], ids=["vnni", "avx2", "avx2-7bit"])
 @pytest.mark.parametrize("case", [(16, 9, 9, 32, 3, 1, 1, 1, 4, np.uint8), (12, 8, 11, 6, 3, 2, 1, 1, 2, np.int8),
                                   (18, 7, 13, 30, 3, 1, 2, 2, 3, np.uint8)])
-def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, w7, kernel, tmp_path):
+def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, w7, kernel, tmp_path, monkeypatch):
     require(ISAS[isa])
+    if kernel == "q8_gspc_o8__avx2":  # 8-bit weights on AVX2 take the GEMM above 64 pixels (choose_int8_conv)
+        monkeypatch.setenv("EDGEC_Q8CONV", "q8-gspc")
     model, x, _ = _model_and_data(case, np.random.default_rng(11))
     g = model.graph
     if w7:  # onnxruntime reduce_range / edgec optimize --target x86_64-avx2 weights: |w| <= 64 (vpmaddubsw exact)
@@ -77,3 +79,20 @@ def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, w7, kernel, tmp_p
     y = np.load(tmp_path / "output_0.npy")
     ys = float(onnx.numpy_helper.to_array([i for i in g.initializer if i.name == "ys"][0]))
     assert np.abs(y - ref).max() <= ys * 1.001
+
+
+def test_choose_int8_conv_avx2_gspc_kernels():
+    """The vpmaddwd GSPC kernel (8-bit weights) gives way to the packed GEMM above 64 output pixels; the
+    vpmaddubsw one (7-bit weights) keeps GSPC; EDGEC_Q8CONV still forces either path."""
+    from edgec.codegen import costmodel
+    from edgec.codegen.options import CompileOptions, using
+    from edgec.codegen.targets import get_target
+
+    t = get_target("x86_64-avx2")
+    pick = (lambda px, kern: costmodel.choose_int8_conv(t, 32, 32, 2, (3, 3), px, gspc=True, gspc_kernel=kern).algo)
+    assert pick(64, "q8_gspc_o8__avx2") == "q8-gspc" and pick(81, "q8_gspc_o8__avx2") == "q8-gemm"
+    assert pick(3136, "q8_gspc_o8__avx2_maddubs") == "q8-gspc" and pick(3136, None) == "q8-gspc"
+    with using(CompileOptions(q8conv="q8-gspc")):
+        assert pick(3136, "q8_gspc_o8__avx2") == "q8-gspc"
+    with using(CompileOptions(q8conv="q8-gemm")):
+        assert pick(16, "q8_gspc_o8__avx2_maddubs") == "q8-gemm"
