@@ -78,7 +78,7 @@ def _isa_family(target) -> str:
 # against the vpmaddwd GEMM it would otherwise get, per layer CPU time, fastest of 7-9 interleaved rounds
 # (benchmarks/bench_q8_gspc.py, Zen 3, 1 thread, load 1.4-3.0): GSPC / GEMM 1.04-1.50 on the 9 layers of 100-3136
 # output pixels (128ch 28x28 g=2/8, 256ch 28x28 g=2, 64ch 56x56 g=4, 256ch 14x14 g=2, 128ch 14x14 g=4, 32ch 14x14
-# g=2, 64ch 16x16 g=2, 128ch 10x10 g=8), 0.94-1.06 on the 4 of 16-64 (digits' three, 512ch 7x7 g=2): the GEMM
+# g=2, 64ch 16x16 g=2, 128ch 10x10 g=8), 0.94-1.11 on the 4 of 16-64 (digits' three, 512ch 7x7 g=2): the GEMM
 # above 64 pixels. 7-bit weights (the vpmaddubsw GSPC kernel) were not beaten by the GEMM on any of those
 # shapes (GSPC / GEMM 0.48-1.06, the 1.06 a tie at 64 channels a group on 28x28), so they keep GSPC.
 Q8_GSPC_VPMADDWD_MAX_PX = 64
