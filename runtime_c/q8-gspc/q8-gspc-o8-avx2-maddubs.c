@@ -1,5 +1,5 @@
 /* Int8 GSPC for AVX2 without VNNI, on weights whose channel pairs cannot saturate vpmaddubsw's int16 sums
- * (the emitter checks qpack.maddubs_exact on the packed order; 7-bit weights always pass). T_O = 8 output
+ * (the emitter checks quant.gspc_maddubs_exact, the pair bound in this packing; 7-bit weights always pass). T_O = 8 output
  * channels x T_I = 4 input channels per 32-byte weight vector: one pixel's 4 u8 channels are broadcast,
  * vpmaddubsw makes 2 int16 pair sums per output channel, vpmaddwd by ones adds them into the int32
  * accumulator: twice the products per multiply of q8_gspc_o8__avx2's vpmaddwd on int16 pairs, and the
