@@ -1,6 +1,6 @@
 /* Int8 GSPC for AVX2 without VNNI, on weights whose channel pairs cannot saturate vpmaddubsw's int16 sums
- * (the emitter checks quant.gspc_maddubs_exact, the pair bound in this packing; 7-bit weights always pass). T_O = 8 output
- * channels x T_I = 4 input channels per 32-byte weight vector: one pixel's 4 u8 channels are broadcast,
+ * (the emitter checks quant.gspc_maddubs_exact, the pair bound in this packing; 7-bit weights always pass).
+ * T_O = 8 output channels x T_I = 4 input channels per 32-byte weight vector: one pixel's 4 u8 channels are broadcast,
  * vpmaddubsw makes 2 int16 pair sums per output channel, vpmaddwd by ones adds them into the int32
  * accumulator: twice the products per multiply of q8_gspc_o8__avx2's vpmaddwd on int16 pairs, and the
  * input stays u8 (the VNNI kernel's [C_PG/4][Hp][Wp][4] packing, done with unpacks 8-16 pixels at a time).
@@ -60,8 +60,10 @@ static inline __m256i rq_lanes(__m256i acc, const rq_blk *r)
     const __m256i one = _mm256_set1_epi64x(1), off = _mm256_set1_epi64x((int64_t)1 << 62);
     const __m256i sv = _mm256_loadu_si256((const __m256i *)r->s), c62 = _mm256_set1_epi64x(62);
     const __m256i se = _mm256_and_si256(sv, _mm256_set1_epi64x(0xFFFFFFFFll)), so = _mm256_srli_epi64(sv, 32);
-    __m256i e = _mm256_srlv_epi64(_mm256_add_epi64(ev, _mm256_add_epi64(_mm256_sllv_epi64(one, _mm256_sub_epi64(se, one)), off)), se);
-    __m256i o = _mm256_srlv_epi64(_mm256_add_epi64(od, _mm256_add_epi64(_mm256_sllv_epi64(one, _mm256_sub_epi64(so, one)), off)), so);
+    const __m256i re = _mm256_add_epi64(_mm256_sllv_epi64(one, _mm256_sub_epi64(se, one)), off);
+    const __m256i ro = _mm256_add_epi64(_mm256_sllv_epi64(one, _mm256_sub_epi64(so, one)), off);
+    __m256i e = _mm256_srlv_epi64(_mm256_add_epi64(ev, re), se);
+    __m256i o = _mm256_srlv_epi64(_mm256_add_epi64(od, ro), so);
     e = _mm256_sub_epi64(e, _mm256_sllv_epi64(one, _mm256_sub_epi64(c62, se)));
     o = _mm256_sub_epi64(o, _mm256_sllv_epi64(one, _mm256_sub_epi64(c62, so)));
     return _mm256_add_epi32(_mm256_blend_epi32(e, _mm256_slli_epi64(o, 32), 0xAA), _mm256_set1_epi32(r->zp));
@@ -137,8 +139,8 @@ static void group_run(const q8_gspc_params *p, const uint8_t *xp, const int8_t *
                         for (int q = 0; q < NB; q++) {
                             int32_t v;
                             memcpy(&v, t + off[q], 4);
-                            acc[q] = _mm256_add_epi32(acc[q],
-                                                      _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(v), wv), ones));
+                            const __m256i s = _mm256_maddubs_epi16(_mm256_set1_epi32(v), wv);
+                            acc[q] = _mm256_add_epi32(acc[q], _mm256_madd_epi16(s, ones));
                         }
                     }
                 }
