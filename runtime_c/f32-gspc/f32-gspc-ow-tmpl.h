@@ -31,7 +31,7 @@ EC_INLINE void gspc_ow_row(const f32_gspc_shape *s, const f32_gspc_row_args *a, 
     for (int k = 0; k < KPG; k++) {
       ec_v v = a->bias ? ec_vadd(acc[k], ec_vset1(a->bias[k])) : acc[k];
       float *y = a->y + (size_t)k * HoWo + ow;
-      v = ec_vepi_n(v, a->res ? a->res + (size_t)k * HoWo + ow : NULL, n, a->res_before_act, a->act);
+      v = ec_vepi_n_lean(v, a->res ? a->res + (size_t)k * HoWo + ow : NULL, n, a->res_before_act, a->act);
       ec_vst_n(y, v, n);
     }
   }

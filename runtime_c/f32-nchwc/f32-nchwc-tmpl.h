@@ -12,30 +12,6 @@
 #define NCHWC_UNROLL
 #endif
 
-/* The transcendental activations (Sigmoid, SiLU, Tanh, GELU, ...) out of line: inlined into every unrolled store
- * of every tile shape, their vector exp/tanh/erf bodies were most of this file's compile time (14.7 s at -O3 on
- * AVX2). A call costs a few cycles and the live accumulators' spills, small beside the function's own work. */
-#if defined(__GNUC__)
-static __attribute__((noinline)) ec_v NCHWC_FN(nchwc_vact_rare)(ec_act act, ec_v x) { return ec_vact(act, x); }
-#else
-static ec_v NCHWC_FN(nchwc_vact_rare)(ec_act act, ec_v x) { return ec_vact(act, x); }
-#endif
-
-/* ec_vepi with the cheap activations inline and the rest through the call above */
-EC_INLINE ec_v NCHWC_FN(nchwc_vepi)(ec_v acc, const float *res, int before, ec_act act) {
-  if (res && before) acc = ec_vadd(acc, ec_vld(res));
-  switch (act.kind) {
-  case EC_ACT_NONE: break;
-  case EC_ACT_RELU: acc = ec_vact_k(EC_ACT_RELU, act, acc); break;
-  case EC_ACT_CLIP: acc = ec_vact_k(EC_ACT_CLIP, act, acc); break;
-  case EC_ACT_LEAKY_RELU: acc = ec_vact_k(EC_ACT_LEAKY_RELU, act, acc); break;
-  case EC_ACT_HARD_SIGMOID: acc = ec_vact_k(EC_ACT_HARD_SIGMOID, act, acc); break;
-  case EC_ACT_HARD_SWISH: acc = ec_vact_k(EC_ACT_HARD_SWISH, act, acc); break;
-  default: acc = NCHWC_FN(nchwc_vact_rare)(act, acc);
-  }
-  if (res && !before) acc = ec_vadd(acc, ec_vld(res));
-  return acc;
-}
 
 void NCHWC_FN(f32_nchwc_to_blocked)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item) {
   const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = (item % nb) * EC_VL, HW = s->HW;
@@ -165,10 +141,10 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
   }
   NCHWC_UNROLL
   for (size_t p = 0; p < pt; p++) {
-    ec_vst(y + p * EC_VL, NCHWC_FN(nchwc_vepi)(acc[p][0], res ? res + p * EC_VL : NULL, a->res_before_act, a->act));
+    ec_vst(y + p * EC_VL, ec_vepi_lean(acc[p][0], res ? res + p * EC_VL : NULL, a->res_before_act, a->act));
     if (kt > 1)
       ec_vst(y + ystride + p * EC_VL,
-             NCHWC_FN(nchwc_vepi)(acc[p][1], res ? res + ystride + p * EC_VL : NULL, a->res_before_act, a->act));
+             ec_vepi_lean(acc[p][1], res ? res + ystride + p * EC_VL : NULL, a->res_before_act, a->act));
   }
 }
 
@@ -263,7 +239,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_dw_tile)(const f32_nchwc_conv_shape *s, const 
   }
   NCHWC_UNROLL
   for (size_t t = 0; t < T; t++)
-    ec_vst(y + t * ys, NCHWC_FN(nchwc_vepi)(acc[t], res ? res + t * ys : NULL, a->res_before_act, a->act));
+    ec_vst(y + t * ys, ec_vepi_lean(acc[t], res ? res + t * ys : NULL, a->res_before_act, a->act));
 }
 
 /* n outputs xs / ys apart in tiles of 8, 4 and 1 (same taps for all) */
@@ -315,7 +291,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_dw3_2x4)(const f32_nchwc_conv_args *a, const f
     NCHWC_UNROLL
     for (size_t t = 0; t < T; t++)
       ec_vst(y + i * ys + t * EC_VL,
-             NCHWC_FN(nchwc_vepi)(acc[i][t], res ? res + i * ys + t * EC_VL : NULL, a->res_before_act, a->act));
+             ec_vepi_lean(acc[i][t], res ? res + i * ys + t * EC_VL : NULL, a->res_before_act, a->act));
 }
 
 /* 3x3, dilation 1, every tap inside: one output row x T <= 8 columns SW apart (stride 2: a column's third tap is
@@ -337,7 +313,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_dw3_1x8)(const f32_nchwc_conv_args *a, const f
   }
   NCHWC_UNROLL
   for (size_t t = 0; t < T; t++)
-    ec_vst(y + t * EC_VL, NCHWC_FN(nchwc_vepi)(acc[t], res ? res + t * EC_VL : NULL, a->res_before_act, a->act));
+    ec_vst(y + t * EC_VL, ec_vepi_lean(acc[t], res ? res + t * EC_VL : NULL, a->res_before_act, a->act));
 }
 
 /* interior columns [lo, hi) of one interior output row, stride 2 along it: 8 at a time, then 4, then 1-3 */
