@@ -123,20 +123,6 @@ EC_INLINE ec_v ec_vact_k(ec_act_kind kind, ec_act act, ec_v x) {
 
 EC_INLINE ec_v ec_vact(ec_act act, ec_v x) { return ec_vact_k(act.kind, act, x); }
 
-/* acc (bias already added) -> final value; res points at the matching output lanes or NULL. */
-EC_INLINE ec_v ec_vepi(ec_v acc, const float *res, int before, ec_act act) {
-  if (res && before) acc = ec_vadd(acc, ec_vld(res));
-  acc = ec_vact(act, acc);
-  if (res && !before) acc = ec_vadd(acc, ec_vld(res));
-  return acc;
-}
-
-EC_INLINE ec_v ec_vepi_n(ec_v acc, const float *res, size_t n, int before, ec_act act) {
-  if (res && before) acc = ec_vadd(acc, ec_vld_n(res, n));
-  acc = ec_vact(act, acc);
-  if (res && !before) acc = ec_vadd(acc, ec_vld_n(res, n));
-  return acc;
-}
 /* The transcendental activations (Sigmoid, SiLU, Tanh, GELU, the scalar fallbacks) out of line, the cheap ones
  * inline: a kernel that unrolls its stores over many tile shapes inlined their vector exp/tanh/erf bodies into
  * every store, which made most of its compile time (f32-nchwc-avx2.c 14.7 -> 7.0 s at -O3). A call per vector
@@ -159,19 +145,25 @@ EC_INLINE ec_v ec_vact_lean(ec_act act, ec_v x) {
   }
 }
 
-/* ec_vepi / ec_vepi_n with ec_vact_lean */
-EC_INLINE ec_v ec_vepi_lean(ec_v acc, const float *res, int before, ec_act act) {
-  if (res && before) acc = ec_vadd(acc, ec_vld(res));
-  acc = ec_vact_lean(act, acc);
-  if (res && !before) acc = ec_vadd(acc, ec_vld(res));
+/* acc (bias already added) -> final value; res points at the matching output lanes (n of them) or NULL; lean:
+ * ec_vact_lean instead of ec_vact (a constant after inlining) */
+EC_INLINE ec_v ec_vepi_any(ec_v acc, const float *res, size_t n, int before, ec_act act, const int lean) {
+  if (res && before) acc = ec_vadd(acc, n < EC_VL ? ec_vld_n(res, n) : ec_vld(res));
+  acc = lean ? ec_vact_lean(act, acc) : ec_vact(act, acc);
+  if (res && !before) acc = ec_vadd(acc, n < EC_VL ? ec_vld_n(res, n) : ec_vld(res));
   return acc;
 }
-
+EC_INLINE ec_v ec_vepi(ec_v acc, const float *res, int before, ec_act act) {
+  return ec_vepi_any(acc, res, EC_VL, before, act, 0);
+}
+EC_INLINE ec_v ec_vepi_n(ec_v acc, const float *res, size_t n, int before, ec_act act) {
+  return ec_vepi_any(acc, res, n, before, act, 0);
+}
+EC_INLINE ec_v ec_vepi_lean(ec_v acc, const float *res, int before, ec_act act) {
+  return ec_vepi_any(acc, res, EC_VL, before, act, 1);
+}
 EC_INLINE ec_v ec_vepi_n_lean(ec_v acc, const float *res, size_t n, int before, ec_act act) {
-  if (res && before) acc = ec_vadd(acc, ec_vld_n(res, n));
-  acc = ec_vact_lean(act, acc);
-  if (res && !before) acc = ec_vadd(acc, ec_vld_n(res, n));
-  return acc;
+  return ec_vepi_any(acc, res, n, before, act, 1);
 }
 
 /* y[i] = epilogue(y[i]) over a row (bias already in y); one switch per row, not per vector. */
