@@ -101,15 +101,6 @@ static void store_block(const __m256i acc[NB], const rq_blk *r, size_t nb, size_
         memcpy(y + o * hw, t[o], nb);
 }
 
-/* byte offsets of the NB pixels n0.. inside one packed channel plane (past the end: the last pixel) */
-static inline void pixel_offsets(const q8_gspc_params *p, size_t wp, size_t n0, size_t nb, size_t off[NB])
-{
-    for (size_t q = 0; q < NB; q++) {
-        const size_t n = n0 + (q < nb ? q : nb - 1), oh = n / (size_t)p->Wo, ow = n % (size_t)p->Wo;
-        off[q] = (oh * (size_t)p->sh * wp + ow * (size_t)p->sw) * 4;
-    }
-}
-
 static void group_run(const q8_gspc_params *p, const uint8_t *xp, const int8_t *wg, const int32_t *bias,
                       const int32_t *mult, const int32_t *shift, uint8_t *yg)
 {
@@ -123,7 +114,7 @@ static void group_run(const q8_gspc_params *p, const uint8_t *xp, const int8_t *
     for (size_t n0 = 0; n0 < hw; n0 += NB) {
         const size_t nb = hw - n0 < NB ? hw - n0 : NB;
         size_t off[NB];
-        pixel_offsets(p, wp, n0, nb, off);
+        q8_gspc_pixel_offsets(p, wp, n0, nb, NB, off);
         for (size_t ob = 0; ob < ocb; ob++) {
             __m256i acc[NB];
             const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + ob * 8));

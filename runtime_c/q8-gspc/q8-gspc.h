@@ -26,6 +26,17 @@ static inline size_t q8_gspc_scratch_bytes(const q8_gspc_params *p)
     return (size_t)(p->cpg + 3) / 4 * q8_gspc_hp(p) * q8_gspc_wp(p) * 4 + 32 * (size_t)p->sw + 64;
 }
 
+/* byte offsets of the nb_max pixels n0.. of the flattened Ho x Wo plane inside one packed [hp][wp][4] channel
+ * plane (those past the nb valid ones: the last valid pixel's) */
+static inline void q8_gspc_pixel_offsets(const q8_gspc_params *p, size_t wp, size_t n0, size_t nb, size_t nb_max,
+                                         size_t *off)
+{
+    for (size_t q = 0; q < nb_max; q++) {
+        const size_t n = n0 + (q < nb ? q : nb - 1), oh = n / (size_t)p->Wo, ow = n % (size_t)p->Wo;
+        off[q] = (oh * (size_t)p->sh * wp + ow * (size_t)p->sw) * 4;
+    }
+}
+
 void q8_gspc__scalar(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 /* T_O = 16 output channels per vpdpbusd; scratch: EC_MAX_THREADS slices of q8_gspc_scratch_bytes */
 void q8_gspc_o16__avx512vnni(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
