@@ -158,7 +158,7 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     b = None if bias is None else bias.const.astype(np.int32)
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
     geo = (k, s, d, pt, pl, Ho, Wo)
-    gv = _gspc_variant(ctx.target, OC // g, wq) if g > 1 else None  # which GSPC kernel these weights would get
+    gv = _gspc_variant(ctx.target, OC // g, wq) if g > 1 else None  # the GSPC kernel these weights would get
     choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None,
                                         gspc_kernel=gv[0] if gv else None)
     if choice.algo == "q8-dwconv":
@@ -172,7 +172,7 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
         if sp.algo == "q8-spmm":
             code = _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, sp)
     if code is None and choice.algo == "q8-gspc":
-        code = _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
+        code = _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice, gv)
     fused = _fused_add(node)
     if code is None and fused and g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and \
             (Ho, Wo) == (H, W) and gemm_variant(ctx.target, wq.reshape(OC, -1)) == Q8_GEMM_MADDUBS:
@@ -369,12 +369,12 @@ def _emit_spmm(node: Node, ctx: EmitContext, w2d, b, scales, dims, q, macs, choi
             f"    {fn}({M}u, {px}u, &w, {X} + (size_t)b * {C * px}, {px}u, {Y} + (size_t)b * {M * px}, {px}u, &rq);\n")
 
 
-def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
+def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice, variant) -> str:
     N, C, H, W, OC, g = dims
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
     kpg, cpg = OC // g, C // g
-    fn, src, t_o, t_i = _gspc_variant(ctx.target, kpg, wq)
+    fn, src, t_o, t_i = variant or _gspc_variant(ctx.target, kpg, wq)  # None: a 1-group layer (a forced record)
     kp = -(-kpg // t_o) * t_o
     bias, mult, shift = (np.zeros(g * kp, np.int32) for _ in range(3))
     mult[:], shift[:] = 1 << 30, 40  # padded lanes: defined, never stored
