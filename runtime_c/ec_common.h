@@ -11,11 +11,13 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define EC_RESTRICT __restrict__
 #define EC_INLINE static inline __attribute__((always_inline))
+#define EC_NOINLINE static __attribute__((noinline))
 #define EC_ALIGNED(n) __attribute__((aligned(n)))
 #define EC_LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define EC_RESTRICT restrict
 #define EC_INLINE static inline
+#define EC_NOINLINE static
 #define EC_ALIGNED(n)
 #define EC_LIKELY(x) (x)
 #endif

@@ -83,6 +83,14 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
     c_ = cb_ * EC_VL + l1_;                                                                                      \
   }
 
+/* the epilogue over the stored pixels (n floats from y) of kt blocks ystride floats apart, after the last pass over
+ * the input channels: once per row of tiles, one activation switch per row. In each tile's stores, inside the
+ * accumulators' live range, the per-vector epilogue cost a dense 1x1 12-19% of its time on Zen 3. */
+EC_NOINLINE void NCHWC_FN(f32_nchwc_1x1_epi)(const f32_nchwc_conv_args *a, float *y, const float *res, size_t ystride,
+                                             size_t kt, size_t n) {
+  for (size_t j = 0; j < kt; j++) ec_vepi_row(y + j * ystride, res ? res + j * ystride : NULL, n, a->res_before_act, a->act);
+}
+
 /* a tile's accumulators: the bias on the first pass over the input channels, the partial sums after it */
 #define NCHWC_1X1_ACC_INIT()                                                                                     \
   if (first) {                                                                                                   \
@@ -95,22 +103,12 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
       acc[p][0] = ec_vld(y + p * EC_VL), acc[p][1] = kt > 1 ? ec_vld(y + ystride + p * EC_VL) : ec_vzero();      \
   }
 
-/* ... and stored: partial sums, or through the epilogue after the last pass */
+/* ... and stored (the epilogue runs over the whole row afterwards, f32_nchwc_1x1_epi) */
 #define NCHWC_1X1_ACC_STORE()                                                                                    \
-  if (!last) {                                                                                                   \
-    NCHWC_UNROLL                                                                                                 \
-    for (size_t p = 0; p < pt; p++) {                                                                            \
-      ec_vst(y + p * EC_VL, acc[p][0]);                                                                          \
-      if (kt > 1) ec_vst(y + ystride + p * EC_VL, acc[p][1]);                                                    \
-    }                                                                                                            \
-  } else {                                                                                                       \
-    NCHWC_UNROLL                                                                                                 \
-    for (size_t p = 0; p < pt; p++) {                                                                            \
-      ec_vst(y + p * EC_VL, ec_vepi_lean(acc[p][0], res ? res + p * EC_VL : NULL, a->res_before_act, a->act));   \
-      if (kt > 1)                                                                                                \
-        ec_vst(y + ystride + p * EC_VL,                                                                          \
-               ec_vepi_lean(acc[p][1], res ? res + ystride + p * EC_VL : NULL, a->res_before_act, a->act));      \
-    }                                                                                                            \
+  NCHWC_UNROLL                                                                                                   \
+  for (size_t p = 0; p < pt; p++) {                                                                              \
+    ec_vst(y + p * EC_VL, acc[p][0]);                                                                            \
+    if (kt > 1) ec_vst(y + ystride + p * EC_VL, acc[p][1]);                                                      \
   }
 
 #ifndef NCHWC_1X1_RUN
@@ -125,9 +123,8 @@ typedef struct {
 
 /* pt pixels x kt (1 or 2) output blocks A, B over nr runs of input channels; constants after inlining, so the
  * accumulators stay in registers */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const float *x, const float *bias,
-                                              float *y, const float *res, size_t HW, const size_t pt, const size_t kt,
-                                              const f32_nchwc_1x1_run *runs, size_t nr, int first, int last) {
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const float *x, const float *bias, float *y, size_t HW, const size_t pt,
+                                              const size_t kt, const f32_nchwc_1x1_run *runs, size_t nr, int first) {
   const size_t ystride = HW * EC_VL;
   ec_v acc[NCHWC_PT][2];
   NCHWC_1X1_ACC_INIT()
@@ -160,10 +157,9 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const f32_nchwc_conv_args *a, const 
  * block): whole blocks with the lane loop unrolled (constant offsets), then a partial last block. The general
  * tile's run and segment bookkeeping around its lane loop held it to 57-66% of the FMA peak on 576->576 at 14x14
  * (Zen 3) where this form runs at 80-90%. wa, wb: the blocks' weight rows for channel 0. */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_tile)(const f32_nchwc_conv_args *a, const float *x, const float *wa,
-                                                    const float *wb, const float *bias, float *y, const float *res,
-                                                    size_t HW, const size_t pt, const size_t kt, size_t c0, size_t c1,
-                                                    int first, int last) {
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_tile)(const float *x, const float *wa, const float *wb, const float *bias,
+                                                    float *y, size_t HW, const size_t pt, const size_t kt, size_t c0,
+                                                    size_t c1, int first) {
   const size_t ystride = HW * EC_VL, cw = c1 / EC_VL;
   ec_v acc[NCHWC_PT][2];
   NCHWC_1X1_ACC_INIT()
@@ -200,11 +196,10 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_row)(const f32_nchwc_conv_args *a, const f
                                              int last) {
   size_t p = p0;
   for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW, NCHWC_PT,
-                                 kt, runs, nr, first, last);
-  for (; p < p1; p++)
-    NCHWC_FN(f32_nchwc_1x1_tile)(a, x + p * EC_VL, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL, HW, 1, kt,
-                                 runs, nr, first, last);
+    NCHWC_FN(f32_nchwc_1x1_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, NCHWC_PT, kt, runs, nr, first);
+  for (; p < p1; p++) NCHWC_FN(f32_nchwc_1x1_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, 1, kt, runs, nr, first);
+  if (last)
+    NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, HW * EC_VL, kt, (p1 - p0) * EC_VL);
 }
 
 /* the dense tiles of pixels [p0, p1) over the passes of KC input channels; kt a constant after inlining */
@@ -214,15 +209,13 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, c
                                                    size_t KC) {
   for (size_t c0 = 0; c0 < C; c0 += KC) {
     const size_t c1 = EC_MIN(C, c0 + KC);
-    const int first = c0 == 0, last = c1 == C;
     size_t p = p0;
     for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_dense_tile)(a, x + p * EC_VL, wa, wb, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL,
-                                         HW, NCHWC_PT, kt, c0, c1, first, last);
+      NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, NCHWC_PT, kt, c0, c1, c0 == 0);
     for (; p < p1; p++)
-      NCHWC_FN(f32_nchwc_1x1_dense_tile)(a, x + p * EC_VL, wa, wb, bias, y + p * EC_VL, res ? res + p * EC_VL : NULL,
-                                         HW, 1, kt, c0, c1, first, last);
+      NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, 1, kt, c0, c1, c0 == 0);
   }
+  NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, HW * EC_VL, kt, (p1 - p0) * EC_VL);
 }
 
 /* output blocks k (and k + 1 when kt = 2) of image n over pixels [p0, p1). Block A = k reads [la, ha), B = k + 1
