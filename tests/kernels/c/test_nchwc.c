@@ -167,6 +167,9 @@ int main(int argc, char **argv) {
         test_conv(0, 1 + (hw == 1), C, chans[kc], H, W, 1, 1, 1, 1, 0, hw == 2 ? 18 : 6, (int)((ci + kc + hw) % 6),
                   (int)(kc % 2), (int)(hw % 2), 1, kc % 2 ? LANES : C, 0); /* one pass, or one per block */
       }
+    for (size_t t = 2; t <= 4; t++) /* dense 1x1: a tail tile of 2-4 pixels after a whole one */
+      test_conv(0, 1, C, 2 * LANES + 5, 1, 6 + t, 1, 1, 1, 1, 0, 18, (int)((ci + t) % 6), (int)(t % 2), 1, 1,
+                t == 3 ? LANES : C, 0);
     for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
       test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
                 (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES, 0);
