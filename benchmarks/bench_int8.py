@@ -44,27 +44,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
-from common import median, time_edgec, time_onnxruntime
+from common import median, quantize_qdq, time_edgec, time_onnxruntime
 from edgec import zoo
 from edgec.codegen.project import compile_model
 from edgec.codegen.targets import _cpu_flags, get_target
 from edgec.codegen.verifier import exact_outputs, onnxruntime_outputs, output_steps, run_binary
-
-
-class _Reader(CalibrationDataReader):
-    def __init__(self, name, batches):
-        self.it = iter([{name: b} for b in batches])
-
-    def get_next(self):
-        return next(self.it, None)
-
-
-def _q(src: Path, dst: Path, name: str, batches: list, reduce_range: bool) -> Path:
-    quantize_static(str(src), str(dst), _Reader(name, batches), quant_format=QuantFormat.QDQ, per_channel=True,
-                    reduce_range=reduce_range, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-    return dst
 
 
 def models(work: Path, which: list[str]) -> dict:
@@ -79,7 +64,8 @@ def models(work: Path, which: list[str]) -> dict:
         d = zoo.digits_cnn()
         x = np.load(d.data)["input"]
         cal = [x[i:i + 1] for i in range(64)]
-        q, q7 = (_q(d.model, work / f"digits_int8{t}.onnx", "input", cal, t == "_7bit") for t in ("", "_7bit"))
+        q, q7 = (quantize_qdq(d.model, work / f"digits_int8{t}.onnx", "input", cal, t == "_7bit")
+                 for t in ("", "_7bit"))
         out["digits"] = (d.model, q, q7, "input", x[:1])
         evals["digits"] = (x, np.load(d.data)["labels"])
     if "ppocr" in which:
@@ -88,7 +74,7 @@ def models(work: Path, which: list[str]) -> dict:
         f32 = work / "ppocr_fp32.onnx"
         onnx.save(onnx.version_converter.convert_version(onnx.load(str(work / "pre.onnx")), 13), str(f32))
         cal = [rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32) for _ in range(8)]
-        q, q7 = (_q(f32, work / f"ppocr_int8{t}.onnx", "x", cal, t == "_7bit") for t in ("", "_7bit"))
+        q, q7 = (quantize_qdq(f32, work / f"ppocr_int8{t}.onnx", "x", cal, t == "_7bit") for t in ("", "_7bit"))
         out["ppocr"] = (f32, q, q7, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
         evals["ppocr"] = (out["ppocr"][4], None)
     for name, (f32, q, q7, iname, x) in list(out.items()):

@@ -32,29 +32,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import median  # noqa: E402
+from common import median, quantize_qdq  # noqa: E402
 
 from edgec import zoo  # noqa: E402
 from edgec.codegen.options import CompileOptions  # noqa: E402
 from edgec.codegen.project import compile_model  # noqa: E402
-
-
-class _Reader(CalibrationDataReader):
-    def __init__(self, name, batches):
-        self.it = iter([{name: b} for b in batches])
-
-    def get_next(self):
-        return next(self.it, None)
-
-
-def _quant(src: Path, dst: Path, name: str, batches: list, reduce_range: bool) -> Path:
-    quantize_static(str(src), str(dst), _Reader(name, batches), quant_format=QuantFormat.QDQ, per_channel=True,
-                    reduce_range=reduce_range, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-    return dst
 
 
 def conv_model(path: Path, c: int, hw: int, g: int, k: int, s: int) -> Path:
@@ -92,14 +77,15 @@ def main() -> None:
         d = zoo.digits_cnn()
         x = np.load(d.data)["input"]
         cal = [x[i:i + 1] for i in range(64)]
-        models.append(("digits", *(_quant(d.model, work / f"digits{t}.onnx", "input", cal, t == "7") for t in "78"),
+        models.append(("digits",
+                       *(quantize_qdq(d.model, work / f"digits{t}.onnx", "input", cal, t == "7") for t in "78"),
                        {"input": [1, 1, 8, 8]}))
     for spec in args.shape:
         c, hw, g, k, s = ([int(v) for v in spec.split(":")] + [3, 1])[:5]
         f = conv_model(work / f"c{c}_{hw}_g{g}.onnx", c, hw, g, k, s)
         cal = [rng.uniform(-1, 1, (1, c, hw, hw)).astype(np.float32) for _ in range(4)]
         models.append((f"{c}ch {hw}x{hw} g={g} {k}x{k}/{s}",
-                       *(_quant(f, work / f"c{c}_{hw}_g{g}_{t}.onnx", "x", cal, t == "7") for t in "78"),
+                       *(quantize_qdq(f, work / f"c{c}_{hw}_g{g}_{t}.onnx", "x", cal, t == "7") for t in "78"),
                        {"x": [1, c, hw, hw]}))
     load0 = Path("/proc/loadavg").read_text().split()[0]
     print(f"threads 1, {args.rounds} rounds x {args.runs} runs (PROFILE builds), load {load0}\n")

@@ -131,3 +131,20 @@ def without_initializer_inputs(src: Path, dst: Path) -> Path:
         m = version_converter.convert_version(m, ENGINE_MIN_OPSET)
     onnx.save(m, str(dst))
     return dst
+
+
+def quantize_qdq(src: Path, dst: Path, input_name: str, batches: list, reduce_range: bool) -> Path:
+    """onnxruntime quantize_static of src into dst: QDQ, per-channel int8 weights, uint8 activations, calibrated on
+    batches of input_name; reduce_range: 7-bit weights (onnxruntime's advice for x86 without VNNI)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{input_name: b} for b in batches])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    reduce_range=reduce_range, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return dst
