@@ -12,7 +12,6 @@
 #define NCHWC_UNROLL
 #endif
 
-
 void NCHWC_FN(f32_nchwc_to_blocked)(const f32_nchwc_reorder_shape *s, const float *x, float *y, size_t item) {
   const size_t nb = EC_DIV_UP(s->C, (size_t)EC_VL), n = item / nb, c0 = (item % nb) * EC_VL, HW = s->HW;
   const size_t nc = EC_MIN((size_t)EC_VL, s->C - c0);
@@ -88,7 +87,8 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
  * accumulators' live range, the per-vector epilogue cost a dense 1x1 12-19% of its time on Zen 3. */
 EC_NOINLINE void NCHWC_FN(f32_nchwc_1x1_epi)(const f32_nchwc_conv_args *a, float *y, const float *res, size_t ystride,
                                              size_t kt, size_t n) {
-  for (size_t j = 0; j < kt; j++) ec_vepi_row(y + j * ystride, res ? res + j * ystride : NULL, n, a->res_before_act, a->act);
+  for (size_t j = 0; j < kt; j++)
+    ec_vepi_row(y + j * ystride, res ? res + j * ystride : NULL, n, a->res_before_act, a->act);
 }
 
 /* a tile's accumulators: the bias on the first pass over the input channels, the partial sums after it */
@@ -267,12 +267,12 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
     NCHWC_FN(f32_nchwc_1x1_row)(a, x, bias, y, res, HW, kt, p0, p1, runs, G, 1, 1);
     return;
   }
-  /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
   if (s->G == 1) { /* dense: every block reads [0, C) */
     if (kt > 1) NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 2, p0, p1, s->C, s->KC);
     else NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 1, p0, p1, s->C, s->KC);
     return;
   }
+  /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
   for (size_t c0 = la; c0 < hb; c0 += s->KC) {
     const size_t c1 = EC_MIN(hb, c0 + s->KC);
     f32_nchwc_1x1_run r = {{c0, EC_MIN(c1, EC_MIN(ha, lb)), EC_MAX(c0, lb), EC_MIN(c1, ha), EC_MAX(c0, EC_MAX(ha, lb)), c1},
