@@ -260,6 +260,12 @@ _GSPC_PACK, _GSPC_OUT = 14.0, 13.0
 # vector load, Kpg weight broadcasts): it measured 1.76x the o8 tile on rows without idle lanes (64ch 56x56
 # g=8) and 1.9x on 28-wide rows (128ch g=16), both Kpg 8 on Zen 3, where the issue slots are equal
 _GSPC_OW_STEP = 1.7
+# A T_O tile's K loop reads the block's weights (T_O x Cpg x taps) and input rows (Cpg x KH x the block's span)
+# once per output row; past L1 both come from L2 and the FMAs wait on them. Each L1's worth beyond the first adds
+# _GSPC_L1 of the compute. Zen 3 (32 KB L1d), 4-layer stacks, thread CPU time against F(2,3) on the same layers
+# (bench_gspc.py --variants): 576ch 14x14 g=2 (135 KB) 9.95 ms against 5.07, g=4 (68 KB) 5.56 / 2.54; up to
+# ~32 KB the two kept their estimates' ratio within the run's noise (128ch 28x28 g=8-16, 64ch 56x56 g=4-8).
+_GSPC_L1 = 0.3
 
 
 def _peak_lpc(target) -> int:
@@ -305,6 +311,9 @@ def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
         steps = n * groups * -(-kpg // t_o) * g["Ho"] * cpg * taps * (t_o // vl)
         bmax = k.params["bmax"] if k.params["t_o"] else 1
         compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, bmax)) * vl * P / lpc
+        span = (min(owb, g["Wo"]) - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+        ws = 4 * cpg * (t_o * taps + g["KH"] * span)
+        compute *= 1 + _GSPC_L1 * max(0.0, ws / target.l1d_bytes - 1)
         out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT
     return compute + n * g["C"] * hp * wp * _GSPC_PACK + out
 

@@ -19,7 +19,7 @@ from typing import Iterator, Mapping
 from edgec.errors import EdgecError
 
 SPARSE_MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "sparse-4x4")
-GSPC_MODES = ("auto", "tile", "ow", "mg")
+GSPC_MODES = ("auto", "tile", "ow", "mg", "gemm")
 DW_MODES = ("auto", "plane", "cb")
 CONV_MODES = ("auto", "direct", "winograd", "winograd-f23", "winograd-f43", "winograd-f63")
 Q8CONV_MODES = ("auto", "q8-gemm", "q8-gspc", "q8-dwconv")
@@ -56,7 +56,7 @@ class CompileOptions:
     target: str = "native"
     threads: int = 1
     sparse: str = "auto"          # sparse kernels: auto (cost model), dense, or one block format everywhere
-    gspc: str = "auto"            # grouped convs: force one GSPC row-kernel family where it runs
+    gspc: str = "auto"            # grouped convs: force one GSPC row-kernel family where it runs, or a GEMM per group
     dw: str = "auto"              # depthwise convs: force the plane or channel-blocked kernels
     conv: str = "auto"            # 3x3 stride-1 convs: direct, or Winograd (F chosen by the cost model, or forced)
     q8conv: str = "auto"          # int8 convs: force the GEMM, GSPC or depthwise path where it runs

@@ -97,6 +97,8 @@ def _build_table() -> tuple[Variant, ...]:
     v.append(Variant("gspc", "gspc-mg", (("gspc", "mg"),),
                      lambda f, t: _gspc_ok(f, t) and kernels.gspc_mg_kernel(t, f["K"] // f["G"]) is not None,
                      "grouped conv: several narrow groups per vector"))
+    v.append(Variant("gspc", "gspc-gemm", (("gspc", "gemm"),), _gspc_ok,
+                     "grouped conv: one packed GEMM per group (many channels a group)"))
     v.append(Variant("dw", "dw-plane", (("dw", "plane"),), lambda f, t: f["kind"] == "conv" and f["dw"],
                      "depthwise: one plane at a time"))
     v.append(Variant("dw", "dw-cb", (("dw", "cb"),),

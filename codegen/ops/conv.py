@@ -1,7 +1,8 @@
 """Conv (1-D and 2-D, NCHW float32): per layer, depthwise / GSPC / dense packed GEMM.
 
 Choice: groups == C == K -> depthwise kernel; other grouped convs with a window -> GSPC
-(gspc.md; measured 1.4-2x faster than per-group GEMM on 3x3 layers); groups == 1 and grouped
+(gspc.md; measured 1.4-2x faster than per-group GEMM on 3x3 layers with few channels a group), or one GEMM
+per group where grouped_gemm's estimate says so (many channels a group); groups == 1 and grouped
 1x1 -> spatial-pack GEMM (per group), except dense layers with at most 4 input channels (stems), which
 run a direct kernel (runtime_c/f32-conv/f32-conv-smallc.h) where costmodel.choose_smallc says it wins.
 Weights are packed here in the layout the chosen kernel reads, the epilogue (bias, activation, residual) runs in the kernel's output loop, and the
@@ -97,7 +98,7 @@ def emit(node: Node, ctx: EmitContext) -> str:
     if wino is not None and wino.algo != "direct":
         from edgec.codegen.ops import winograd
         return winograd.emit(node, ctx, g, w, macs, wino)
-    if g["G"] > 1 and g["KH"] * g["KW"] > 1:
+    if g["G"] > 1 and g["KH"] * g["KW"] > 1 and not grouped_gemm(ctx.target, g):
         return _emit_gspc(node, ctx, g, w, macs)  # grouped 1x1 has no window to reuse: GEMM per group
     return _emit_gemm(node, ctx, g, w, macs)
 
@@ -118,12 +119,47 @@ def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
 def direct_path_3x3(target, g: dict) -> tuple[int, str]:
     """(columns, kind) of the direct path a 3x3 stride-1 layer would take: what the cost model weighs
     Winograd against (kind s1 | pack | gspc)."""
-    if g["G"] > 1:
+    if g["G"] > 1 and not grouped_gemm(target, g):
         return g["Ho"] * g["Wo"], "gspc"
+    return gemm_path(target, g)
+
+
+def gemm_path(target, g: dict) -> tuple[int, str]:
+    """(padded columns, kind s1 | pack) of the packed GEMM path on a conv with a window, per group."""
     nr = kernels.igemm_kernel(target).params["nr"]
     s1 = use_indirect(g, nr)
-    cols = (g["Ho"] - 1) * (g["Wo"] + 2) + g["Wo"] if s1 else g["Ho"] * g["Wo"]
+    cols = (g["Ho"] - 1) * (g["Wo"] + (g["KW"] - 1) * g["DW"]) + g["Wo"] if s1 else g["Ho"] * g["Wo"]
     return -(-cols // nr) * nr, ("s1" if s1 else "pack")
+
+
+# Below this many channels a group the GEMM estimate leaves out what its short K loops and padded tiles cost
+# (64ch 56x56 stride 2 g=8, Cpg 8: the GEMM measured 2.5x GSPC's time where the estimates were within 20%)
+GROUPED_GEMM_MIN = 32
+
+
+def grouped_gemm(target, g: dict) -> bool:
+    """Whether a grouped conv with a window runs as one packed GEMM per group instead of GSPC: forced by
+    EDGEC_GSPC (gemm, or a GSPC family) or a tuning record, else the cheaper estimate. Few channels a group
+    leave a GEMM's tiles mostly padding and its packing unshared (GSPC measured 1.4-2x faster on such 3x3
+    layers); with many a group the GSPC tile's weights and rows outgrow L1 (costmodel._GSPC_L1), while the
+    GEMM's register tile streams its packed panels at its usual rate. Zen 3, 1 thread, thread CPU
+    time (bench_gspc.py --variants): 576ch 14x14 stride 2 g=2 3.35 ms against GSPC 4.04, 192ch 28x28 stride 2
+    g=2 0.84 against 1.04; at g=4 of 192ch GSPC 0.43-0.60 against 0.71."""
+    mode = options.active().gspc
+    if mode != "auto":
+        return mode == "gemm"
+    from edgec.codegen import costmodel
+    m = costmodel.measured(target, costmodel.layer_key("gspc", C=g["C"], OC=g["K"], g=g["G"],
+                                                      k=f"{g['KH']}x{g['KW']}", s=g["SW"], px=g["Ho"] * g["Wo"]))
+    if m in ("tile", "ow", "mg", "gemm"):
+        return m == "gemm"
+    if min(g["C"], g["K"]) // g["G"] < GROUPED_GEMM_MIN:
+        return False
+    k = kernels.gemm_kernel(target)
+    cols, kind = gemm_path(target, g)
+    gemm = costmodel.direct_estimate(target, g, k.params["mr"], k.params["nr"], cols, kind)["cost"]
+    kk, t_o, _, owb = gspc_tiles(target, g)
+    return gemm < costmodel.gspc_estimate(target, g, kk, t_o, owb)
 
 
 def _shape_init(g: dict, keys: str) -> str:

@@ -60,7 +60,8 @@ def test_registry_is_one_table_with_unique_names():
     assert len(names) == len(set(names))
     fam = variants.families()
     assert fam["conv3x3"] == ["direct", "winograd-f23", "winograd-f43", "winograd-f63"]
-    assert set(fam["gspc"]) == {"gspc-tile", "gspc-ow", "gspc-mg"} and set(fam["dw"]) == {"dw-plane", "dw-cb"}
+    assert set(fam["gspc"]) == {"gspc-tile", "gspc-ow", "gspc-mg", "gspc-gemm"}
+    assert set(fam["dw"]) == {"dw-plane", "dw-cb"}
     assert {"dense", "sparse-1x1", "sparse-4x4"} <= set(fam["sparse"]) and "q8-gspc" in fam["q8conv"]
     for v in variants.VARIANTS:  # every forced value is one CompileOptions accepts
         CompileOptions(**dict(v.forced))
@@ -81,7 +82,7 @@ def test_which_variants_apply(tmp_path):
     assert _names(n[1]) == ["dw-plane", "dw-cb"]
     assert _names(n[1], get_target("generic")) == ["dw-plane"]  # no channel-blocked kernel without SIMD
     assert set(_names(n[2])) == {"direct", "winograd-f23", "winograd-f43", "winograd-f63", "gspc-tile", "gspc-ow",
-                                 "gspc-mg"}
+                                 "gspc-mg", "gspc-gemm"}
     assert _names(n[3]) == []
     # partitioning applies to every covered layer; the split axis to the dense GEMM drivers and to Winograd's
     # (tile blocks or output channels), grouped 3x3 stride-1 layers included
@@ -219,7 +220,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
     op = {k.name: k.op for k in kernels.KERNELS}.get(layer.get("details", {}).get("kernel"))
     checks = {
         "conv3x3": lambda m: algo.startswith(m) if m.startswith("winograd") else not algo.startswith("winograd"),
-        "gspc": lambda m: op == {"tile": "gspc"}.get(m, f"gspc_{m}"),
+        "gspc": lambda m: algo.startswith("gemm-grouped-") if m == "gemm" else op == {"tile": "gspc"}.get(m, f"gspc_{m}"),
         "dw": lambda m: op == {"plane": "dwconv", "cb": "dwconv_cb"}[m],
         "sparse": lambda m: algo in (m.replace("sparse", "spmm"), m.replace("sparse", "spmv")) if m != "dense"
         else not algo.startswith(("spmm", "spmv")),
@@ -234,7 +235,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
 
 
 def _odd_f32_model(path):
-    """One layer per input, odd sizes: 3x3 stride-1 convs, grouped and depthwise convs, 1x1 convs and one-row
+    """One layer per input, odd sizes: 3x3 stride-1 convs, grouped (stride 1 and 2) and depthwise convs, 1x1 convs and one-row
     Gemm/MatMul pruned in 4x4 blocks (60%), strided convs, 1x1s for the packed / in-place choice
     and a short 3x3 on the in-place stride-1 path for the split axes and blockings, a long-K 1x1 for kc-whole."""
     rng = np.random.default_rng(11)
@@ -280,6 +281,7 @@ def _odd_f32_model(path):
         conv(c, k, hw)
     for hw in ((13, 11), (17, 9), (11, 21)):
         conv(24, 24, hw, g=6)                      # 4 channels per group
+    conv(40, 40, (9, 11), g=2, s=2)                # 20 a group, strided: GSPC tile or a GEMM per group
     conv(20, 20, (11, 13), g=20)
     conv(12, 12, (23, 21), ks=5, g=12, s=2)
     for c, k, hw in ((24, 20, (7, 9)), (28, 12, (9, 7)), (32, 28, (5, 11))):

@@ -160,7 +160,7 @@ def test_conv_emitter_matches_onnxruntime(tmp_path, target):
 
 
 # the kernel-table op (codegen/kernels.py) each forced value of a registry family runs on
-KERNEL_OP = {("gspc", "tile"): "gspc", ("gspc", "ow"): "gspc_ow", ("gspc", "mg"): "gspc_mg",
+KERNEL_OP = {("gspc", "tile"): "gspc", ("gspc", "ow"): "gspc_ow", ("gspc", "mg"): "gspc_mg", ("gspc", "gemm"): "gemm",
              ("dw", "plane"): "dwconv", ("dw", "cb"): "dwconv_cb"}
 
 
@@ -182,10 +182,11 @@ def _layer_ops(b, field_prefix: str) -> list[str]:
 
 @pytest.mark.parametrize("mode", _family_modes("gspc"))
 def test_conv_emitter_gspc_families(tmp_path, monkeypatch, mode):
-    """Each GSPC row-kernel family of the registry, forced with EDGEC_GSPC, on every grouped layer it can run."""
+    """Each GSPC row-kernel family of the registry, forced with EDGEC_GSPC, on every grouped layer it can run;
+    gemm: one packed GEMM per group."""
     monkeypatch.setenv("EDGEC_GSPC", mode)
     b = run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path)
-    ops = _layer_ops(b, "gspc")
+    ops = _layer_ops(b, "gemm-grouped" if mode == "gemm" else "gspc")
     assert ops.count(KERNEL_OP[("gspc", mode)]) >= 2, ops
 
 
@@ -249,6 +250,59 @@ def test_grouped_3x3_winograd_or_gspc_by_estimate():
     assert pick(128, 28, 8) == "winograd-f43"
     assert pick(128, 28, 16) == "direct"
     assert pick(256, 14, 8) == "winograd-f23"
+
+
+@pytest.mark.parametrize("target", ["aarch64-neon"])
+def test_grouped_conv_as_gemm_per_group_matches_onnxruntime(tmp_path, target):
+    """EDGEC_GSPC=gemm (a tuning record's gspc-gemm) on a foreign target, batch 2: every grouped conv with a window
+    runs one packed GEMM per group, epilogues and residuals fused (native: test_conv_emitter_gspc_families)."""
+    t = get_target(target)
+    if t.qemu and (shutil.which(t.cc) is None or shutil.which(t.qemu[0]) is None):
+        pytest.skip(f"{t.cc} or {t.qemu[0]} is not installed")
+    from edgec.codegen.options import CompileOptions
+
+    g = G()
+    x = g.input("x", [2, 12, 11, 13])
+    g.out(g.node("Relu", [g.conv(x, 12, 18, 3, group=3, strides=[2, 2], pads=[1, 1, 1, 1])]))
+    g.out(g.node("Add", [g.conv(x, 12, 12, 3, group=2, pads=[1, 1, 1, 1]), x]))      # stride 1, residual
+    g.out(g.conv(x, 12, 8, (3, 5), group=4, strides=[1, 2], pads=[2, 0, 1, 3], dilations=[2, 1]))
+    model = g.save(tmp_path / "g.onnx")
+    b = compile_model(model, tmp_path / "p", options=CompileOptions(target=target, gspc="gemm"))
+    algos = [l["algo"] for l in b.layers if l["op"] == "Conv"]
+    assert len(algos) == 3 and all(a.startswith("gemm-grouped-") for a in algos), algos
+    exe = build_project(b.dir, target, cflags=STRICT)["runner"]
+    sess = ort.InferenceSession(str(model))
+    feed = RNG.standard_normal((2, 12, 11, 13)).astype(np.float32)
+    np.save(tmp_path / "in.npy", feed)
+    r = subprocess.run([*(t.qemu or []), str(exe), str(tmp_path / "in.npy"), "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for i, want in enumerate(sess.run(None, {"x": feed})):
+        np.testing.assert_allclose(np.load(tmp_path / f"output_{i}.npy"), want, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_conv_gemm_or_gspc_by_estimate():
+    """Many channels a group: one GEMM per group where its estimate is lower (Zen 3, 1 thread, thread CPU ms,
+    bench_gspc.py --variants: 576ch 14x14 stride 2 g=2 GEMM 2.28 against GSPC 4.01); few: GSPC (64ch 56x56
+    stride 2 g=8 GSPC 0.14 against 0.36). Stride 1 with hundreds a group: Winograd over a GSPC whose tile
+    outgrows L1 (576ch 14x14 g=2 F(2,3) 5.1 ms a layer against GSPC 10.0)."""
+    from edgec.codegen import costmodel, kernels
+    from edgec.codegen.ops.conv import direct_path_3x3, grouped_gemm
+
+    def geom(c, hw, s, groups):
+        ho = (hw - 1) // s + 1
+        return dict(N=1, C=c, H=hw, W=hw, K=c, Ho=ho, Wo=ho, G=groups, KH=3, KW=3, SH=s, SW=s, DH=1, DW=1, PT=1,
+                    PL=1)
+
+    for name in ("x86_64-avx2", "native"):
+        t = get_target(name)
+        if t.isa != "avx2":
+            continue
+        assert grouped_gemm(t, geom(576, 14, 2, 2))
+        assert not grouped_gemm(t, geom(64, 56, 2, 8)) and not grouped_gemm(t, geom(256, 14, 2, 8))
+        mr, nr = kernels.gemm_kernel(t).params["mr"], kernels.gemm_kernel(t).params["nr"]
+        g = geom(576, 14, 1, 2)
+        assert costmodel.choose_conv3x3(t, g, mr, nr, *direct_path_3x3(t, g)).algo.startswith("winograd")
 
 
 def test_winograd_weight_stream_picks():
