@@ -79,14 +79,33 @@ def tile_unit(mr: int, nr: int) -> int:
     return mr
 
 
+def _block_traffic(np_: int, panels: int, tiles: int, a2: int, cpg: int, np_k: int, mr: int, nr: int,
+                   l2: int) -> int:
+    """Bytes beyond L2 a group's GEMMs move with tile blocks of np_ strips: U once per block (unless it fits
+    half of L2), and V of the block once per KB pass when it outgrows half of L2 (its xi slices then come
+    back from L3 or memory)."""
+    nb = -(-panels // np_)
+    tb = -(-(-(-tiles // nb)) // mr) * mr
+    passes = -(-np_k // max(nr, l2 // (a2 * tb * 4) // nr * nr))
+    u = 4 * a2 * np_k * cpg
+    v = 4 * a2 * cpg * np_ * mr
+    return (nb * u if u > l2 // 2 else 0) + (passes * v * nb if v > l2 // 2 else 0)
+
+
 def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int, blk: str = "auto") -> dict:
     """TB (tiles per work item, in MR strips), KB (output channels per GEMM pass, in NR panels), KSPLIT, KC.
     V of a block (alpha^2 x TB x Cpg, written by the input transform, read back by the GEMMs) in half of L2;
-    M in L2, in as few equal KB passes as that allows (one pass re-reads V per pass). More items than threads
-    when the layer has the tiles or channels; KC x NR of U (the GEMMs' B panel) in half of L1. Measured on
-    Zen 3 (512 KB L2), GEMMs alone: 128ch 28x28 F(4,3) 0.71 ms with two passes of 64 channels, 0.70 with one
-    of 128; one block of all 54 tiles (V in 2x L2, U streamed once) 0.68-0.69, but the same rule made 256ch
-    14x14 F(4,3) 1.26 ms against 0.93-0.95 with V in half of L2."""
+    M in L2, in as few equal KB passes as that allows (one pass re-reads V per pass). Where U outgrows twice
+    L2, larger blocks when they move fewer bytes past L2 (_block_traffic): each block streams U again, while a
+    V past L2 is re-read once per KB pass; threads then split the output channels rather than add blocks.
+    More items than threads when the layer has the tiles or channels;
+    KC x NR of U (the GEMMs' B panel) in half of L1. Measured on Zen 3 (512 KB L2), GEMMs alone: 128ch 28x28
+    F(4,3) 0.71 ms with two passes of 64 channels, 0.70 with one of 128. 4-layer stacks, thread CPU time, per
+    round against V in half of L2: 576ch 14x14 F(4,3) (48 MB of U) in one block of 18 tiles 0.51-0.70x the
+    time of three blocks of 6, 256ch 14x14 F(4,3) 0.60-0.80x, 576ch g=2 F(2,3) 0.85-0.89x; 128ch 28x28 F(4,3)
+    and 960ch 7x7 g=2 within noise (an earlier driver had measured 256ch 14x14 in one block 1.35x slower).
+    64ch 56x56 F(4,3) (590 KB of U) in blocks of 54 tiles: 0.94-0.98x at 1 thread, 1.08x at 2 (in ResNet-50):
+    below 2x L2 the rule above stays."""
     a2 = (m + 2) ** 2
     cpg, kpg = g["C"] // g["G"], g["K"] // g["G"]
     np_k = -(-kpg // nr) * nr
@@ -94,12 +113,17 @@ def blocking(target, g: dict, m: int, mr: int, nr: int, threads: int, blk: str =
     panels = -(-tiles // mr)  # tile strips
     l2 = target.l2_bytes
     np_ = max(1, min(panels, (l2 // 2) // (a2 * cpg * mr * 4)))
+    u_big = 4 * a2 * np_k * cpg > 2 * l2  # U streams from L3 or memory: blocks by the bytes they move
+    if u_big:
+        np_ = min(range(np_, panels + 1), key=lambda p: _block_traffic(p, panels, tiles, a2, cpg, np_k, mr, nr, l2))
     nblocks = -(-panels // np_)
     items = g["N"] * g["G"] * nblocks
     par = options.active().par  # a forced split axis (tuning's par-cols / par-rows): tiles or output channels
     if threads > 1 and par == "rows":
         ksplit = max(1, min(np_k // nr, -(-4 * threads // items)))
-    elif threads > 1 and (items < 2 * threads or par == "cols"):  # more blocks while that adds no padded panel
+    elif threads > 1 and ((items < 2 * threads and not u_big) or par == "cols"):
+        # more blocks while that adds no padded panel; with a big U the threads split the output channels
+        # instead (each more block streams all of U again)
         nblocks = min(panels, max(nblocks, -(-2 * threads // (g["N"] * g["G"]))))
         items = g["N"] * g["G"] * nblocks
     tb = -(-(-(-tiles // nblocks)) // mr) * mr
