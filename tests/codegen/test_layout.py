@@ -201,7 +201,10 @@ def test_graphs_match_onnxruntime_in_both_layouts(case, mode, tmp_path):
             g3 = [l["algo"] for l in blocked if l["algo"].startswith("conv1x1-nchwc") and "-g3" in l["algo"]]
             assert len(g3) == 4 and sum(a.endswith("-shuffled3") for a in g3) == 2
             assert any(l["op"] == "Concat" and l["algo"] == "copy-nchwc" for l in blocked)
-            assert sum(l["op"] == "LayoutReorder" for l in blocked) == 2
+            # one way in (a reorder, or the stem conv writing blocks where the cost model gives it the direct
+            # small-C kernel) and one way out
+            edges = [l["details"]["layout"] for l in blocked if "->" in l["details"]["layout"]]
+            assert sorted(e.startswith("nchw ->") for e in edges) == [False, True], edges
 
 
 def test_shuffle_fused_where_its_inner_tensors_are_private(tmp_path):

@@ -10,6 +10,7 @@ that tensor fall into one or two quantization steps and default int8 collapses t
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import onnx
@@ -187,7 +188,10 @@ def test_equalization_is_exact_in_fp32_and_undoes_the_outlier(collapse, ppocr_cl
     calib, ev = _digits_sets(collapse[2])
     notes: list[str] = []
     eq, done = equalize(model, calib.feeds[:64], notes)
-    assert done == 1 and "up to 90" in notes[0]  # /0/Conv -> Relu -> /3/Conv; its output range spread is ~900x
+    # /0/Conv -> Relu -> /3/Conv: the 1000x channel spreads its output ranges by ~900x (the trained weights, and so
+    # the exact figure, differ a little from CPU to CPU); after equalization they are even
+    spread = re.search(r"up to ([0-9.]+)x before, ([0-9.]+)x after", notes[0])
+    assert done == 1 and spread and float(spread[1]) > 300 and float(spread[2]) < 10, notes
     ref, got = predict(model, ev), predict(eq, ev)
     worst = max(float(np.abs(r[0] - g[0]).max()) / max(1.0, float(np.abs(r[0]).max())) for r, g in zip(ref, got))
     assert worst < 1e-5, worst
