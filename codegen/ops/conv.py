@@ -255,6 +255,9 @@ def row_passes(target, g: dict, kg: int, kpg: int, howo: int, nc: int, mr: int) 
 _PACK_MACS = 8.0  # one im2col copy costs about as much as 8 MACs of the microkernel (bench_gemm.py --split)
 
 
+_LAT_ROWS = 4  # rows of a GEMM tile that keep the FMA pipes busy: 2 pipes x 4 cycles of latency, 2 vectors a row
+
+
 def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
     """Dense conv whose output pixels fill NR-wide tiles badly (a 7x7 map: 49 of 64 columns, 61 on the
     stride-1 indirect path) while its output channels fill them well: run Y^T = A W^T with the pixels on
@@ -263,7 +266,11 @@ def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
     reads the input in place; a 1x1's copy is half that on either path. Chosen when 15% cheaper: at 14x14
     (5% less padding) it measured 0-9% slower, at 7x7 12-19% faster (bench_gemm.py, Zen 3). With the NCHW
     path's 1x1 copy charged in full, SqueezeNet's 16- and 32-channel squeeze layers at 55x55 and 27x27 went
-    transposed and the model ran 1.025-1.037x slower (CPU and wall time, two interleaved runs)."""
+    transposed and the model ran 1.025-1.037x slower (CPU and wall time, two interleaved runs).
+    A last strip of r < MR pixel rows runs r rows of FMAs (f32-gemm-tmpl.h), but under _LAT_ROWS its chains wait
+    on the FMA latency: it costs _LAT_ROWS rows. Charged as MR rows, AVX-512's 12x32 tile at 7x7 (60 of 49
+    rows, 1.07x less padding than 64 of 49 columns) stayed on the NCHW path, which there ran ResNet-50's
+    7x7 layers 1.15-1.5x slower than gemm-t (Sapphire Rapids, 1 thread, in the model)."""
     if g["G"] != 1:
         return False
     p, k = g["Ho"] * g["Wo"], g["K"]
@@ -272,7 +279,8 @@ def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
     tile = inr if in_place else nr
     copy = _PACK_MACS / 2 if is_direct(g) else _PACK_MACS
     normal = (-(-cols // tile) * tile / p) * (-(-k // mr) * mr / k) * (1 + (0 if in_place else copy / k))
-    flipped = (-(-p // mr) * mr / p) * (-(-k // nr) * nr / k) * (1 + copy / k)
+    rows = p // mr * mr + (min(mr, max(p % mr, _LAT_ROWS)) if p % mr else 0)
+    flipped = (rows / p) * (-(-k // nr) * nr / k) * (1 + copy / k)
     return normal > 1.15 * flipped
 
 

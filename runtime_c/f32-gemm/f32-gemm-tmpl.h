@@ -10,14 +10,21 @@
 /* R rows (a constant once inlined): a tile of mr < MR rows runs R = mr rows of FMAs, not MR (the last
  * 1-row tile of a 49-pixel 7x7 map, f32-convt, did 6 rows' work). Each row's arithmetic is the same
  * whatever R, so outputs do not depend on where tiles are cut. A is still packed MR rows per k. */
-/* B_PF(bk): the B line 16 k steps ahead, where a B row is one 64-byte line (NR = 16: AVX2 6x16).
- * The packed B is streamed once per row strip and the next panel follows it, so this also fetches
- * the next panel's head. It pays where B comes from memory: the Winograd U and the transposed
- * GEMM's weights (ResNet-50, whole model, 1 thread: F(2,3) layers 0.93x, gemm-t 0.94x, 1x1 0.99x;
- * 32 and 64 steps ahead, or A as well, measured no better). Not on the indirect path (rows in place). */
-#if !defined(INDIRECT) && (NV * EC_VL) == 16 && (defined(__GNUC__) || defined(__clang__))
+/* B_PF(bk): the B row 16 k steps ahead, where a B row is whole 64-byte lines (NR = 16: AVX2 6x16, one
+ * line; NR = 32: AVX-512 12x32, two). The packed B is streamed once per row strip and the next panel
+ * follows it, so this also fetches the next panel's head. It pays where B comes from memory: the Winograd
+ * U and the transposed GEMM's weights (ResNet-50, whole model, 1 thread, Zen 3: F(2,3) layers 0.93x, gemm-t
+ * 0.94x, 1x1 0.99x; 32 and 64 steps ahead, or A as well, measured no better. Sapphire Rapids, AVX-512:
+ * Winograd F(4,3) at 14x14 0.77x, F(2,3) at 7x7 0.70x, gemm-t 0.82-0.87x, the model 0.89x; 24 and 32 steps
+ * ahead no better). Not on the indirect path (rows in place). */
+#if !defined(INDIRECT) && ((NV * EC_VL) == 16 || (NV * EC_VL) == 32) && (defined(__GNUC__) || defined(__clang__))
 /* integer arithmetic: the address may lie past B's end (a prefetch never faults) */
-#define B_PF(bk) __builtin_prefetch((const void *)((uintptr_t)(bk) + 16 * NR * sizeof(float)))
+#define B_PF_AT(bk, line) __builtin_prefetch((const void *)((uintptr_t)(bk) + 16 * NR * sizeof(float) + 64 * (line)))
+#if (NV * EC_VL) == 16
+#define B_PF(bk) B_PF_AT(bk, 0)
+#else
+#define B_PF(bk) (B_PF_AT(bk, 0), B_PF_AT(bk, 1))
+#endif
 #else
 #define B_PF(bk) ((void)0)
 #endif
@@ -161,5 +168,6 @@ F32_GEMM_DECL(FN) {
 #undef NR
 #undef B_ROW
 #undef B_PF
+#undef B_PF_AT
 #undef ROWS_ARGS
 #undef ROWS_FN
