@@ -527,7 +527,7 @@ def _emit_dw_cb(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int,
 
 # direct few-input-channel kernel (runtime_c/f32-conv/f32-conv-smallc.h): vector ISA -> (C function, file, lanes)
 SMALLC_KERNELS = {"avx2": ("f32_conv_smallc__avx2", "f32-conv/f32-conv-smallc-avx2.c", 8),
-                  "avx512": ("f32_conv_smallc__avx2", "f32-conv/f32-conv-smallc-avx2.c", 8),
+                  "avx512": ("f32_conv_smallc__avx512", "f32-conv/f32-conv-smallc-avx512.c", 16),
                   "neon": ("f32_conv_smallc__neon", "f32-conv/f32-conv-smallc-neon.c", 4)}
 SMALLC_MAX_C = 4  # F32_CONV_SMALLC_MAX_C: beyond it the GEMM's K is long enough to amortise its packing
 

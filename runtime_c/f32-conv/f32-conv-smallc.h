@@ -43,6 +43,7 @@ struct f32_conv_smallc_shape {
 
 void f32_conv_smallc__scalar(const f32_conv_smallc_shape *s, const f32_conv_smallc_args *a, size_t item);
 void f32_conv_smallc__avx2(const f32_conv_smallc_shape *s, const f32_conv_smallc_args *a, size_t item);
+void f32_conv_smallc__avx512(const f32_conv_smallc_shape *s, const f32_conv_smallc_args *a, size_t item);
 void f32_conv_smallc__neon(const f32_conv_smallc_shape *s, const f32_conv_smallc_args *a, size_t item);
 
 /* output channels written: K, or whole blocks of CB when blocked (pad channels included) */

@@ -22,7 +22,7 @@ from edgec.runtime_c import root as runtime_root
 from qkit import SAN, build_for_target
 
 C_TEST = Path(__file__).with_name("c") / "test_smallc.c"
-TARGETS = {"x86_64-avx2": ("avx2", 8), "aarch64-neon": ("neon", 4), "armv7-neon": ("neon", 4)}
+TARGETS = {"x86_64-avx2": ("avx2", 8), "x86_64-avx512": ("avx512", 16), "aarch64-neon": ("neon", 4), "armv7-neon": ("neon", 4)}
 SRC = "f32-conv/f32-conv-smallc"
 
 
@@ -143,7 +143,9 @@ def test_stems_direct_match_onnxruntime(tmp_path, target, threads):
                   CompileOptions(target=target, threads=threads, smallc="direct"))
     convs = [l["algo"] for l in b.layers if l["op"] == "Conv"]
     assert len(convs) == 6 and all(a.startswith("direct-smallc-") for a in convs), convs
-    lanes = 4 if "neon" in get_target(target).isa else 8  # the kernel's vector (avx512 targets run the avx2 one)
+    from edgec.codegen.ops.conv import SMALLC_KERNELS
+    from edgec.codegen.ops.elementwise import vector_isa
+    lanes = SMALLC_KERNELS[vector_isa(get_target(target))][2]  # the kernel's vector
     assert {a.split("-")[2] for a in convs} == {str(lanes), str(2 * lanes)}, convs  # K <= lanes: one vector
 
 
