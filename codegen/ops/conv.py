@@ -255,7 +255,7 @@ def row_passes(target, g: dict, kg: int, kpg: int, howo: int, nc: int, mr: int) 
 _PACK_MACS = 8.0  # one im2col copy costs about as much as 8 MACs of the microkernel (bench_gemm.py --split)
 
 
-_LAT_ROWS = 4  # rows of a GEMM tile that keep the FMA pipes busy: 2 pipes x 4 cycles of latency, 2 vectors a row
+_SHORT_TAIL = 4  # pixels past a multiple of MR below which the transposed path's rows are charged P//MR*MR + this
 
 
 def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
@@ -267,12 +267,12 @@ def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
     (5% less padding) it measured 0-9% slower, at 7x7 12-19% faster (bench_gemm.py, Zen 3). With the NCHW
     path's 1x1 copy charged in full, SqueezeNet's 16- and 32-channel squeeze layers at 55x55 and 27x27 went
     transposed and the model ran 1.025-1.037x slower (CPU and wall time, two interleaved runs).
-    A last strip of r < MR pixel rows runs r rows of FMAs (f32-gemm-tmpl.h); under _LAT_ROWS its chains wait on
-    the FMA latency, so such a strip is charged _LAT_ROWS rows (others MR, as measured). Charged as MR rows,
-    AVX-512's 12x32 tile at 7x7 (60 of 49 rows, 1.07x less padding than 64 of 49 columns) stayed on the NCHW
-    path, which ran ResNet-50's 7x7 layers 1.15-1.5x slower than gemm-t there (Sapphire Rapids, 1 thread, in
-    the model); charging every short strip its own rows sent the 14x14 layers to gemm-t as well, 1.0-1.25x
-    slower."""
+    The transposed path cuts the P pixels into balanced strips (f32_convt_strip: 49 on MR = 12 are 5 strips of
+    9-10 rows), so ceil(P/MR)*MR rows overcharge it most where P is just past a multiple of MR: there (fewer
+    than _SHORT_TAIL pixels past it) it is charged P//MR*MR + _SHORT_TAIL rows. Charged in full, AVX-512's 12x32
+    tile at 7x7 (60 of 49 rows against 64 of 49 columns) stayed on the NCHW path, which ran ResNet-50's 7x7
+    layers 1.15-1.5x slower than gemm-t there (Xeon Emerald Rapids, 1 thread, in the model); charged its
+    exact P rows everywhere, the 14x14 layers (P % 12 = 4) went to gemm-t too, 1.0-1.25x slower."""
     if g["G"] != 1:
         return False
     p, k = g["Ho"] * g["Wo"], g["K"]
@@ -281,7 +281,7 @@ def transposed(g: dict, mr: int, nr: int, inr: int) -> bool:
     tile = inr if in_place else nr
     copy = _PACK_MACS / 2 if is_direct(g) else _PACK_MACS
     normal = (-(-cols // tile) * tile / p) * (-(-k // mr) * mr / k) * (1 + (0 if in_place else copy / k))
-    rows = p // mr * mr + _LAT_ROWS if 0 < p % mr < _LAT_ROWS <= mr else -(-p // mr) * mr
+    rows = p // mr * mr + _SHORT_TAIL if 0 < p % mr < _SHORT_TAIL <= mr else -(-p // mr) * mr
     flipped = (rows / p) * (-(-k // nr) * nr / k) * (1 + copy / k)
     return normal > 1.15 * flipped
 

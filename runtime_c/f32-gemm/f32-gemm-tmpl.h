@@ -14,7 +14,7 @@
  * line; NR = 32: AVX-512 12x32, two). The packed B is streamed once per row strip and the next panel
  * follows it, so this also fetches the next panel's head. It pays where B comes from memory: the Winograd
  * U and the transposed GEMM's weights (ResNet-50, whole model, 1 thread, Zen 3: F(2,3) layers 0.93x, gemm-t
- * 0.94x, 1x1 0.99x; 32 and 64 steps ahead, or A as well, measured no better. Sapphire Rapids, AVX-512:
+ * 0.94x, 1x1 0.99x; 32 and 64 steps ahead, or A as well, measured no better. Xeon Emerald Rapids, AVX-512:
  * Winograd F(4,3) at 14x14 0.77x, F(2,3) at 7x7 0.70x, gemm-t 0.82-0.87x, the model 0.89x; 24 and 32 steps
  * ahead no better). Not on the indirect path (rows in place). */
 #if !defined(INDIRECT) && ((NV * EC_VL) == 16 || (NV * EC_VL) == 32) && (defined(__GNUC__) || defined(__clang__))
