@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
-
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from edgec.codegen import build_project, compile_model, kernels
 from edgec.codegen.options import CompileOptions
