@@ -19,7 +19,7 @@ Q8_GEMM = {
     "scalar": ("q8_gemm_4x8__scalar", "q8-gemm/q8-gemm-4x8-scalar.c", False),
     "avx2": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", False),
     "avx512": ("q8_gemm_4x16__avx512bw", "q8-gemm/q8-gemm-4x16-avx512bw.c", False),
-    "avx512vnni": ("q8_gemm_4x16__avx512vnni", "q8-gemm/q8-gemm-4x16-avx512vnni.c", False),
+    "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8-gemm/q8-gemm-8x32-avx512vnni.c", False),
     "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", True),
     "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", True),
 }

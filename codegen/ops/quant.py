@@ -216,6 +216,19 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
+def dw_quads(w: np.ndarray, zx: int) -> tuple[np.ndarray, np.ndarray]:
+    """The VNNI depthwise kernel's weights (q8_dw_params.quad, .zrow; runtime_c/q8-dwconv/q8-dwconv.h), packed
+    here once instead of per channel on every run: W[C][kh][kw] int8 -> quads [C][kh][ceil(kw/4)] int32 (taps
+    4k..4k+3 of a row, tap 4k+t in byte t, zero past kw) and zx * each row's weight sum [C][kh] int32."""
+    C, kh, kw = w.shape
+    nq = (kw + 3) // 4
+    padded = np.zeros((C, kh, 4 * nq), np.int8)
+    padded[:, :, :kw] = w
+    quad = np.ascontiguousarray(padded).view("<i4").reshape(C, kh, nq)
+    zrow = w.astype(np.int32).sum(axis=2) * np.int32(zx)
+    return quad.astype(np.int32), zrow.astype(np.int32)
+
+
 def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
     """Depthwise: direct kernel over a zero-point padded, stride-phase-split copy of each channel."""
     N, C, H, W = dims
@@ -244,7 +257,11 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
     run = (f"q8_dwconv_run_lut(q8_dwconv__{isa}, &p, {lut[0]}, {lut[1]}, " if lut else
            f"q8_dwconv_run(q8_dwconv__{isa}, &p, ")
-    return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
+    packed = "NULL, NULL"
+    if isa == "avx512vnni":
+        quad, zrow = dw_quads(wq.reshape(C, k[0], k[1]), zx)
+        packed = f"{ctx.weight(f'{node.name}:quad', quad)}, {ctx.weight(f'{node.name}:zrow', zrow)}"
+    return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}, {packed}}};\n"
             f"{run}{X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 
 

@@ -17,6 +17,10 @@ typedef struct {
     const int32_t *bias, *mult, *shift; /* [C] */
     int32_t zp, qmin, qmax;
     uint8_t zx;
+    /* optional, packed at compile time for the VNNI kernel (NULL: it derives them per channel):
+     * quad [C][kh][ceil(kw/4)]: taps 4k..4k+3 of a kernel row, tap 4k+t in byte t, 0 past kw;
+     * zrow [C][kh]: zx * the sum of a kernel row's weights (what a row wholly in the padding adds) */
+    const int32_t *quad, *zrow;
 } q8_dw_params;
 
 typedef void (*q8_dwconv_fn)(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from edgec.codegen.ops.qpack import requant_scales, row_params, to_u8_domain
+from edgec.codegen.ops.quant import dw_quads
 from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 from test_q8_conv import _model_and_data
 
@@ -102,8 +103,9 @@ def _problem(path, case, x, q):
     rp = row_params(w, q["b"], zx, requant_scales(q["x_s"], q["w_s"], q["y_s"], C), False)
     hdr = np.array([1, C, H, W, k, k, s, s, d, d, p, p, Ho, Wo, zy, 0, 255, zx], np.int32)
     xu = (x.astype(np.int16) + (128 if xdt == np.int8 else 0)).astype(np.uint8)
+    quad, zrow = dw_quads(q["w"].reshape(C, k, k), zx)  # the emitter's packing, read by the VNNI kernel
     path.write_bytes(hdr.tobytes() + w.tobytes() + rp.bias[:C].tobytes() + rp.mult[:C].tobytes()
-                     + rp.shift[:C].tobytes() + xu.tobytes())
+                     + rp.shift[:C].tobytes() + quad.tobytes() + zrow.tobytes() + xu.tobytes())
     return (1, C, Ho, Wo)
 
 

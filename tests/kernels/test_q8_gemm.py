@@ -16,7 +16,7 @@ VARIANTS = {  # isa -> (function, file, reads X signed)
     "scalar": ("q8_gemm_4x8__scalar", "q8-gemm/q8-gemm-4x8-scalar.c", 0),
     "avx2": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", 0),
     "avx512": ("q8_gemm_4x16__avx512bw", "q8-gemm/q8-gemm-4x16-avx512bw.c", 0),
-    "avx512vnni": ("q8_gemm_4x16__avx512vnni", "q8-gemm/q8-gemm-4x16-avx512vnni.c", 0),
+    "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8-gemm/q8-gemm-8x32-avx512vnni.c", 0),
     "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", 1),
     "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", 1),
 }

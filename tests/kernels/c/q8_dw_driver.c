@@ -1,6 +1,7 @@
 /* Runs the q8 depthwise variant KERNEL on a problem file (argv[1]) and writes y to argv[2].
  * File: int32 header[18] = batch C H W kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx,
- * then w (C*kh*kw int8), bias/mult/shift (C int32 each), x (u8). Optional argv[3]: threads. */
+ * then w (C*kh*kw int8), bias/mult/shift (C int32 each), quad (C*kh*ceil(kw/4) int32) and zrow
+ * (C*kh int32) as the emitter packs them (kernels other than the VNNI one ignore them), x (u8). Optional argv[3]: threads. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,11 +22,13 @@ int main(int argc, char **argv)
     if (!f || fread(h, 4, 18, f) != 18)
         return 2;
     q8_dw_params p = {h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13],
-                      NULL, NULL, NULL, NULL, h[14], h[15], h[16], (uint8_t)h[17]};
+                      NULL, NULL, NULL, NULL, h[14], h[15], h[16], (uint8_t)h[17], NULL, NULL};
     p.w = slurp(f, (size_t)p.C * p.kh * p.kw);
     p.bias = slurp(f, 4 * (size_t)p.C);
     p.mult = slurp(f, 4 * (size_t)p.C);
     p.shift = slurp(f, 4 * (size_t)p.C);
+    p.quad = slurp(f, 4 * (size_t)p.C * p.kh * ((p.kw + 3) / 4)); /* the emitter's packing (dw_quads) */
+    p.zrow = slurp(f, 4 * (size_t)p.C * p.kh);
     size_t nx = (size_t)p.batch * p.C * p.H * p.W, ny = (size_t)p.batch * p.C * p.Ho * p.Wo;
     uint8_t *x = slurp(f, nx), *y = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p) * EC_MAX_THREADS);
     fclose(f);
@@ -43,6 +46,7 @@ int main(int argc, char **argv)
         return 2;
     fclose(o);
     free((void *)p.w); free((void *)p.bias); free((void *)p.mult); free((void *)p.shift);
+    free((void *)p.quad); free((void *)p.zrow);
     free(x); free(y); free(scr);
     return 0;
 }

@@ -19,7 +19,7 @@ static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8;
 
 static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int dw, int pt, int pl)
 {
-    q8_dw_params p = {2, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0};
+    q8_dw_params p = {2, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0, NULL, NULL};
     const int k = kh * kw;
     p.Ho = (H + 2 * pt - dh * (kh - 1) - 1) / sh + 1;
     p.Wo = (W + pl + (pl + 1) - dw * (kw - 1) - 1) / sw + 1; /* right pad pl+1 */
