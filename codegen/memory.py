@@ -117,10 +117,13 @@ INPLACE_ATTR = "ec_inplace_inputs"  # per input of a Concat: written straight in
 
 
 def mark_inplace_concats(g: Graph) -> None:
-    """Choose the channel Concat inputs that are written straight into the Concat's output: a plain
-    (not channel-blocked) Concat whose rows are whole tensors (every dimension before the axis 1), not
-    a graph output; an input that an ordinary layer (not a view) writes, that nothing else reads, at a
-    64-byte aligned offset (kernels may assume aligned tensors). The emitter copies only the others."""
+    """Choose the channel Concat inputs that are written straight into the Concat's output: a Concat whose
+    rows are whole tensors (every dimension before the axis 1), not a graph output; an input that an ordinary
+    layer (not a view) writes, that nothing else reads, at a 64-byte aligned offset (kernels may assume aligned
+    tensors). The emitter copies only the others. Channel-blocked (NCHWc) Concats too: with one image and every
+    input but the last whole blocks, the output's blocks are its inputs' blocks one after the other, so an input
+    lives at the sum of the stored sizes before it (SqueezeNet's fire modules: the copies were 7% of its
+    blocked time)."""
     uses: dict[int, int] = {}
     producer: dict[int, object] = {}
     for n in g.nodes:
@@ -133,16 +136,19 @@ def mark_inplace_concats(g: Graph) -> None:
     for n in g.nodes:
         n.attrs.pop(INPLACE_ATTR, None)
         y = n.outputs[0] if n.outputs else None
-        if n.op != "Concat" or y is None or y.block or id(y) in boundary or not y.shape:
+        if n.op != "Concat" or y is None or id(y) in boundary or not y.shape:
             continue
         axis = n.attr("axis", 0) % len(y.shape)
         if any(d != 1 for d in y.shape[:axis]) or any(x is None for x in n.inputs):
+            continue
+        if y.block and (axis != 1 or any(x.block != y.block for x in n.inputs)
+                        or any(x.shape[1] % y.block for x in n.inputs[:-1])):
             continue
         flags, off, seen = [], 0, set()
         for x in n.inputs:
             prod = producer.get(id(x))
             spec = registry.get(prod.op) if prod is not None else None
-            flags.append(not x.is_const and id(x) not in boundary and not x.block and x.dtype == y.dtype
+            flags.append(not x.is_const and id(x) not in boundary and x.block == y.block and x.dtype == y.dtype
                          and uses.get(id(x)) == 1 and id(x) not in seen and prod is not None
                          and spec is not None and not spec.view and off % ALIGN == 0)
             seen.add(id(x))
