@@ -5,6 +5,7 @@
  * ppocr's 1x1 layers). The two 4-row panels of q8_pack_w are read side by side; a last panel alone and
  * a last 16-pixel block take the narrower forms of the same tile. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "q8-gemm.h"
 #include "../q8-requant/q8-rq-avx512.h"
@@ -23,8 +24,9 @@ static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t 
         const __m512i x0 = _mm512_loadu_si512((const void *)x);
         const __m512i x1 = nv > 1 ? _mm512_loadu_si512((const void *)(x + 64)) : x0;
         for (int r = 0; r < rows; r++) {
-            const int8_t *wq = (r < 4 ? w0 : w1) + k4 * 16 + 4 * (r & 3);
-            const __m512i b = _mm512_broadcastd_epi32(_mm_loadu_si32(wq));
+            int32_t wq; /* one broadcast load (gcc folds the copy into vpbroadcastd from memory) */
+            memcpy(&wq, (r < 4 ? w0 : w1) + k4 * 16 + 4 * (r & 3), 4);
+            const __m512i b = _mm512_set1_epi32(wq);
             acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x0, b);
             if (nv > 1)
                 acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x1, b);
