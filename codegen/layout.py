@@ -453,7 +453,7 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
             "class": region_class(region, target, kinds), "nodes": _snapshot(region),
             "has_dw": any(k == "dw" for k in kinds.values())}
     info["edges"] = edges(g, region, target)
-    info["estimate"] = estimate(g, region, target) if info["has_dw"] else None
+    info["estimate"] = estimate(g, region, target)  # edgec tune records it beside each layout it times
     rec = opts.tuned_for(info["signature"]) if opts.tuned else None
     forced = rec[0].get("layout") if rec is not None else None
     if mode in ("nchw", "nchwc"):
