@@ -436,6 +436,37 @@ def test_blocked_regions_are_not_tuned_per_layer(tmp_path):
     assert all(l["details"].get("layout", "nchw") == "nchw" for l in forced.layers if l["op"] == "Conv")
 
 
+def test_a_region_without_depthwise_is_measured_and_stays_nchw_until_a_record_says_blocked(tmp_path):
+    """A region of 1x1 convs and a pool stays NCHW by default (layout.pays: the estimate is trusted only where
+    depthwise gains dominate), but edgec tune measures it both ways like any region holding a 1x1 conv, and
+    compile follows a record of its signature (SqueezeNet's fire modules: blocked 0.94x on an AVX-512 host)."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.project import compile_model
+    from edgec.devices.inventory import device_from_profile
+    from edgec.devices.tune import plan
+
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.2).astype(np.float32), n)
+             for n, s in (("w0", (32, 16, 1, 1)), ("w1", (32, 32, 1, 1)))]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"]), helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("MaxPool", ["r0"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w1"], ["c1"]), helper.make_node("Relu", ["c1"], ["y"])]
+    graph = helper.make_graph(nodes, "pwpool", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 6, 6])], inits)
+    path = tmp_path / "pwpool.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    dev = device_from_profile("local", "local")
+    opts = CompileOptions(target=dev.target, threads=1, tuning="off")
+    base = compile_model(path, tmp_path / "base", options=opts)
+    assert all(l.get("details", {}).get("layout", "nchw") == "nchw" for l in base.layers), base.layers
+    regions = [j for j in plan(path, dev, 1) if j.region is not None]
+    assert [j.cls for j in regions] == ["region[1x1,pool]"] and regions[0].default_algo == "layout-nchw"
+    rec = ((regions[0].signature, "layout=nchwc", "measured"),)
+    blocked = compile_model(path, tmp_path / "blocked", options=opts.with_(tuning="auto", tuned=rec))
+    assert all(l.get("details", {}).get("layout", "nchw") != "nchw" for l in blocked.layers if l["op"] == "Conv"), \
+        blocked.layers
+
+
 def _own_cache(tune_cache, tmp_path, monkeypatch) -> Path:
     """A cache folder (and so a tuning database) of the test's own, so that its region records and the layout
     constant they fit stay out of the module's other tests; compiled runtime kernels shared with them."""
