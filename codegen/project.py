@@ -15,7 +15,7 @@ from edgec.codegen import registry, variants
 from edgec.codegen.emit import EmitContext, LayerInfo
 from edgec.codegen.ir import Graph
 from edgec.codegen.lower import lower_file
-from edgec.codegen.memory import Plan, mark_inplace_concats, plan_memory
+from edgec.codegen.memory import Plan, mark_inplace_concats, mark_residual_outputs, plan_memory
 from edgec.codegen.options import CompileOptions, using
 from edgec.codegen.printer import write_model, write_project, write_tune_project
 from edgec.codegen.targets import Target, get_target
@@ -55,6 +55,7 @@ def _emit(g: Graph, target: Target, prefix: str) -> tuple[EmitContext, list[Laye
     g = layout.assign(g, target, options.active().layout)  # per region NCHW or NCHWc, reorders at the edges
     ctx = EmitContext(target, weights_symbol=f"{prefix}_weights", pool_expr=f"{prefix}_pool")
     mark_inplace_concats(g)  # before emission: the Concat emitter skips the inputs written in place
+    mark_residual_outputs(g)  # before emission: an emitter whose kernel accumulates onto its output takes the offer
     layers = emit_layers(g, ctx)
     return ctx, layers, plan_memory(g, [l.scratch for l in layers], ctx.scratch_sizes)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.codegen import kernels, options
+from edgec.codegen import kernels, memory, options
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops._util import flt
@@ -80,8 +80,17 @@ def _bias(node: Node, ctx: EmitContext) -> str:
     return ctx.ptr(b)
 
 
+def take_residual_buffer(node: Node) -> None:
+    """Called by a path whose driver accumulates onto the output when the residual is the output's own buffer
+    (res == y, memory.mark_residual_outputs): the planner then gives the output the residual's buffer."""
+    if node.attr(memory.RES_ATTR):
+        node.attrs[memory.RES_ATTR] = memory.RES_TAKEN
+
+
 @register("Conv", epilogue=True)
 def emit(node: Node, ctx: EmitContext) -> str:
+    if node.attr(memory.RES_ATTR):  # the offer stands until a path takes it (an emitter may run more than once)
+        node.attrs[memory.RES_ATTR] = memory.RES_CANDIDATE
     g = geometry(node)
     w = node.inputs[1].const.reshape(g["K"], g["C"] // g["G"], g["KH"], g["KW"]).astype(np.float32)
     macs = g["N"] * g["K"] * (g["C"] // g["G"]) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
@@ -230,6 +239,7 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     if use_indirect(g, kernels.igemm_kernel(ctx.target).params["nr"]):
         return _emit_s1(node, ctx, g, wp, kind, macs, x, y, epi)
     mc = row_passes(t, g, kg, kpg, howo, nc, mr)
+    take_residual_buffer(node)  # f32_conv_gemm_item_ms: res == y accumulates onto the output
     per = kg * (min(nc, 2 * nr) if ring and not mc else nc)
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(k.file, "f32-conv/f32-conv.h")
@@ -302,6 +312,7 @@ def _emit_convt(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int,
     a = ctx.scratch(g["N"] * pp * kg * 4)
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(k.file, "f32-conv/f32-convt.h")
+    take_residual_buffer(node)  # f32_convt_item_sb: res == y accumulates onto the output
     ctx.note(algo=f"gemm-t-{k.tile}-{k.isa}", macs=macs, kernel=k.name, kc=kc, kch=kch)
     x, y, epi = ctx.ptr(node.inputs[0]), ctx.ptr(node.outputs[0]), epilogue_fields(node, ctx, _bias(node, ctx))
     shape = _shape_init(g, "N C H W K Ho Wo KH KW SH SW DH DW PT PL")

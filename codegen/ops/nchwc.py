@@ -91,7 +91,7 @@ def emit_reorder(node: Node, ctx: EmitContext) -> str:
 
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     """Depthwise (any window) or 1x1 stride-1 conv (dense or grouped), blocked in and out."""
-    from edgec.codegen.ops.conv import epilogue_fields
+    from edgec.codegen.ops.conv import epilogue_fields, take_residual_buffer
     x, y = node.inputs[0], node.outputs[0]
     b = y.block
     if x.block != b or (node.epilogue.residual is not None and node.epilogue.residual.block != b):
@@ -138,6 +138,8 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         kc = union if 8 * union * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
             f"-g{g['G']}" if g["G"] > 1 else "") + (f"-shuffled{shuffled}" if shuffled > 1 else "")
+        if g["G"] == 1 and shuffled <= 1:  # f32_nchwc_1x1_blocks' dense path: res == y starts from the output
+            take_residual_buffer(node)
     else:
         raise EdgecError(f"internal: node {node.name} (Conv) has no channel-blocked kernel")
     wptr = ctx.weight(f"nchwc-w-{b}:{node.name}", wp)

@@ -180,9 +180,13 @@ EC_INLINE void f32_conv_pf_tile(const float *p, size_t ld, size_t mr, size_t nr,
  * MC > 0: the rows run in passes of MC over the whole block (its panels kept, no ring), so a strip's output
  * and residual rows are written and read as a few sequential streams rather than one line of every row per
  * panel (ResNet-50's 56x56 1x1 layers: 0.85x in the model, the B panel then read from L2 per tile).
- * Same tiles, same K blocks, same arithmetic. */
+ * Same tiles, same K blocks, same arithmetic.
+ * acc_out: C holds the residual (the output took its buffer, codegen/memory.py mark_residual_outputs), so the
+ * first K block accumulates onto C and the epilogue adds no residual: one stream read and written in place
+ * rather than a residual read plus an output's write-allocate reads. */
 EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, size_t m0, size_t m1, const float *w,
-                                    float *bp, size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e) {
+                                    float *bp, size_t n0, size_t nc, float *c, size_t ldc, const f32_gemm_epi *e,
+                                    int acc_out) {
   const size_t MR = s->MR, NR = s->NR, KC = s->KC, Cpg = s->C / s->G, K = Cpg * s->KH * s->KW;
   const size_t units = f32_conv_is_1x1(s) ? K : Cpg * s->KH;
   const size_t panels = EC_DIV_UP(nc, NR), strips = EC_DIV_UP(m1 - m0, MR);
@@ -232,7 +236,7 @@ EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, siz
               if (e->res) f32_conv_pf_tile(e->res + ni * ldc + n0 + np * NR, ldc, nmr, nnr, 0);
             }
           }
-          s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0, last ? &te : NULL);
+          s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0 || acc_out, last ? &te : NULL);
         }
       }
     }
@@ -263,11 +267,13 @@ EC_INLINE void f32_conv_gemm_item_ms(const f32_conv_shape *s, const f32_conv_arg
   f32_gemm_epi e;
   e.bias_r = a->bias ? a->bias + g * Kpg : NULL;
   e.bias_c = NULL;
-  e.res = a->res ? a->res + yoff : NULL;
+  /* the residual in the output's own buffer (added before the activation): accumulate onto it */
+  const int acc_out = a->res != NULL && a->res == a->y && a->res_before_act;
+  e.res = a->res && !acc_out ? a->res + yoff : NULL;
   e.res_before_act = a->res_before_act;
   e.act = a->act;
   const float *wg = a->w + g * EC_ROUND_UP(Kpg, s->MR) * Kg;
-  f32_conv_block_ahead(s, xg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e);
+  f32_conv_block_ahead(s, xg, m0, m1, wg, bp, n0, nc, a->y + yoff, HoWo, &e, acc_out);
 }
 
 EC_INLINE void f32_conv_gemm_item_nb(const f32_conv_shape *s, const f32_conv_args *a, size_t tid,

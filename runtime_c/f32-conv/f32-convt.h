@@ -172,6 +172,7 @@ EC_INLINE void f32_convt_item_sb(const f32_convt_shape *s, const f32_convt_args 
   f32_convt_strip(P, MR, q1 - 1, &p1, &len);
   p1 += len;
   const float *ap = a->a + n * pp * Kg;
+  const int acc_out = a->res != NULL && a->res == a->y && a->res_before_act;
   float *tile = a->scratch + tid * a->scratch_floats_per_thread, *row = tile + pp * NR;
   for (size_t j0 = k0; j0 < k1; j0 += NR) {
     const size_t nr = EC_MIN(NR, k1 - j0);
@@ -187,8 +188,11 @@ EC_INLINE void f32_convt_item_sb(const f32_convt_shape *s, const f32_convt_args 
     }
     for (size_t q = 0; q < nr; q++) {
       const size_t o = (n * K + j0 + q) * P + p0;
-      for (size_t p = p0; p < p1; p++) row[p - p0] = tile[p * NR + q];
-      ec_epi_row(row, a->y + o, p1 - p0, a->bias ? a->bias[j0 + q] : 0.0f, a->res ? a->res + o : NULL,
+      if (acc_out) /* the residual is the output's own buffer (codegen/memory.py mark_residual_outputs) */
+        for (size_t p = p0; p < p1; p++) row[p - p0] = tile[p * NR + q] + a->y[o + p - p0];
+      else
+        for (size_t p = p0; p < p1; p++) row[p - p0] = tile[p * NR + q];
+      ec_epi_row(row, a->y + o, p1 - p0, a->bias ? a->bias[j0 + q] : 0.0f, a->res && !acc_out ? a->res + o : NULL,
                  a->res_before_act, a->act);
     }
   }

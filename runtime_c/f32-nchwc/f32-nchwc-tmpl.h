@@ -91,12 +91,20 @@ EC_NOINLINE void NCHWC_FN(f32_nchwc_1x1_epi)(const f32_nchwc_conv_args *a, float
     ec_vepi_row(y + j * ystride, res ? res + j * ystride : NULL, n, a->res_before_act, a->act);
 }
 
-/* a tile's accumulators: the bias on the first pass over the input channels, the partial sums after it */
+/* a tile's accumulators: the bias on the first pass over the input channels (first = 2: plus the residual the
+ * output's buffer holds, f32_nchwc_1x1_blocks), the partial sums after it */
 #define NCHWC_1X1_ACC_INIT()                                                                                     \
   if (first) {                                                                                                   \
     const ec_v b0_ = ec_vld(bias), b1_ = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();                             \
     NCHWC_UNROLL                                                                                                 \
     for (size_t p = 0; p < pt; p++) acc[p][0] = b0_, acc[p][1] = b1_;                                            \
+    if (first == 2) {                                                                                            \
+      NCHWC_UNROLL                                                                                               \
+      for (size_t p = 0; p < pt; p++) {                                                                          \
+        acc[p][0] = ec_vadd(acc[p][0], ec_vld(y + p * EC_VL));                                                   \
+        if (kt > 1) acc[p][1] = ec_vadd(acc[p][1], ec_vld(y + ystride + p * EC_VL));                            \
+      }                                                                                                          \
+    }                                                                                                            \
   } else {                                                                                                       \
     NCHWC_UNROLL                                                                                                 \
     for (size_t p = 0; p < pt; p++)                                                                              \
@@ -206,17 +214,18 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_row)(const f32_nchwc_conv_args *a, const f
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, const float *x, const float *wa,
                                                    const float *wb, const float *bias, float *y, const float *res,
                                                    size_t HW, const size_t kt, size_t p0, size_t p1, size_t C,
-                                                   size_t KC) {
+                                                   size_t KC, int acc_out) {
   for (size_t c0 = 0; c0 < C; c0 += KC) {
     const size_t c1 = EC_MIN(C, c0 + KC);
+    const int first = c0 == 0 ? 1 + acc_out : 0;
     size_t p = p0;
     for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, NCHWC_PT, kt, c0, c1, c0 == 0);
+      NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, NCHWC_PT, kt, c0, c1, first);
     /* the last 1-5 pixels as one tile: one pixel at a time left each accumulator one FMA per channel, waiting
      * on the FMA latency (4 single-pixel tiles were ~8% of a 14x14 layer's time for 2% of its pixels) */
 #define NCHWC_DENSE_TAIL(n)                                                                                        \
   case n:                                                                                                        \
-    NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, n, kt, c0, c1, c0 == 0);    \
+    NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, n, kt, c0, c1, first);      \
     break;
     switch (p1 - p) {
       NCHWC_DENSE_TAIL(1)
@@ -268,8 +277,11 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
     return;
   }
   if (s->G == 1) { /* dense: every block reads [0, C) */
-    if (kt > 1) NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 2, p0, p1, s->C, s->KC);
-    else NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 1, p0, p1, s->C, s->KC);
+    /* the residual in the output's own buffer (added before the activation): the first pass starts from it */
+    const int acc_out = res != NULL && a->res == a->y && a->res_before_act;
+    if (acc_out) res = NULL;
+    if (kt > 1) NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 2, p0, p1, s->C, s->KC, acc_out);
+    else NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 1, p0, p1, s->C, s->KC, acc_out);
     return;
   }
   /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
