@@ -118,7 +118,8 @@ KERNELS: tuple[Kernel, ...] = (
     # Winograd F(m,3) input/output transform pairs (3x3 stride-1 convs; the alpha^2 GEMMs run on the
     # isa's f32-gemm microkernel); the scalar ones are the reference, with the matrices as tables
     *(Kernel(f"f32_winograd_f{m}3__{isa}", "f32", "winograd", isa, f"f{m}3", f"f32-winograd/f32-winograd-f{m}3-{isa}.c",
-             {"m": m, "in": f"f32_winograd_in_f{m}3__{isa}", "out": f"f32_winograd_out_f{m}3__{isa}"},
+             {"m": m, "in": f"f32_winograd_in_f{m}3__{isa}", "out": f"f32_winograd_out_f{m}3__{isa}",
+              **({} if isa == "scalar" else {"outc": f"f32_winograd_outc_f{m}3__{isa}"})},
              scratch=_WG_SCRATCH)
       for isa in ("scalar", "avx2", "avx512", "neon") for m in (2, 4, 6)),
 )

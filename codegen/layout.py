@@ -1,7 +1,8 @@
 """Layout pass: NCHW or channel-blocked NCHWc per region of the lowered graph.
 
 A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
-depthwise convs (any window, stride, pad, dilation), 1x1 stride-1 convs, dense or grouped (a block straddling
+depthwise convs (any window, stride, pad, dilation), 3x3 stride-1 convs on the Winograd path (one group, whole
+blocks of channels: runtime_c/f32-winograd reads and writes blocks), 1x1 stride-1 convs, dense or grouped (a block straddling
 a group edge reads both groups, up to MAX_STRADDLE times the conv's MACs; fused epilogue and residual
 included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1]
 tensor, standalone activations, channel shuffles (fuse_shuffles; inside a region folded into the depthwise and
@@ -44,7 +45,7 @@ def _f32_4d(*ts: Tensor | None) -> bool:
 
 
 def kind(n: Node, target=None) -> str | None:
-    """What blocked kernel would run node n: dw | 1x1 | stem | pool | gap | eltwise | scale | act | shuffle |
+    """What blocked kernel would run node n: dw | 1x1 | wino | stem | pool | gap | eltwise | scale | act | shuffle |
     concat, or None. With a target, a 1x1 conv the sparse kernels would run stays out (they read NCHW), and a
     few-channel conv the direct kernel runs is a stem (NCHW input, blocked output)."""
     outs = [t for t in n.outputs if t is not None]
@@ -78,7 +79,9 @@ def kind(n: Node, target=None) -> str | None:
             # grouped: blocks straddling a group edge read both groups (zero weights for the other's lanes)
             c = block_width(target) if target is not None else 0
             return "1x1" if c and straddle(g, c) <= MAX_STRADDLE else None
-        return "stem" if target is not None and _stem(n, g, target) else None
+        if target is not None and _stem(n, g, target):
+            return "stem"
+        return "wino" if target is not None and _wino(g, target) else None
     if n.op == SHUFFLE_OP:
         return "shuffle" if _f32_4d(n.input(0), y) else None
     if n.op == "Concat":
@@ -219,6 +222,21 @@ def _stem(n: Node, g: dict, target) -> bool:
     return choice is not None and choice.algo == "direct"
 
 
+def _wino(g: dict, target) -> bool:
+    """Whether the Winograd path runs this conv and can read and write it blocked: one group, whole blocks of
+    input and output channels, rows the phase packing can gather (F32_WINOGRAD_BUF)."""
+    from edgec.codegen.ops import winograd
+    from edgec.codegen.ops.conv import direct_path_3x3
+    c = block_width(target)
+    if not c or not winograd.eligible(g) or g["G"] != 1 or g["C"] % c or g["K"] % c or g["W"] > WINO_ROW_MAX:
+        return False
+    cols, path = direct_path_3x3(target, g)
+    return winograd.choose(target, g, cols, path).algo != "direct"
+
+
+WINO_ROW_MAX = 1024  # F32_WINOGRAD_BUF
+
+
 def _tuned(n: Node) -> bool:
     """Whether a tuning record of the compile in progress forces this layer's variant."""
     from edgec.codegen import options, variants
@@ -324,6 +342,10 @@ def node_cost(n: Node, target) -> tuple[float, float]:
     k = kind(n, target)
     if k == "stem":
         return stem_cost(target, geometry(n))
+    if k == "wino":  # the same transforms and GEMMs either way; priced at the GEMM rate over F(4,3)'s ~2x fewer MACs
+        g = geometry(n)
+        t = g["N"] * g["K"] * g["C"] * 9 * g["Ho"] * g["Wo"] * costmodel._lc(target, "gemm_mac") / 2
+        return t, t
     if k in ("dw", "1x1"):
         return costmodel.layout_node_cost(target, k, c, g=geometry(n))
     return costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)
@@ -366,11 +388,13 @@ def trim_edges(g: Graph, region: list[Node], target) -> list[Node]:
 
 
 def pays(g: Graph, region: list[Node], target) -> bool:
-    """layout=auto: the region holds a depthwise conv and its estimated time blocked, reorders included, is below
-    its NCHW time. Regions of 1x1 convs and pools alone stay NCHW: where the estimate blocked SqueezeNet's fire
-    modules they ran 1.46x slower in wall time, so the estimate is trusted only where depthwise gains dominate.
+    """layout=auto: the region holds a depthwise or a Winograd conv and its estimated time blocked, reorders
+    included, is below its NCHW time. Regions of 1x1 convs and pools alone stay NCHW: where the estimate blocked
+    SqueezeNet's fire modules, each with its 3x3 conv outside (two reorders a module), they ran 1.46x slower in
+    wall time. With the 3x3 convs blocked too SqueezeNet is one region and ran 0.85x its NCHW time (Xeon Emerald
+    Rapids, 1 thread, 12 interleaved rounds), ResNet-50 0.99x.
     The blocked estimate is scaled by the device's learned `layout-scale` (fit_scale) where its records give one."""
-    if not any(kind(n, target) == "dw" for n in region):
+    if not any(kind(n, target) in ("dw", "wino") for n in region):
         return False
     nchw, blocked = estimate(g, region, target)
     return blocked * learned_scale() < nchw
@@ -451,7 +475,7 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
     kinds = {id(n): kind(n, target) for n in region}
     info = {"signature": region_signature(g, region, target, opts.threads),
             "class": region_class(region, target, kinds), "nodes": _snapshot(region),
-            "has_dw": any(k == "dw" for k in kinds.values())}
+            "has_dw": any(k == "dw" for k in kinds.values()), "has_wino": any(k == "wino" for k in kinds.values())}
     info["edges"] = edges(g, region, target)
     info["estimate"] = estimate(g, region, target)  # edgec tune records it beside each layout it times
     rec = opts.tuned_for(info["signature"]) if opts.tuned else None
@@ -460,7 +484,7 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
         info["blocked"] = mode == "nchwc"
     elif forced in ("nchw", "nchwc"):
         info["blocked"], info["tuned"] = forced == "nchwc", rec[1]
-    elif not info["has_dw"]:  # pays(): regions without a depthwise conv stay NCHW
+    elif not info["has_dw"] and not info["has_wino"]:  # pays(): regions of 1x1 convs and pools alone stay NCHW
         info["blocked"] = False
     else:
         info["blocked"] = pays(g, region, target)

@@ -293,11 +293,12 @@ def plan(model: Path, device, threads: int, input_shapes: dict | None = None, la
     by_name = {node.name: info for info, node in zip(b.layers, b.graph.nodes)}
     regions: dict[str, Job] = {}
     for reg in getattr(b.graph, "layout_regions", []):
-        # the regions holding a depthwise or a 1x1 conv, measured both ways as one extracted model each: those with
-        # a depthwise conv are decided by the estimate, the others stay NCHW unless this device measured them
-        # faster blocked (on the AVX-512 host SqueezeNet's fire modules ran 0.94x blocked; on Zen 3 the same rule
-        # had lost in wall time: a device's call). A region of pools or elementwise ops alone is not worth a run.
-        if layout != "auto" or not (reg["has_dw"] or "1x1" in reg["class"]):
+        # the regions holding a depthwise, Winograd or 1x1 conv, measured both ways as one extracted model each:
+        # those with a depthwise or Winograd conv are decided by the estimate, the others stay NCHW unless this
+        # device measured them faster blocked (on the AVX-512 host SqueezeNet's fire modules ran 0.94x blocked; on
+        # Zen 3 the same rule had lost in wall time: a device's call). Pools or elementwise ops alone are not worth
+        # a run.
+        if layout != "auto" or not (reg["has_dw"] or reg["has_wino"] or "1x1" in reg["class"]):
             continue
         infos = [by_name[n.name] for n in reg["nodes"] if n.name in by_name]
         j = regions.setdefault(reg["signature"], Job(reg["signature"], reg["class"], None, {}, 0, region=reg,

@@ -97,6 +97,12 @@ def emit(node: Node, ctx: EmitContext) -> str:
     if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
         if not node.inputs[0].block and smallc_kernel(ctx.target, g) is not None:  # a stem writing the region
             return _emit_smallc(node, ctx, g, w, macs, node.outputs[0].block)
+        wino = _winograd_choice(node, ctx, g)
+        if wino is not None:  # layout.kind "wino": the Winograd driver reads and writes the blocks
+            if wino.algo == "direct":
+                raise EdgecError(f"internal: node {node.name} is blocked for Winograd, which it does not run")
+            from edgec.codegen.ops import winograd
+            return winograd.emit(node, ctx, g, w, macs, wino)
         from edgec.codegen.ops import nchwc
         return nchwc.emit_conv(node, ctx, g, w, macs)
     if g["G"] == g["C"] == g["K"]:

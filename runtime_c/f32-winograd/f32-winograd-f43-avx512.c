@@ -5,4 +5,5 @@
 #define WG_M 4
 #define FN_IN f32_winograd_in_f43__avx512
 #define FN_OUT f32_winograd_out_f43__avx512
+#define FN_OUTC f32_winograd_outc_f43__avx512
 #include "f32-winograd-tmpl.h"

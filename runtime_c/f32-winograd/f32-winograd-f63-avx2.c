@@ -5,4 +5,5 @@
 #define WG_M 6
 #define FN_IN f32_winograd_in_f63__avx2
 #define FN_OUT f32_winograd_out_f63__avx2
+#define FN_OUTC f32_winograd_outc_f63__avx2
 #include "f32-winograd-tmpl.h"

@@ -281,4 +281,67 @@ F32_WINOGRAD_OUT_DECL(FN_OUT) {
 }
 #undef WG_OUT_LOOP
 
+#ifdef FN_OUTC
+/* EC_VL output channels of one tile into a channel-blocked output: each output pixel's channels are one vector,
+ * so the tile is WG_M x WG_M whole stores (no transpose: the NCHW stores' lane scatter is the bulk of that
+ * transform on AVX-512), the epilogue applied in registers */
+EC_INLINE void wg_outc_px(float *y, const float *res, ec_v v, int before, ec_act_kind kind, ec_act act) {
+  if (res && before) v = ec_vadd(v, ec_vld(res));
+  v = ec_vact_k(kind, act, v);
+  if (res && !before) v = ec_vadd(v, ec_vld(res));
+  ec_vst(y, v);
+}
+
+EC_INLINE void wg_outc_chunk(const float *mm, size_t ms, float *y, size_t ldy, size_t rows, size_t cols,
+                             const float *bias, const float *res, int before, ec_act_kind kind, ec_act act) {
+  ec_v t[WG_M][WG_A];
+#pragma GCC unroll 8
+  for (int c = 0; c < WG_A; c++) {
+    ec_v d[WG_A], o[WG_M];
+#pragma GCC unroll 8
+    for (int r = 0; r < WG_A; r++) d[r] = ec_vld(mm + (size_t)(r * WG_A + c) * ms);
+    wg_at(d, o);
+#pragma GCC unroll 8
+    for (int a = 0; a < WG_M; a++) t[a][c] = o[a];
+  }
+  const ec_v vb = bias ? ec_vld(bias) : ec_vzero();
+  if (rows == WG_M && cols == WG_M) {
+#pragma GCC unroll 8
+    for (int a = 0; a < WG_M; a++) {
+      ec_v o[WG_M];
+      wg_at(t[a], o);
+#pragma GCC unroll 8
+      for (int b = 0; b < WG_M; b++) {
+        const size_t px = ((size_t)a * ldy + (size_t)b) * EC_VL;
+        wg_outc_px(y + px, res ? res + px : NULL, ec_vadd(o[b], vb), before, kind, act);
+      }
+    }
+    return;
+  }
+  for (size_t a = 0; a < rows; a++) {
+    ec_v o[WG_M];
+    wg_at(t[a], o);
+    for (size_t b = 0; b < cols; b++) {
+      const size_t px = (a * ldy + b) * EC_VL;
+      wg_outc_px(y + px, res ? res + px : NULL, ec_vadd(o[b], vb), before, kind, act);
+    }
+  }
+}
+
+#define WG_OUTC_LOOP(kind)                                                                                  \
+  for (size_t k = 0; k < nk; k += EC_VL)                                                                   \
+  wg_outc_chunk(mm + k, ms, y + k / EC_VL * ys, ldy, rows, cols, bias ? bias + k : NULL,                    \
+                res ? res + k / EC_VL * ys : NULL, before, kind, act)
+
+F32_WINOGRAD_OUT_DECL(FN_OUTC) {
+  switch (act.kind) {
+  case EC_ACT_NONE: WG_OUTC_LOOP(EC_ACT_NONE); break;
+  case EC_ACT_RELU: WG_OUTC_LOOP(EC_ACT_RELU); break;
+  case EC_ACT_CLIP: WG_OUTC_LOOP(EC_ACT_CLIP); break;
+  default: WG_OUTC_LOOP(act.kind); break;
+  }
+}
+#undef WG_OUTC_LOOP
+#endif
+
 #undef WG_A

@@ -71,10 +71,12 @@ def tune_cache(tmp_path_factory):
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("tune-models")
     return {
-        # a dense 3x3 conv (Winograd F(2,3)/F(4,3)/F(6,3) or direct) and a depthwise one (plane or channel-blocked)
-        "a": _cnn(d / "a.onnx", [("conv", 16, 16, 1), ("conv", 16, 16, 16)], [1, 16, 20, 20]),
+        # a dense 3x3 conv (Winograd F(2,3)/F(4,3)/F(6,3) or direct) and a depthwise one (plane or channel-blocked);
+        # 18 channels, not whole blocks on x86, so the dense conv stays out of the depthwise one's region (a
+        # Winograd conv on whole blocks would join it, codegen/layout.py, and not be tuned as a layer of its own)
+        "a": _cnn(d / "a.onnx", [("conv", 16, 18, 1), ("conv", 18, 18, 18)], [1, 16, 20, 20]),
         # the same first layer (an exact signature of a), then the same class at another size
-        "b": _cnn(d / "b.onnx", [("conv", 16, 16, 1), ("pool",), ("conv", 16, 16, 1)], [1, 16, 20, 20]),
+        "b": _cnn(d / "b.onnx", [("conv", 16, 18, 1), ("pool",), ("conv", 18, 18, 1)], [1, 16, 20, 20]),
         "dw": _cnn(d / "dw.onnx", [("conv", 8, 8, 8)], [1, 8, 12, 12]),
     }
 
@@ -598,7 +600,8 @@ def test_transfer_of_several_layers_is_one_program_with_per_layer_records(env, m
     a record per layer. Full tuning of the same model builds programs of consecutive layers up to
     PROGRAM_CANDIDATES candidates, a region's program its own."""
     monkeypatch.setenv("EDGEC_CACHE_DIR", str(tmp_path / "cache"))
-    dst = _cnn(tmp_path / "dst.onnx", [("conv", 16, 16, 1), ("conv", 16, 16, 16), ("pool",), ("conv", 16, 16, 1)],
+    # channels not whole blocks: the dense convs stay out of the depthwise conv's region (see models())
+    dst = _cnn(tmp_path / "dst.onnx", [("conv", 16, 18, 1), ("conv", 18, 18, 18), ("pool",), ("conv", 18, 18, 1)],
                [1, 16, 20, 20])
     dev = Inventory().resolve(["local"])[0]
     checked, corrupt = [], _corrupt("dw-cb")
@@ -882,7 +885,7 @@ def test_winograd_split_axis_is_a_par_variant(env, tmp_path):
     from edgec.codegen.options import CompileOptions
     from edgec.codegen.project import compile_model
 
-    path = _cnn(tmp_path / "w.onnx", [("conv", 32, 32, 1), ("conv", 32, 64, 4)], [1, 32, 14, 14])
+    path = _cnn(tmp_path / "w.onnx", [("conv", 32, 36, 1), ("conv", 36, 64, 4)], [1, 32, 14, 14])  # see models()
     dev = Inventory().resolve(["local"])[0]
     wino = _local_kernels()[1]
     forced = {k: f"conv=winograd-f43;sparse=dense;par={k.rsplit('-', 1)[1]}" for k in ("winograd-f43+par-rows",
@@ -909,7 +912,8 @@ def test_winograd_split_axis_is_a_par_variant(env, tmp_path):
 def test_transfer_over_ssh_on_the_emulated_board_is_one_program(emu_board, env, tmp_path):
     """The several-layer transfer program cross-built for aarch64, uploaded over SSH and run under qemu: one
     program, each layer's candidates checked against onnxruntime, a record per layer (flagged emulated)."""
-    dst = _cnn(tmp_path / "dst.onnx", [("conv", 8, 8, 1), ("conv", 8, 8, 8)], [1, 8, 20, 20])  # dw: plane by default
+    # dw: plane by default; 10 channels, not whole NEON blocks (see models())
+    dst = _cnn(tmp_path / "dst.onnx", [("conv", 8, 10, 1), ("conv", 10, 10, 10)], [1, 8, 20, 20])
     with open_transport(emu_board) as t, tuningdb.TuningDB(tmp_path / "db.sqlite") as db:
         for r in _source_records(emu_board, t, [
                 ("conv3x3s1+relu:src-a", "conv3x3s1+relu", "direct", "conv=direct;sparse=dense"),

@@ -2,6 +2,8 @@
  * vs the naive direct convolution, and vs the same driver on the portable transforms T_REF_IN /
  * T_REF_OUT (a SIMD transform must agree with them to rounding). Odd shapes, pads 0/1/2 and
  * asymmetric, groups, N = 2, several tile blocks and K passes, K blocking, every epilogue.
+ * With T_OUTC (SIMD transforms, T_VL lanes) also channel-blocked layers: input, residual and output NCHWc
+ * (XB = YB = T_VL, the output through T_OUTC), unblocked and held to the same references.
  * Prints the worst errors; exit status != 0 on mismatch. */
 #include "f32-winograd/f32-winograd.h"
 #include "ref.h"
@@ -46,13 +48,14 @@ static double g_worst = 0.0, g_worst_simd = 0.0;
 static ec_pool *g_pool = NULL; /* "pool": whole layers through f32_winograd_run on 3 threads */
 static int g_split_diff = 0;    /* layers whose 3-thread output differs from the 1-thread one */
 
+/* vb: 0 for NCHW x, r and y, else their channel-blocked layout of vb lanes (tout then the blocked variant) */
 static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_t KC, f32_winograd_in_fn tin,
                      f32_winograd_out_fn tout, const float *x, const float *u, const float *b, const float *r,
-                     int before, ec_act act, float *y) {
+                     int before, ec_act act, float *y, size_t vb) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), TH = EC_DIV_UP(Ho, T_M), TW = EC_DIV_UP(Wo, T_M);
   const size_t Cpg = p->C / p->G, HP = TH * T_M + 2, Q = TW + 1, threads = 3;
   f32_winograd_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->PT, p->PL, T_M, TH, TW, HP, Q,
-                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL};
+                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL, vb, vb};
   float *xp = falloc(f32_winograd_xp_floats(p->N, p->C, T_M, HP, Q));
   float *tmp = falloc((s.PHASE ? f32_winograd_vall_floats(T_M, p->N, p->G, Cpg, TH * TW, T_MR) : 0) +
                       threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_MR));
@@ -68,7 +71,7 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
     if (memcmp(y1, y, ny * sizeof(float))) g_split_diff++;
     free(y1);
   } else {
-    for (size_t i = 0; i < p->N * p->C; i++) f32_winograd_pack_plane(&s, &a, i);
+    for (size_t i = 0; i < f32_winograd_pack_units(&s); i++) f32_winograd_pack_unit(&s, &a, i);
     for (size_t i = 0; i < f32_winograd_items(&s); i++) f32_winograd_item(&s, &a, i % threads, i);
   }
   free(xp), free(tmp);
@@ -85,8 +88,8 @@ static int run(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLI
   float *u = falloc(p->G * T_A * T_A * EC_ROUND_UP(Kpg, T_NR) * Cpg);
   pack_u(p, w, u);
   const float *res = use_res ? r : NULL;
-  winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUT, x, u, b, res, before, act, y);
-  winograd(p, TB, KB, KSPLIT, KC, T_REF_IN, T_REF_OUT, x, u, b, res, before, act, y0);
+  winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUT, x, u, b, res, before, act, y, 0);
+  winograd(p, TB, KB, KSPLIT, KC, T_REF_IN, T_REF_OUT, x, u, b, res, before, act, y0, 0);
   ref_conv(p, x, w, b, res, before, act, yr);
   const double e = max_err(y, yr, ny), e0 = max_err(y0, yr, ny), es = max_err(y, y0, ny);
   if (e > g_worst) g_worst = e;
@@ -102,6 +105,50 @@ static int run(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLI
   free(x), free(w), free(b), free(r), free(y), free(y0), free(yr), free(u);
   return bad;
 }
+
+#ifdef T_OUTC
+/* [N][C][HW] <-> [N][C/vl][HW][vl] (C whole blocks) */
+static void to_blocked(const float *x, size_t N, size_t C, size_t HW, float *d) {
+  for (size_t n = 0; n < N; n++)
+    for (size_t c = 0; c < C; c++)
+      for (size_t i = 0; i < HW; i++) d[((n * C + c) / T_VL * HW + i) * T_VL + c % T_VL] = x[(n * C + c) * HW + i];
+}
+static void from_blocked(const float *x, size_t N, size_t C, size_t HW, float *d) {
+  for (size_t n = 0; n < N; n++)
+    for (size_t c = 0; c < C; c++)
+      for (size_t i = 0; i < HW; i++) d[(n * C + c) * HW + i] = x[((n * C + c) / T_VL * HW + i) * T_VL + c % T_VL];
+}
+
+/* a channel-blocked layer (G = 1, C and K whole blocks) against the direct conv and the portable NCHW driver */
+static int run_blocked(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLIT, size_t KC, ec_act act,
+                       int use_res, int before) {
+  const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kpg = p->K, Cpg = p->C;
+  const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
+  const size_t TB = tb_strips * T_MR, KB = EC_MIN(kb_panels * T_NR, EC_ROUND_UP(Kpg, T_NR));
+  float *x = falloc(nx), *w = falloc(p->K * Cpg * 9), *b = falloc(p->K), *r = falloc(ny);
+  float *xb = falloc(nx), *rb = falloc(ny), *ybk = falloc(ny), *y = falloc(ny), *y0 = falloc(ny), *yr = falloc(ny);
+  float *u = falloc(T_A * T_A * EC_ROUND_UP(Kpg, T_NR) * Cpg);
+  pack_u(p, w, u);
+  to_blocked(x, p->N, p->C, p->H * p->W, xb);
+  to_blocked(r, p->N, p->K, Ho * Wo, rb);
+  winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUTC, xb, u, b, use_res ? rb : NULL, before, act, ybk, T_VL);
+  from_blocked(ybk, p->N, p->K, Ho * Wo, y);
+  winograd(p, TB, KB, KSPLIT, KC, T_REF_IN, T_REF_OUT, x, u, b, use_res ? r : NULL, before, act, y0, 0);
+  ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
+  const double e = max_err(y, yr, ny), es = max_err(y, y0, ny);
+  if (e > g_worst) g_worst = e;
+  if (es > g_worst_simd) g_worst_simd = es;
+  const double tol = T_M == 2 ? 2e-5 : T_M == 4 ? 2e-4 : 5e-4;
+  const int bad = !(e < tol) || !(es < tol);
+  if (bad)
+    printf("FAIL blocked N%zu C%zu H%zu W%zu K%zu p%zu,%zu,%zu,%zu TB%zu KB%zu KS%zu KC%zu act%d res%d: %g (vs "
+           "portable NCHW %g)\n",
+           p->N, p->C, p->H, p->W, p->K, p->PT, p->PL, p->PB, p->PR, TB, KB, KSPLIT, KC, (int)act.kind, use_res, e,
+           es);
+  free(x), free(w), free(b), free(r), free(xb), free(rb), free(ybk), free(y), free(y0), free(yr), free(u);
+  return bad;
+}
+#endif
 
 static conv_p cp(size_t N, size_t C, size_t H, size_t W, size_t K, size_t G, size_t pt, size_t pl, size_t pb,
                  size_t pr) {
@@ -153,6 +200,16 @@ int main(int argc, char **argv) {
     fails += run(&p, 1, 1, 1, 64, k_acts[ai], 1, (int)ai % 2), cases++;
     fails += run(&p, 2, 1, 1, 64, k_acts[ai], 0, 0), cases++;
   }
+#ifdef T_OUTC
+  for (size_t i = 0; i < 7; i++) { /* channel-blocked: 1-3 blocks in and out, odd maps, pads 1 / 0 / asymmetric */
+    const size_t c = T_VL * (1 + i % 3), k = T_VL * (1 + (i + 1) % 3), h = odd[i] % 13 + 3, w = odd[(i + 3) % 7] + 2;
+    conv_p p1 = cp(1 + i % 2, c, h, w, k, 1, 1, 1, 1, 1), p0 = cp(1, c, w, h, k, 1, 0, 0, 0, 0);
+    conv_p pa = cp(1, c, h, w, k, 1, i % 3, 1, 0, 2);
+    fails += run_blocked(&p1, 1 + i % 2, 1 + i % 3, 1, 64, k_acts[i % N_ACTS], (int)i % 2, (int)(i / 2) % 2), cases++;
+    fails += run_blocked(&p0, 1, 2, 1 + i % 2, 5, k_acts[(i + 2) % N_ACTS], (int)(i + 1) % 2, 1), cases++;
+    fails += run_blocked(&pa, 2, 1, 1, 64, k_acts[(i + 4) % N_ACTS], 1, (int)i % 2), cases++;
+  }
+#endif
   if (!quick) { /* a layer of real size */
     conv_p p = cp(1, 64, 28, 28, 64, 1, 1, 1, 1, 1);
     fails += run(&p, 2, 4, 1, 64, k_acts[1], 0, 0), cases++;
