@@ -2,7 +2,8 @@
 
 A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
 depthwise convs (any window, stride, pad, dilation), 3x3 stride-1 convs on the Winograd path (one group, whole
-blocks of channels: runtime_c/f32-winograd reads and writes blocks), 1x1 stride-1 convs, dense or grouped (a block straddling
+blocks of channels: runtime_c/f32-winograd reads and writes blocks), strided dense convs on whole blocks of input
+channels (a blocked im2col, then the 1x1 kernel over its taps' channels), 1x1 stride-1 convs, dense or grouped (a block straddling
 a group edge reads both groups, up to MAX_STRADDLE times the conv's MACs; fused epilogue and residual
 included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1]
 tensor, standalone activations, channel shuffles (fuse_shuffles; inside a region folded into the depthwise and
@@ -45,7 +46,7 @@ def _f32_4d(*ts: Tensor | None) -> bool:
 
 
 def kind(n: Node, target=None) -> str | None:
-    """What blocked kernel would run node n: dw | 1x1 | wino | stem | pool | gap | eltwise | scale | act | shuffle |
+    """What blocked kernel would run node n: dw | 1x1 | wino | im2col | stem | pool | gap | eltwise | scale | act | shuffle |
     concat, or None. With a target, a 1x1 conv the sparse kernels would run stays out (they read NCHW), and a
     few-channel conv the direct kernel runs is a stem (NCHW input, blocked output)."""
     outs = [t for t in n.outputs if t is not None]
@@ -72,6 +73,11 @@ def kind(n: Node, target=None) -> str | None:
             from edgec.codegen import options
             # EDGEC_DW=plane|cb names an NCHW depthwise family: honour it rather than block the layer
             return None if options.active().dw != "auto" else "dw"
+        from edgec.codegen.ops.nchwc import strided_dense
+        c = block_width(target) if target is not None else 0
+        if c and strided_dense(g, c) and not (target is not None and _stem(n, g, target)):
+            # strided dense: the blocked im2col (a 1x1's pixels copied dense), then the 1x1 kernel
+            return None if (g["KH"], g["KW"]) == (1, 1) and _sparse(n, g, target) else "im2col"
         if g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \
                 and (g["Ho"], g["Wo"]) == (g["H"], g["W"]):
             if g["G"] == 1:
@@ -342,6 +348,11 @@ def node_cost(n: Node, target) -> tuple[float, float]:
     k = kind(n, target)
     if k == "stem":
         return stem_cost(target, geometry(n))
+    if k == "im2col":  # as the 1x1 over KH*KW*C channels both ways (the NCHW GEMM packs the same im2col)
+        g = geometry(n)
+        taps = g["KH"] * g["KW"]
+        return costmodel.layout_node_cost(target, "1x1", c, g=dict(g, C=taps * g["C"], H=g["Ho"], W=g["Wo"], KH=1,
+                                                                   KW=1, SH=1, SW=1, PT=0, PL=0))
     if k == "wino":  # the same transforms and GEMMs either way; priced at the GEMM rate over F(4,3)'s ~2x fewer MACs
         g = geometry(n)
         t = g["N"] * g["K"] * g["C"] * 9 * g["Ho"] * g["Wo"] * costmodel._lc(target, "gemm_mac") / 2

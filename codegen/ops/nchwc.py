@@ -89,10 +89,38 @@ def emit_reorder(node: Node, ctx: EmitContext) -> str:
             f"f32_nchwc_reorder_run(&S, f32_nchwc_{to}__{isa}, {ctx.ptr(x)}, {ctx.ptr(y)}, {ctx.pool});\n")
 
 
+IM2COL_MAX_BYTES = 32 << 20  # largest blocked im2col of a strided dense conv (its scratch)
+
+
+def strided_dense(g: dict, b: int | None = None) -> bool:
+    """A dense (one group) strided conv that runs blocked as im2col + the 1x1 kernel: input channels whole blocks
+    (b given: no pad lanes copied KH*KW times), its im2col within IM2COL_MAX_BYTES."""
+    if g["G"] != 1 or (g["SH"], g["SW"]) == (1, 1):
+        return False
+    if b is None:
+        return True
+    return g["C"] % b == 0 and g["N"] * g["KH"] * g["KW"] * g["C"] * g["Ho"] * g["Wo"] * 4 <= IM2COL_MAX_BYTES
+
+
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
-    """Depthwise (any window) or 1x1 stride-1 conv (dense or grouped), blocked in and out."""
+    """Depthwise (any window) or 1x1 conv (stride 1 dense or grouped; strided dense), blocked in and out."""
     from edgec.codegen.ops.conv import epilogue_fields, take_residual_buffer
     x, y = node.inputs[0], node.outputs[0]
+    pre, xptr, suffix = "", ctx.ptr(x), ""
+    if strided_dense(g):
+        # a strided dense conv (ResNet's downsampling: 1x1 s2 shortcuts, 3x3 s2): the blocked im2col (for a 1x1
+        # the pixels it reads, a quarter of the input at stride 2), then the 1x1 kernel over its KH*KW*C channels,
+        # weights tap-major and zero on pad lanes. In NCHW each such layer cut the region with reorders around it.
+        b, taps, nbc = y.block, g["KH"] * g["KW"], _blocks(g["C"], y.block)
+        col = ctx.scratch(g["N"] * taps * nbc * b * g["Ho"] * g["Wo"] * 4)
+        geo = ", ".join(f"{g[k]}u" for k in "H W Ho Wo KH KW SH SW DH DW PT PL".split())
+        pre = f"f32_nchwc_im2col({xptr}, (float *){col}, {g['N']}u, {nbc}u, {geo}, {b}u);\n"
+        xptr = f"((const float *){col})"
+        w2 = np.zeros((g["K"], taps, nbc * b), np.float32)
+        w2[:, :, :g["C"]] = w.reshape(g["K"], g["C"], taps).transpose(0, 2, 1)
+        w = w2.reshape(g["K"], taps * nbc * b, 1, 1)
+        suffix = f"-im2col{g['KH']}x{g['KW']}s{g['SH']}x{g['SW']}"
+        g = dict(g, C=taps * nbc * b, H=g["Ho"], W=g["Wo"], KH=1, KW=1, SH=1, SW=1, DH=1, DW=1, PT=0, PL=0)
     b = y.block
     if x.block != b or (node.epilogue.residual is not None and node.epilogue.residual.block != b):
         raise EdgecError(f"internal: node {node.name} mixes layouts")
@@ -137,7 +165,7 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         half_l1 = ctx.target.l1d_bytes // 2
         kc = union if 8 * union * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
-            f"-g{g['G']}" if g["G"] > 1 else "") + (f"-shuffled{shuffled}" if shuffled > 1 else "")
+            f"-g{g['G']}" if g["G"] > 1 else "") + (f"-shuffled{shuffled}" if shuffled > 1 else "") + suffix
         if g["G"] == 1 and shuffled <= 1:  # f32_nchwc_1x1_blocks' dense path: res == y starts from the output
             take_residual_buffer(node)
     else:
@@ -150,9 +178,9 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
     shape = ", ".join(f"{g[k]}u" for k in keys.split())
     groups = 1 if g["G"] == C == K else g["G"]  # depthwise ignores it
-    return (f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, "
+    return (pre + f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, "
             f"{max(shuffled, 1)}u, {fn}}};\n"
-            f"const f32_nchwc_conv_args A = {{{ctx.ptr(x)}, {ctx.ptr(y)}, {wptr}, "
+            f"const f32_nchwc_conv_args A = {{{xptr}, {ctx.ptr(y)}, {wptr}, "
             f"{epilogue_fields(node, ctx, bias)}}};\n"
             f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")
 

@@ -209,7 +209,19 @@ def test_winograd_blocked_neon_under_qemu(target, tmp_path):
     assert "f32_winograd_outc_f43__neon" in (tmp_path / "p" / "model.c").read_text()
 
 
-CASES = {"mixed": mixed, "grouped_1x1": grouped_1x1, "shuffle_units": shuffle_units, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge,
+def strided_1x1(path):
+    """ResNet's downsampling: a 1x1 stride-2 shortcut (odd map: 13x11 -> 7x6) added to a branch of a depthwise conv
+    and a dense 3x3 stride-2 one; a dense 5x5 stride-2 dilated conv on the sum; all blocked (im2col)."""
+    b = LANES or 4
+    c = 2 * b
+    g = G(13)
+    x = g.op("Relu", [g.conv("x", 3, c, k=3, pad=1)])
+    t = g.conv(g.conv(x, c, c, k=3, group=c, pad=1), c, 3 * b, k=3, stride=2, pad=1)
+    y = g.op("Relu", [g.op("Add", [g.conv(x, c, 3 * b, stride=2), t])])
+    return g.save(path, [1, 3, 13, 11], [g.conv(y, 3 * b, b, k=5, stride=2, pad=3, dil=2)])
+
+
+CASES = {"mixed": mixed, "strided_1x1": strided_1x1, "grouped_1x1": grouped_1x1, "shuffle_units": shuffle_units, "pools_and_pads": pools_and_pads, "shared_edge": shared_edge,
          "output_in_region": output_in_region,
          "residual_edge": residual_edge, "graph_input_in_region": graph_input_in_region}
 
@@ -236,6 +248,9 @@ def test_graphs_match_onnxruntime_in_both_layouts(case, mode, tmp_path):
     if mode == "nchwc":
         assert any(l["op"] == "Conv" and l["algo"].startswith("dwconv-nchwc") for l in blocked)
         assert any(l["op"] == "LayoutReorder" for l in blocked)
+        if case == "strided_1x1":  # each strided conv: the blocked im2col, then the 1x1 kernel
+            assert sorted(l["algo"].rsplit("-", 1)[1] for l in blocked if "-im2col" in l["algo"]) == \
+                ["im2col1x1s2x2", "im2col3x3s2x2", "im2col5x5s2x2"]
         if case == "grouped_1x1":
             assert sum(l["algo"].startswith("conv1x1-nchwc") and "-g" in l["algo"] for l in blocked) == 2
         if case == "shuffle_units":  # one region: shuffles, partial-block groups and the Concat all blocked
@@ -443,7 +458,7 @@ def test_threads_split_blocked_layers(tmp_path):
 
 
 @pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
-@pytest.mark.parametrize("case", ["mixed", "residual_edge", "shuffle_units"])
+@pytest.mark.parametrize("case", ["mixed", "residual_edge", "shuffle_units", "strided_1x1"])
 def test_neon_under_qemu(target, case, tmp_path):
     import shutil
     t = get_target(target)
