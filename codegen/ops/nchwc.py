@@ -114,7 +114,7 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         b, taps, nbc = y.block, g["KH"] * g["KW"], _blocks(g["C"], y.block)
         col = ctx.scratch(g["N"] * taps * nbc * b * g["Ho"] * g["Wo"] * 4)
         geo = ", ".join(f"{g[k]}u" for k in "H W Ho Wo KH KW SH SW DH DW PT PL".split())
-        pre = f"f32_nchwc_im2col({xptr}, (float *){col}, {g['N']}u, {nbc}u, {geo}, {b}u);\n"
+        pre = f"f32_nchwc_im2col({xptr}, (float *){col}, {g['N']}u, {nbc}u, {geo}, {b}u, {ctx.pool});\n"
         xptr = f"((const float *){col})"
         w2 = np.zeros((g["K"], taps, nbc * b), np.float32)
         w2[:, :, :g["C"]] = w.reshape(g["K"], g["C"], taps).transpose(0, 2, 1)

@@ -455,6 +455,9 @@ def test_threads_split_blocked_layers(tmp_path):
     r = verify(shuffle_units(tmp_path / "s.onnx"), out_dir=tmp_path / "q", cflags=STRICT, threads=2,
                rtol=1e-4, atol=1e-5, options=CompileOptions(layout="nchwc", threads=2))
     assert r.ok, r.outputs
+    r = verify(strided_1x1(tmp_path / "t.onnx"), out_dir=tmp_path / "r", cflags=STRICT, threads=2,
+               rtol=1e-4, atol=1e-5, options=CompileOptions(layout="nchwc", threads=2))  # the im2col shared out
+    assert r.ok, r.outputs
 
 
 @pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
