@@ -75,7 +75,7 @@ def kind(n: Node, target=None) -> str | None:
             return None if options.active().dw != "auto" else "dw"
         from edgec.codegen.ops.nchwc import strided_dense
         c = block_width(target) if target is not None else 0
-        if c and strided_dense(g, c) and not (target is not None and _stem(n, g, target)):
+        if c and strided_dense(g, c) and not _stem(n, g, target):  # c: a target with blocked kernels
             # strided dense: the blocked im2col (a 1x1's pixels copied dense), then the 1x1 kernel
             return None if (g["KH"], g["KW"]) == (1, 1) and _sparse(n, g, target) else "im2col"
         if g["KH"] == g["KW"] == 1 and g["SH"] == g["SW"] == 1 and g["PT"] == g["PL"] == 0 \

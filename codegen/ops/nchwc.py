@@ -22,11 +22,14 @@ PT = 6  # pixels per 1x1 tile (NCHWC_PT in f32-nchwc-tmpl.h): 2*PT accumulators 
 REORDER_OP = "LayoutReorder"
 
 
+LANES = {"avx512": 16, "avx2": 8, "neon": 4}  # f32 lanes of a vector ISA: its channel block
+
+
 def isa_lanes(target) -> tuple[str, int] | None:
     """(vector ISA, f32 lanes) of the target's blocked kernels, None where it has none (generic)."""
     from edgec.codegen.ops.elementwise import vector_isa
     isa = vector_isa(target)
-    return None if isa is None else (isa, {"avx512": 16, "avx2": 8, "neon": 4}[isa])
+    return None if isa is None else (isa, LANES[isa])
 
 
 def _kernels(ctx: EmitContext, block_: int) -> str:

@@ -18,8 +18,6 @@ import numpy as np
 from edgec.codegen import costmodel, kernels, layout, options
 from edgec.errors import EdgecError
 
-_LANES = {"avx2": 8, "avx512": 16, "neon": 4}  # f32 lanes of each transform isa (its outc's block)
-
 # B^T, G, A^T of F(m,3) (Lavin & Gray), interpolation points 0, +-1 (m=2); 0, +-1, +-2 (m=4);
 # 0, +-1, +-2, +-1/2 (m=6), and infinity
 _H = Fr(1, 2)
@@ -184,7 +182,8 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
              tb=b["TB"], kb=b["KB"], ksplit=b["KSPLIT"], kc=b["KC"], why=choice.why, **choice.estimates,
              **({"layout": node.outputs[0].layout} if yb else {}))
     shape = _shape_init(g, "N C H W K Ho Wo G PT PL")
-    if (xb or yb) and (xb != yb or yb != _LANES.get(wk.isa) or g["G"] != 1 or g["C"] % yb or g["K"] % yb
+    from edgec.codegen.ops.nchwc import LANES  # an outc transform's block is its isa's vector
+    if (xb or yb) and (xb != yb or yb != LANES.get(wk.isa) or g["G"] != 1 or g["C"] % yb or g["K"] % yb
                        or g["W"] > layout.WINO_ROW_MAX):
         raise EdgecError(f"internal: node {node.name}: Winograd cannot run blocked {xb}/{yb} on {wk.name}")
     out = wk.params["outc"] if yb else wk.params["out"]

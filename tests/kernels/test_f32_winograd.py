@@ -43,7 +43,8 @@ def _sources(k: kernels.Kernel, isa: str, tmp: Path, extra=()) -> Path:
     defs = {"T_M": k.params["m"], "T_IN": k.params["in"], "T_OUT": k.params["out"], "T_REF_IN": ref.params["in"],
             "T_REF_OUT": ref.params["out"], "T_UK": gk.name, "T_MR": gk.params["mr"], "T_NR": gk.params["nr"]}
     if "outc" in k.params:  # the channel-blocked output transform, on blocks of the isa's vector width
-        defs.update(T_OUTC=k.params["outc"], T_VL=winograd._LANES[k.isa])
+        from edgec.codegen.ops.nchwc import LANES
+        defs.update(T_OUTC=k.params["outc"], T_VL=LANES[k.isa])
     srcs = ["test_winograd.c", "ec_threadpool.c", *dict.fromkeys([k.file, ref.file, gk.file])]
     return build(ISAS[isa], tmp / f"wg_{k.tile}_{isa}", srcs, {a: str(b) for a, b in defs.items()}, tuple(extra))
 
