@@ -21,6 +21,7 @@ class Target:
     isa: str           # scalar | avx2 | avx512 | neon | neon-v82
     features: tuple
     f32_lanes: int
+    vector_regs: int
     cc: str
     cflags: tuple
     qemu: tuple | None
@@ -155,7 +156,8 @@ def get_target(name: str = "native") -> Target:
     d = table[name]
     l1, l2 = host_caches() if native else (None, None)
     return Target(name=name, arch=d["arch"], isa=d["isa"], features=tuple(d["features"]),
-                  f32_lanes=int(d["f32_lanes"]), cc=d["cc"], cflags=tuple(d["cflags"]),
+                  f32_lanes=int(d["f32_lanes"]), vector_regs=int(d["vector_regs"]), cc=d["cc"],
+                  cflags=tuple(d["cflags"]),
                   qemu=tuple(d["qemu"]) if d.get("qemu") else None,
                   l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]),
                   layout_cost=_layout_cost(name, d.get("layout_cost")),

@@ -92,17 +92,24 @@ def emit_reorder(node: Node, ctx: EmitContext) -> str:
             f"f32_nchwc_reorder_run(&S, f32_nchwc_{to}__{isa}, {ctx.ptr(x)}, {ctx.ptr(y)}, {ctx.pool});\n")
 
 
-IM2COL_MAX_BYTES = 32 << 20  # largest blocked im2col of a strided dense conv (its scratch)
+IM2COL_MAX_BYTES = 32 << 20  # largest blocked im2col row of a strided dense conv (its scratch: whole rows)
 
 
 def strided_dense(g: dict, b: int | None = None) -> bool:
     """A dense (one group) strided conv that runs blocked as im2col + the 1x1 kernel: input channels whole blocks
-    (b given: no pad lanes copied KH*KW times), its im2col within IM2COL_MAX_BYTES."""
+    (b given: no pad lanes copied KH*KW times), one output row's im2col within IM2COL_MAX_BYTES."""
     if g["G"] != 1 or (g["SH"], g["SW"]) == (1, 1):
         return False
     if b is None:
         return True
-    return g["C"] % b == 0 and g["N"] * g["KH"] * g["KW"] * g["C"] * g["Ho"] * g["Wo"] * 4 <= IM2COL_MAX_BYTES
+    return g["C"] % b == 0 and g["KH"] * g["KW"] * g["C"] * g["Wo"] * 4 <= IM2COL_MAX_BYTES
+
+
+def tile_blocks(target, dense: bool) -> int:
+    """Output blocks per 1x1 tile: 4 for a dense conv where the registers hold 6 pixels x 4 blocks of accumulators
+    (24 of 32: per input channel 6 broadcasts feed 24 FMAs instead of 12, the input read once per 4 blocks), else 2
+    (12 of 16)."""
+    return 4 if dense and target.vector_regs >= 32 else 2
 
 
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
@@ -110,20 +117,26 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     from edgec.codegen.ops.conv import epilogue_fields, take_residual_buffer
     x, y = node.inputs[0], node.outputs[0]
     pre, xptr, suffix = "", ctx.ptr(x), ""
+    g0, rows = g, 0
     if strided_dense(g):
         # a strided dense conv (ResNet's downsampling: 1x1 s2 shortcuts, 3x3 s2): the blocked im2col (for a 1x1
         # the pixels it reads, a quarter of the input at stride 2), then the 1x1 kernel over its KH*KW*C channels,
         # weights tap-major and zero on pad lanes. In NCHW each such layer cut the region with reorders around it.
+        # A chunk of output rows at a time, the chunk's im2col within half of L2 (f32_nchwc_im2col_conv).
         b, taps, nbc = y.block, g["KH"] * g["KW"], _blocks(g["C"], y.block)
-        col = ctx.scratch(g["N"] * taps * nbc * b * g["Ho"] * g["Wo"] * 4)
-        geo = ", ".join(f"{g[k]}u" for k in "H W Ho Wo KH KW SH SW DH DW PT PL".split())
-        pre = f"f32_nchwc_im2col({xptr}, (float *){col}, {g['N']}u, {nbc}u, {geo}, {b}u, {ctx.pool});\n"
-        xptr = f"((const float *){col})"
+        row_bytes = taps * nbc * b * g["Wo"] * 4
+        rows = max(1, min(g["Ho"], ctx.target.l2_bytes // 2 // row_bytes))
+        rows = -(-g["Ho"] // -(-g["Ho"] // rows))  # balanced chunks
+        col = ctx.scratch(rows * row_bytes)
+        geo = ", ".join(f"{g[k]}u" for k in "N H W Ho Wo KH KW SH SW DH DW PT PL".split())
+        pre = (f"const f32_nchwc_im2col_shape G = {{{xptr}, (float *){col}, {geo[:geo.index(',')]}, {nbc}u, "
+               f"{geo[geo.index(',') + 2:]}, {b}u, 0u, 0u}};\n")
         w2 = np.zeros((g["K"], taps, nbc * b), np.float32)
         w2[:, :, :g["C"]] = w.reshape(g["K"], g["C"], taps).transpose(0, 2, 1)
         w = w2.reshape(g["K"], taps * nbc * b, 1, 1)
         suffix = f"-im2col{g['KH']}x{g['KW']}s{g['SH']}x{g['SW']}"
-        g = dict(g, C=taps * nbc * b, H=g["Ho"], W=g["Wo"], KH=1, KW=1, SH=1, SW=1, DH=1, DW=1, PT=0, PL=0)
+        g = dict(g, N=1, C=taps * nbc * b, H=rows, W=g["Wo"], Ho=rows, KH=1, KW=1, SH=1, SW=1, DH=1, DW=1, PT=0,
+                 PL=0)
     b = y.block
     if x.block != b or (node.epilogue.residual is not None and node.epilogue.residual.block != b):
         raise EdgecError(f"internal: node {node.name} mixes layouts")
@@ -136,7 +149,7 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     if shuffled > 1 and (g["KH"], g["KW"]) != (1, 1):
         raise EdgecError(f"internal: node {node.name} reads a shuffled input but is not a 1x1 conv")
     if g["G"] == C == K:
-        taps, kc = g["KH"] * g["KW"], 1
+        taps, kc, kt = g["KH"] * g["KW"], 1, 1
         cb = _blocks(C, b)
         wp = np.zeros((cb * b, taps), np.float32)
         wp[:C] = w.reshape(C, taps)
@@ -154,20 +167,21 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
             for k, (lo, hi) in enumerate(rng):
                 order = [c - lo for i in range(shuffled) for c in range(lo, hi) if c % shuffled == i]
                 wp[k, :hi - lo] = wp[k, order]
-        union = max(rng[min(k + 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, 2))  # a block pair's channels
+        kt = tile_blocks(ctx.target, g["G"] == 1 and shuffled <= 1)
+        union = max(rng[min(k + kt - 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, kt))  # a tile's channels
         hw = g["Ho"] * g["Wo"]
-        pairs = -(-kb // 2)
+        pairs = -(-kb // kt)
         per = max(1, -(-_par.CHUNKS // (N * pairs)))
         pc = max(PT, -(-(-(-hw // per)) // PT) * PT)
         # the pairs of a pixel chunk run in a row: a chunk of the input (all its channels) within half of L2 is
         # read from memory once, not once per pair (28x28 x 256 channels, 800 KB, ran 15% below the GEMM path)
         pc = min(pc, max(PT, ctx.target.l2_bytes // 2 // (4 * _blocks(C, b) * b) // PT * PT))
         items = N * pairs * -(-hw // pc)
-        # passes over the input channels so a block pair's weights (2 x KC x c floats) fit half of L1: streamed
+        # passes over the input channels so a tile's weights (kt x KC x c floats) fit half of L1: streamed
         # from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path
         half_l1 = ctx.target.l1d_bytes // 2
-        kc = union if 8 * union * b <= half_l1 else max(b, half_l1 // (8 * b) // b * b)
-        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{2 * b}-{isa}" + (
+        kc = union if 4 * kt * union * b <= half_l1 else max(b, half_l1 // (4 * kt * b) // b * b)
+        fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{kt * b}-{isa}" + (
             f"-g{g['G']}" if g["G"] > 1 else "") + (f"-shuffled{shuffled}" if shuffled > 1 else "") + suffix
         if g["G"] == 1 and shuffled <= 1:  # f32_nchwc_1x1_blocks' dense path: res == y starts from the output
             take_residual_buffer(node)
@@ -181,11 +195,12 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     keys = "N C H W K Ho Wo KH KW SH SW DH DW PT PL"
     shape = ", ".join(f"{g[k]}u" for k in keys.split())
     groups = 1 if g["G"] == C == K else g["G"]  # depthwise ignores it
+    run = (f"f32_nchwc_im2col_conv(&G, &S, &A, {rows}u, {ctx.pool});\n" if rows else
+           f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")
     return (pre + f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, "
-            f"{max(shuffled, 1)}u, {fn}}};\n"
-            f"const f32_nchwc_conv_args A = {{{xptr}, {ctx.ptr(y)}, {wptr}, "
-            f"{epilogue_fields(node, ctx, bias)}}};\n"
-            f"f32_nchwc_conv_run(&S, &A, {items}u, {ctx.pool});\n")
+            f"{max(shuffled, 1)}u, {kt}u, {g0['Ho'] * g0['Wo']}u, {fn}}};\n"
+            f"const f32_nchwc_conv_args A = {{{'G.y' if rows else xptr}, {ctx.ptr(y)}, {wptr}, "
+            f"{epilogue_fields(node, ctx, bias)}}};\n" + run)
 
 
 def emit_pool(node: Node, ctx: EmitContext, k, s, d, ins, outs, pb, pe, avg_count_pad: int | None) -> str:

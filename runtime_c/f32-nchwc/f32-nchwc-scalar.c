@@ -18,9 +18,9 @@ void f32_nchwc_from_blocked__scalar(const f32_nchwc_reorder_shape *s, const floa
 
 void f32_nchwc_conv1x1__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t CB = s->CB, HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, CB);
-  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k0 = item % kpairs * 2;
-  const size_t p0 = item / kpairs % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC), cbn = EC_DIV_UP(s->C, CB);
-  for (size_t k = k0; k < EC_MIN(kb, k0 + 2); k++) {
+  const size_t kq = EC_DIV_UP(kb, s->KT), n = item / (kq * np), k0 = item % kq * s->KT;
+  const size_t p0 = item / kq % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC), cbn = EC_DIV_UP(s->C, CB);
+  for (size_t k = k0; k < EC_MIN(kb, k0 + s->KT); k++) {
     size_t lo, hi; /* the block's input channels: its lanes' groups, weights zero outside a lane's own */
     f32_nchwc_1x1_range(s, k, &lo, &hi);
     const size_t G = s->IS > 1 ? s->IS : 1, cs = s->C / G;
@@ -35,7 +35,7 @@ void f32_nchwc_conv1x1__scalar(const f32_nchwc_conv_shape *s, const f32_nchwc_co
             const size_t z = G > 1 ? i * cs + c / G : c;
             acc += a->x[((n * cbn + z / CB) * HW + p) * CB + z % CB] * a->w[(k * s->WS + row++) * CB + l];
           }
-        const size_t o = ((n * kb + k) * HW + p) * CB + l;
+        const size_t o = ((n * kb + k) * s->YHW + p) * CB + l;
         a->y[o] = ec_epi_value(acc, a->res ? a->res + o : NULL, a->res_before_act, a->act);
       }
   }

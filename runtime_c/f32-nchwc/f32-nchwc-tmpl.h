@@ -1,7 +1,7 @@
 /* Channel-blocked kernel bodies (see f32-nchwc.h) shared by the SIMD files: the includer picks the
  * vocabulary (CB = EC_VL) and NCHWC_FN(name) the suffixed function name. The 1x1 conv tile is
- * NCHWC_PT pixels x 2 output-channel blocks: per input channel, PT broadcast input scalars times two
- * weight vectors into 2*PT accumulators (the blocked-1x1 scheme: no packing of the input at all). */
+ * NCHWC_PT pixels x KT (1-4) output-channel blocks: per input channel, PT broadcast input scalars times KT
+ * weight vectors into KT*PT accumulators (the blocked-1x1 scheme: no packing of the input at all). */
 #ifndef NCHWC_PT
 #define NCHWC_PT 6
 #endif
@@ -82,6 +82,19 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
     c_ = cb_ * EC_VL + l1_;                                                                                      \
   }
 
+/* the tile's pixels NCHWC_PF_DIST blocks ahead: each block of input channels is a plane HW pixels further on,
+ * a stride the hardware prefetchers do not follow across tiles (integer arithmetic: the address may lie past the
+ * input's end, and a prefetch never faults) */
+#ifndef NCHWC_PF_DIST
+#define NCHWC_PF_DIST 2
+#endif
+#define NCHWC_PF_NEXT(q, n)                                                                                      \
+  {                                                                                                              \
+    const uintptr_t q_ = (uintptr_t)(q);                                                                         \
+    NCHWC_UNROLL                                                                                                 \
+    for (size_t p_ = 0; p_ < (n) * EC_VL * sizeof(float); p_ += 64) __builtin_prefetch((const void *)(q_ + p_)); \
+  }
+
 /* the epilogue over the stored pixels (n floats from y) of kt blocks ystride floats apart, after the last pass over
  * the input channels: once per row of tiles, one activation switch per row. In each tile's stores, inside the
  * accumulators' live range, the per-vector epilogue cost a dense 1x1 12-19% of its time on Zen 3. */
@@ -91,32 +104,25 @@ EC_NOINLINE void NCHWC_FN(f32_nchwc_1x1_epi)(const f32_nchwc_conv_args *a, float
     ec_vepi_row(y + j * ystride, res ? res + j * ystride : NULL, n, a->res_before_act, a->act);
 }
 
-/* a tile's accumulators: the bias on the first pass over the input channels (first = 2: plus the residual the
- * output's buffer holds, f32_nchwc_1x1_blocks), the partial sums after it */
+/* a tile's accumulators (kt blocks, ystride floats apart): the bias on the first pass over the input channels
+ * (first = 2: plus the residual the output's buffer holds, f32_nchwc_1x1_blocks), the partial sums after it */
 #define NCHWC_1X1_ACC_INIT()                                                                                     \
-  if (first) {                                                                                                   \
-    const ec_v b0_ = ec_vld(bias), b1_ = kt > 1 ? ec_vld(bias + EC_VL) : ec_vzero();                             \
-    NCHWC_UNROLL                                                                                                 \
-    for (size_t p = 0; p < pt; p++) acc[p][0] = b0_, acc[p][1] = b1_;                                            \
-    if (first == 2) {                                                                                            \
-      NCHWC_UNROLL                                                                                               \
-      for (size_t p = 0; p < pt; p++) {                                                                          \
-        acc[p][0] = ec_vadd(acc[p][0], ec_vld(y + p * EC_VL));                                                   \
-        if (kt > 1) acc[p][1] = ec_vadd(acc[p][1], ec_vld(y + ystride + p * EC_VL));                            \
-      }                                                                                                          \
-    }                                                                                                            \
-  } else {                                                                                                       \
+  NCHWC_UNROLL                                                                                                   \
+  for (size_t j = 0; j < kt; j++) {                                                                              \
+    const ec_v b_ = ec_vld(bias + j * EC_VL);                                                                    \
     NCHWC_UNROLL                                                                                                 \
     for (size_t p = 0; p < pt; p++)                                                                              \
-      acc[p][0] = ec_vld(y + p * EC_VL), acc[p][1] = kt > 1 ? ec_vld(y + ystride + p * EC_VL) : ec_vzero();      \
+      acc[p][j] = !first       ? ec_vld(y + j * ystride + p * EC_VL)                                             \
+                  : first == 2 ? ec_vadd(b_, ec_vld(y + j * ystride + p * EC_VL))                                \
+                               : b_;                                                                             \
   }
 
 /* ... and stored (the epilogue runs over the whole row afterwards, f32_nchwc_1x1_epi) */
 #define NCHWC_1X1_ACC_STORE()                                                                                    \
   NCHWC_UNROLL                                                                                                   \
-  for (size_t p = 0; p < pt; p++) {                                                                              \
-    ec_vst(y + p * EC_VL, acc[p][0]);                                                                            \
-    if (kt > 1) ec_vst(y + ystride + p * EC_VL, acc[p][1]);                                                      \
+  for (size_t j = 0; j < kt; j++) {                                                                              \
+    NCHWC_UNROLL                                                                                                 \
+    for (size_t p = 0; p < pt; p++) ec_vst(y + j * ystride + p * EC_VL, acc[p][j]);                              \
   }
 
 #ifndef NCHWC_1X1_RUN
@@ -132,9 +138,11 @@ typedef struct {
 /* pt pixels x kt (1 or 2) output blocks A, B over nr runs of input channels; constants after inlining, so the
  * accumulators stay in registers */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const float *x, const float *bias, float *y, size_t HW, const size_t pt,
-                                              const size_t kt, const f32_nchwc_1x1_run *runs, size_t nr, int first) {
-  const size_t ystride = HW * EC_VL;
+                                              const size_t kt2, const f32_nchwc_1x1_run *runs, size_t nr, int first) {
+  const size_t ystride = HW * EC_VL, kt = EC_MIN(kt2, (size_t)2); /* 1 or 2 blocks here */
   ec_v acc[NCHWC_PT][2];
+  NCHWC_UNROLL
+  for (size_t p = 0; p < pt; p++) acc[p][0] = acc[p][1] = ec_vzero(); /* kt is not a constant here */
   NCHWC_1X1_ACC_INIT()
   for (size_t r = 0; r < nr; r++) {
     const size_t *seg = runs[r].seg, la = runs[r].la, lb = runs[r].lb;
@@ -161,37 +169,44 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const float *x, const float *bias, f
   NCHWC_1X1_ACC_STORE()
 }
 
-/* The same tile for a dense conv (one group: both blocks read every channel of the pass [c0, c1), c0 a whole
- * block): whole blocks with the lane loop unrolled (constant offsets), then a partial last block. The general
- * tile's run and segment bookkeeping around its lane loop held it to 57-66% of the FMA peak on 576->576 at 14x14
- * (Zen 3) where this form runs at 80-90%. wa, wb: the blocks' weight rows for channel 0. */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_tile)(const float *x, const float *wa, const float *wb, const float *bias,
-                                                    float *y, size_t HW, const size_t pt, const size_t kt, size_t c0,
-                                                    size_t c1, int first) {
-  const size_t ystride = HW * EC_VL, cw = c1 / EC_VL;
-  ec_v acc[NCHWC_PT][2];
+/* The same tile for a dense conv (one group: every block reads every channel of the pass [c0, c1), c0 a whole
+ * block), kt <= 4 blocks wstride floats apart from w (channel 0's rows): whole blocks with the lane loop unrolled
+ * (constant offsets), then a partial last block. The general tile's run and segment bookkeeping around its lane
+ * loop held it to 57-66% of the FMA peak on 576->576 at 14x14 (Zen 3) where this form runs at 80-90%. */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_tile)(const float *x, const float *w, size_t wstride, const float *bias,
+                                                    float *y, size_t HW, size_t YHW, const size_t pt, const size_t kt,
+                                                    size_t c0, size_t c1, int first) {
+  const size_t ystride = YHW * EC_VL, cw = c1 / EC_VL;
+  ec_v acc[NCHWC_PT][4];
   NCHWC_1X1_ACC_INIT()
   for (size_t cb = c0 / EC_VL; cb < cw; cb++) {
-    const float *xb = x + cb * HW * EC_VL, *w0 = wa + cb * EC_VL * EC_VL, *w1 = wb + cb * EC_VL * EC_VL;
+    const float *xb = x + cb * HW * EC_VL, *wc = w + cb * EC_VL * EC_VL;
+    /* NCHWC_PF_DIST blocks ahead, into the next tile's first blocks near the end */
+    NCHWC_PF_NEXT(cb + NCHWC_PF_DIST < cw ? xb + NCHWC_PF_DIST * HW * EC_VL
+                                           : x + (cb + NCHWC_PF_DIST - cw + c0 / EC_VL) * HW * EC_VL + pt * EC_VL, pt)
     NCHWC_UNROLL
     for (size_t l = 0; l < EC_VL; l++) {
-      const ec_v v0 = ec_vld(w0 + l * EC_VL), v1 = kt > 1 ? ec_vld(w1 + l * EC_VL) : ec_vzero();
+      ec_v v[4];
+      NCHWC_UNROLL
+      for (size_t j = 0; j < kt; j++) v[j] = ec_vld(wc + j * wstride + l * EC_VL);
       NCHWC_UNROLL
       for (size_t p = 0; p < pt; p++) {
         const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
-        acc[p][0] = ec_vfma(acc[p][0], xv, v0);
-        if (kt > 1) acc[p][1] = ec_vfma(acc[p][1], xv, v1);
+        NCHWC_UNROLL
+        for (size_t j = 0; j < kt; j++) acc[p][j] = ec_vfma(acc[p][j], xv, v[j]);
       }
     }
   }
   for (size_t c = EC_MAX(c0, cw * EC_VL); c < c1; c++) { /* C not whole blocks: the last one's real lanes */
     const float *xb = x + cw * HW * EC_VL + c % EC_VL;
-    const ec_v v0 = ec_vld(wa + c * EC_VL), v1 = kt > 1 ? ec_vld(wb + c * EC_VL) : ec_vzero();
+    ec_v v[4];
+    NCHWC_UNROLL
+    for (size_t j = 0; j < kt; j++) v[j] = ec_vld(w + j * wstride + c * EC_VL);
     NCHWC_UNROLL
     for (size_t p = 0; p < pt; p++) {
       const ec_v xv = ec_vset1(xb[p * EC_VL]);
-      acc[p][0] = ec_vfma(acc[p][0], xv, v0);
-      if (kt > 1) acc[p][1] = ec_vfma(acc[p][1], xv, v1);
+      NCHWC_UNROLL
+      for (size_t j = 0; j < kt; j++) acc[p][j] = ec_vfma(acc[p][j], xv, v[j]);
     }
   }
   NCHWC_1X1_ACC_STORE()
@@ -211,21 +226,23 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_row)(const f32_nchwc_conv_args *a, const f
 }
 
 /* the dense tiles of pixels [p0, p1) over the passes of KC input channels; kt a constant after inlining */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, const float *x, const float *wa,
-                                                   const float *wb, const float *bias, float *y, const float *res,
-                                                   size_t HW, const size_t kt, size_t p0, size_t p1, size_t C,
-                                                   size_t KC, int acc_out) {
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, const float *x, const float *w,
+                                                   size_t wstride, const float *bias, float *y, const float *res,
+                                                   size_t HW, size_t YHW, const size_t kt, size_t p0, size_t p1,
+                                                   size_t C, size_t KC, int acc_out) {
   for (size_t c0 = 0; c0 < C; c0 += KC) {
     const size_t c1 = EC_MIN(C, c0 + KC);
     const int first = c0 == 0 ? 1 + acc_out : 0;
     size_t p = p0;
     for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-      NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, NCHWC_PT, kt, c0, c1, first);
+      NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, w, wstride, bias, y + p * EC_VL, HW, YHW, NCHWC_PT, kt, c0,
+                                         c1, first);
     /* the last 1-5 pixels as one tile: one pixel at a time left each accumulator one FMA per channel, waiting
      * on the FMA latency (4 single-pixel tiles were ~8% of a 14x14 layer's time for 2% of its pixels) */
 #define NCHWC_DENSE_TAIL(n)                                                                                        \
   case n:                                                                                                        \
-    NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, wa, wb, bias, y + p * EC_VL, HW, n, kt, c0, c1, first);      \
+    NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, w, wstride, bias, y + p * EC_VL, HW, YHW, n, kt, c0, c1,      \
+                                       first);                                                                   \
     break;
     switch (p1 - p) {
       NCHWC_DENSE_TAIL(1)
@@ -237,10 +254,11 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, c
     }
 #undef NCHWC_DENSE_TAIL
   }
-  NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, HW * EC_VL, kt, (p1 - p0) * EC_VL);
+  NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, YHW * EC_VL, kt, (p1 - p0) * EC_VL);
 }
 
-/* output blocks k (and k + 1 when kt = 2) of image n over pixels [p0, p1). Block A = k reads [la, ha), B = k + 1
+/* output blocks [k, k + kt) of image n over pixels [p0, p1); a dense conv takes kt <= 4 blocks, the others kt <= 2
+ * (the codegen's KT). Block A = k reads [la, ha), B = k + 1
  * reads [lb, hb) (la <= lb, ha <= hb: groups are contiguous): A alone takes [la, min(ha, lb)), both take
  * [lb, ha), B alone [max(ha, lb), hb); whole-block groups split by a group edge have no common part, a block
  * straddling two groups reads both (its other lanes' weights are zero). With a shuffled input (IS > 1: the
@@ -248,7 +266,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, c
  * (c % IS) * (C/IS) + c / IS) a range is IS runs, one per shuffle group, each split the same way. */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
                                                 size_t n, size_t k, const size_t kt, size_t p0, size_t p1) {
-  const size_t HW = s->Ho * s->Wo, kb = EC_DIV_UP(s->K, (size_t)EC_VL);
+  const size_t HW = s->Ho * s->Wo, YHW = s->YHW, kb = EC_DIV_UP(s->K, (size_t)EC_VL);
   size_t la, ha, lb = 0, hb = 0;
   f32_nchwc_1x1_range(s, k, &la, &ha);
   if (kt > 1) f32_nchwc_1x1_range(s, k + 1, &lb, &hb);
@@ -256,7 +274,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
   const float *x = a->x + n * EC_DIV_UP(s->C, (size_t)EC_VL) * HW * EC_VL;
   const float *wa = a->w + k * s->WS * EC_VL, *wb = kt > 1 ? wa + s->WS * EC_VL : wa;
   const float *bias = a->bias + k * EC_VL;
-  const size_t yoff = (n * kb + k) * HW * EC_VL;
+  const size_t yoff = (n * kb + k) * YHW * EC_VL; /* YHW = HW but for a dense conv's rows */
   float *y = a->y + yoff;
   const float *res = a->res ? a->res + yoff : NULL;
   if (s->IS > 1) { /* one pass: the runs of each shuffle group, weight rows in run order */
@@ -280,8 +298,19 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
     /* the residual in the output's own buffer (added before the activation): the first pass starts from it */
     const int acc_out = res != NULL && a->res == a->y && a->res_before_act;
     if (acc_out) res = NULL;
-    if (kt > 1) NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 2, p0, p1, s->C, s->KC, acc_out);
-    else NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, wb, bias, y, res, HW, 1, p0, p1, s->C, s->KC, acc_out);
+    const size_t ws = s->WS * EC_VL; /* kt a constant per instance: the accumulators stay in registers */
+#define NCHWC_DENSE_KT(n)                                                                                          \
+  case n:                                                                                                        \
+    NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, ws, bias, y, res, HW, YHW, n, p0, p1, s->C, s->KC, acc_out);       \
+    break;
+    switch (kt) {
+      NCHWC_DENSE_KT(4)
+      NCHWC_DENSE_KT(3)
+      NCHWC_DENSE_KT(2)
+      NCHWC_DENSE_KT(1)
+    default: break;
+    }
+#undef NCHWC_DENSE_KT
     return;
   }
   /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
@@ -294,13 +323,13 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
   }
 }
 
-/* item = (n, pair of output blocks, chunk of PC pixels) */
+/* item = (n, KT output blocks, chunk of PC pixels) */
 void NCHWC_FN(f32_nchwc_conv1x1)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item) {
   const size_t HW = s->Ho * s->Wo, np = EC_DIV_UP(HW, s->PC), kb = EC_DIV_UP(s->K, (size_t)EC_VL);
-  /* block pairs vary fastest: consecutive items reuse one pixel chunk of the input from L2 */
-  const size_t kpairs = EC_DIV_UP(kb, 2), n = item / (kpairs * np), k = item % kpairs * 2;
-  const size_t p0 = item / kpairs % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
-  NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, k + 1 < kb ? 2 : 1, p0, p1);
+  /* block groups vary fastest: consecutive items reuse one pixel chunk of the input from L2 */
+  const size_t kq = EC_DIV_UP(kb, s->KT), n = item / (kq * np), k = item % kq * s->KT;
+  const size_t p0 = item / kq % np * s->PC, p1 = EC_MIN(HW, p0 + s->PC);
+  NCHWC_FN(f32_nchwc_1x1_blocks)(s, a, n, k, EC_MIN(s->KT, kb - k), p0, p1);
 }
 
 /* T <= 8 outputs xs input floats and ys output floats apart (adjacent columns of a row, or one column of adjacent

@@ -45,6 +45,10 @@ struct f32_nchwc_conv_shape {
   size_t KC; /* 1x1: input channels per pass over a block pair's channels (the last pass may be shorter) */
   size_t WS; /* 1x1: weight rows per output block, the widest block's hi - lo */
   size_t IS; /* 1x1: > 1: the input is that of a channel shuffle of IS groups (at most NCHWC_MAX_RUNS), fused */
+  size_t KT; /* 1x1: output blocks per item and tile, 1-4; above 2 only dense (G = 1, IS <= 1): the codegen picks 4
+              * where the register file holds 4 blocks x 6 pixels of accumulators */
+  size_t YHW; /* 1x1: pixels of one block of y and res (Ho*Wo; more for a dense 1x1 writing rows of a larger
+               * output, f32_nchwc_im2col_conv) */
   f32_nchwc_conv_fn fn;
 };
 
@@ -98,22 +102,33 @@ F32_NCHWC_DECL(avx2)
 F32_NCHWC_DECL(avx512)
 F32_NCHWC_DECL(neon)
 
-/* Blocked im2col of a dense conv: block (n, t*nbc + cb) of y (Ho x Wo pixels, c lanes each) holds, for tap
- * t = kh*KW + kw, input block cb's pixel (oh*SH + kh*DH - PT, ow*SW + kw*DW - PL) at (oh, ow), zero outside the
- * input; a 1x1 conv over its KH*KW*nbc blocks is then the conv (codegen/ops/nchwc.py, strided convs). One unit a
- * block of y, shared among the pool's threads (one thread copying left the other idle for ~1% of ResNet-50 at 2). */
+/* Blocked im2col of a dense conv, output rows [r0, r1): block (n, t*nbc + cb) of y ((r1 - r0) x Wo pixels, c lanes
+ * each) holds, for tap t = kh*KW + kw, input block cb's pixel (oh*SH + kh*DH - PT, ow*SW + kw*DW - PL) at (oh - r0,
+ * ow), zero outside the input; a 1x1 conv over its KH*KW*nbc blocks is then the conv's rows (codegen/ops/nchwc.py,
+ * strided convs). One unit a block of y, shared among the pool's threads (one thread copying left the other idle
+ * for ~1% of ResNet-50 at 2). */
 typedef struct {
   const float *x;
   float *y;
-  size_t N, nbc, H, W, Ho, Wo, KH, KW, SH, SW, DH, DW, PT, PL, c;
+  size_t N, nbc, H, W, Ho, Wo, KH, KW, SH, SW, DH, DW, PT, PL, c, r0, r1;
 } f32_nchwc_im2col_shape;
+
+/* one pixel's c floats: a constant size for the usual lane counts, so the copy is a few vector moves, not a call */
+EC_INLINE void f32_nchwc_copy_px(float *d, const float *s, size_t c) {
+  switch (c) {
+  case 16: memcpy(d, s, 16 * sizeof(float)); break;
+  case 8: memcpy(d, s, 8 * sizeof(float)); break;
+  case 4: memcpy(d, s, 4 * sizeof(float)); break;
+  default: memcpy(d, s, c * sizeof(float));
+  }
+}
 
 EC_INLINE void f32_nchwc_im2col_unit(const f32_nchwc_im2col_shape *s, size_t u) {
   const size_t c = s->c, H = s->H, W = s->W, Wo = s->Wo, taps = s->KH * s->KW;
   const size_t cb = u % s->nbc, t = u / s->nbc % taps, n = u / s->nbc / taps, kh = t / s->KW, kw = t % s->KW;
   const float *src = s->x + (n * s->nbc + cb) * H * W * c;
-  float *d = s->y + u * s->Ho * Wo * c;
-  for (size_t oh = 0; oh < s->Ho; oh++, d += Wo * c) {
+  float *d = s->y + u * (s->r1 - s->r0) * Wo * c;
+  for (size_t oh = s->r0; oh < s->r1; oh++, d += Wo * c) {
     const ptrdiff_t ih = (ptrdiff_t)(oh * s->SH + kh * s->DH) - (ptrdiff_t)s->PT;
     if (ih < 0 || ih >= (ptrdiff_t)H) {
       memset(d, 0, Wo * c * sizeof(float));
@@ -125,7 +140,7 @@ EC_INLINE void f32_nchwc_im2col_unit(const f32_nchwc_im2col_shape *s, size_t u) 
       if (iw < 0 || iw >= (ptrdiff_t)W)
         memset(d + ow * c, 0, c * sizeof(float));
       else
-        memcpy(d + ow * c, r + (size_t)iw * c, c * sizeof(float));
+        f32_nchwc_copy_px(d + ow * c, r + (size_t)iw * c, c);
     }
   }
 }
@@ -134,16 +149,9 @@ static inline void f32_nchwc_im2col_task(void *ctx, size_t begin, size_t end) {
   for (size_t u = begin; u < end; u++) f32_nchwc_im2col_unit((const f32_nchwc_im2col_shape *)ctx, u);
 }
 
-EC_INLINE void f32_nchwc_im2col(const float *x, float *y, size_t N, size_t nbc, size_t H, size_t W, size_t Ho,
-                                size_t Wo, size_t KH, size_t KW, size_t SH, size_t SW, size_t DH, size_t DW, size_t PT,
-                                size_t PL, size_t c, ec_pool *pool) {
-  f32_nchwc_im2col_shape s = {x, y, N, nbc, H, W, Ho, Wo, KH, KW, SH, SW, DH, DW, PT, PL, c};
-  ec_parallel_for(pool, N * KH * KW * nbc, 1, f32_nchwc_im2col_task, &s);
-}
-
 EC_INLINE size_t f32_nchwc_reorder_items(const f32_nchwc_reorder_shape *s) { return s->N * EC_DIV_UP(s->C, s->CB); }
 EC_INLINE size_t f32_nchwc_conv1x1_items(const f32_nchwc_conv_shape *s) {
-  return s->N * EC_DIV_UP(EC_DIV_UP(s->K, s->CB), 2) * EC_DIV_UP(s->Ho * s->Wo, s->PC); /* pairs of blocks */
+  return s->N * EC_DIV_UP(EC_DIV_UP(s->K, s->CB), s->KT) * EC_DIV_UP(s->Ho * s->Wo, s->PC); /* KT blocks each */
 }
 EC_INLINE size_t f32_nchwc_dwconv_items(const f32_nchwc_conv_shape *s) {
   return s->N * EC_DIV_UP(s->C, s->CB) * EC_DIV_UP(s->Ho, s->PC);
@@ -195,6 +203,27 @@ EC_INLINE void f32_nchwc_conv_run(const f32_nchwc_conv_shape *s, const f32_nchwc
                                   ec_pool *pool) {
   f32_nchwc_job j = {s, a, NULL, NULL, NULL, 1, (void (*)(void))s->fn};
   f32_nchwc_for(pool, items, &j);
+}
+
+/* A strided dense conv as the blocked im2col (g, all rows) + the dense 1x1 over its KH*KW*nbc blocks (s: that
+ * 1x1 for RC output rows of one image: Ho = RC, its PC a share of them; YHW = g's Ho*Wo), RC rows at a time into col
+ * (KH*KW*nbc blocks of RC*Wo pixels): a chunk's im2col stays in L2 between its copy and the 1x1. Written whole,
+ * 56x56 -> 28x28 at 128 channels (3.6 MB), it went out to L3 and back: 1.35x onnxruntime's time on that layer. */
+EC_INLINE void f32_nchwc_im2col_conv(const f32_nchwc_im2col_shape *g, const f32_nchwc_conv_shape *s,
+                                     const f32_nchwc_conv_args *a, size_t RC, ec_pool *pool) {
+  const size_t c = g->c, kb = EC_DIV_UP(s->K, c), HW = g->Ho * g->Wo;
+  for (size_t n = 0; n < g->N; n++)
+    for (size_t r0 = 0; r0 < g->Ho; r0 += RC) {
+      const size_t r1 = EC_MIN(g->Ho, r0 + RC), off = (n * kb * HW + r0 * g->Wo) * c;
+      f32_nchwc_im2col_shape gi = *g;
+      gi.x = g->x + n * g->nbc * g->H * g->W * c, gi.N = 1, gi.r0 = r0, gi.r1 = r1;
+      ec_parallel_for(pool, g->KH * g->KW * g->nbc, 1, f32_nchwc_im2col_task, &gi);
+      f32_nchwc_conv_shape si = *s;
+      si.N = 1, si.H = si.Ho = r1 - r0, si.YHW = HW;
+      f32_nchwc_conv_args ai = *a;
+      ai.x = g->y, ai.y = a->y + off, ai.res = a->res ? a->res + off : NULL;
+      f32_nchwc_conv_run(&si, &ai, f32_nchwc_conv1x1_items(&si), pool);
+    }
 }
 
 EC_INLINE void f32_nchwc_pool_run(const f32_nchwc_pool_shape *s, const float *x, float *y, ec_pool *pool) {

@@ -48,11 +48,16 @@ static void test_reorder(size_t N, size_t C, size_t HW) {
 static const ec_act ACTS[] = {{EC_ACT_NONE, 0, 0}, {EC_ACT_RELU, 0, 0}, {EC_ACT_HARD_SWISH, 0, 0},
                               {EC_ACT_CLIP, -0.5f, 0.5f}, {EC_ACT_SIGMOID, 0, 0}, {EC_ACT_HARD_SIGMOID, 0.2f, 0.5f}};
 
+static size_t dense_kt = 2;
+
 /* 1x1 (dense or grouped, groups of any width) or depthwise conv; weights/bias packed as the emitter does */
 static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
                       size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC, size_t IS) {
-  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, IS, NULL};
+  /* output blocks per tile: a dense 1x1 takes dense_kt (2, or 4 where the codegen picks it), the others 2 */
+  const size_t KT = !dw && G == 1 && IS <= 1 ? dense_kt : 2;
+  f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, IS, KT, 0, NULL};
   s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
+  s.YHW = s.Ho * s.Wo;
   const size_t taps = KH * KW, kb = nblk(K), HWo = s.Ho * s.Wo, ny = N * kb * HWo * LANES;
   for (size_t k = 0; k < kb && !dw; k++) { /* rows per block: the widest block's input range */
     size_t lo, hi;
@@ -97,6 +102,58 @@ static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, 
            KW, S, D, P, G, IS, ai, res, before);
   check(what, err(y1, y0, ny), 1e-5, "C%zu K%zu H%zu W%zu", C, K, H, W);
   free(xr), free(x), free(wp), free(bias), free(rr), free(r), free(y0), free(y1);
+}
+
+/* A strided dense conv as the blocked im2col + the dense 1x1 (f32_nchwc_im2col_conv, packed as codegen/ops/nchwc.py
+ * packs it): RC output rows at a time on the SIMD kernel against all rows at once on the scalar one, and that
+ * against a plain NCHW conv on the real channels. */
+static void test_im2col_conv(size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
+                             size_t D, size_t P, size_t RC, int ai, int res, size_t KT) {
+  const size_t Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
+  const size_t taps = KH * KW, nbc = nblk(C), CC = taps * nbc * LANES, kb = nblk(K), HWo = Ho * Wo;
+  const size_t ny = N * kb * HWo * LANES;
+  float *xr = falloc(N * C * H * W), *x = blocked(xr, N, C, H * W), *w = falloc(K * C * taps);
+  float *wp = falloc(kb * CC * LANES), *bias = falloc(kb * LANES), *col = falloc(CC * EC_MAX(RC, Ho) * Wo);
+  for (size_t k = 0; k < kb * LANES; k++) { /* [K/c][tap-major channels][c], zero on pad lanes and channels */
+    if (k >= K) bias[k] = 0.0f;
+    for (size_t t = 0; t < taps; t++)
+      for (size_t c = 0; c < nbc * LANES; c++)
+        wp[(k / LANES * CC + t * nbc * LANES + c) * LANES + k % LANES] =
+            k < K && c < C ? w[(k * C + c) * taps + t] : 0.0f;
+  }
+  float *rr = falloc(N * K * HWo), *r = res ? blocked(rr, N, K, HWo) : NULL;
+  float *y0 = falloc(ny), *y1 = falloc(ny), *yr = falloc(N * K * HWo), *ye = falloc(N * K * HWo);
+  f32_nchwc_im2col_shape g = {x, col, N, nbc, H, W, Ho, Wo, KH, KW, S, S, D, D, P, P, LANES, 0, 0};
+  f32_nchwc_conv_shape s = {1, CC, Ho, Wo, K, Ho, Wo, 1, 1, 1, 1, 1, 1, 0, 0, LANES, 5, 1, CC, CC, 1, 2, 0, NULL};
+  f32_nchwc_conv_args a0 = {x, y0, wp, bias, r, ai % 2, ACTS[ai]}, a1 = a0;
+  a1.y = y1;
+  s.fn = f32_nchwc_conv1x1__scalar;
+  f32_nchwc_im2col_conv(&g, &s, &a0, Ho, NULL);
+  s.fn = SIMD(f32_nchwc_conv1x1), s.KT = KT, s.KC = 2 * LANES; /* several passes over the taps' channels */
+  s.Ho = RC, s.PC = EC_MAX((size_t)1, RC * Wo / 3);
+  f32_nchwc_im2col_conv(&g, &s, &a1, RC, &pool);
+  check("im2col_conv", err(y1, y0, ny), 1e-5, "C%zu K%zu H%zu RC%zu", C, K, H, RC);
+  f32_nchwc_reorder_shape o = {N, K, HWo, LANES};
+  for (size_t i = 0; i < f32_nchwc_reorder_items(&o); i++) f32_nchwc_from_blocked__scalar(&o, y0, yr, i);
+  for (size_t n = 0; n < N; n++) /* the plain conv */
+    for (size_t k = 0; k < K; k++)
+      for (size_t oh = 0; oh < Ho; oh++)
+        for (size_t ow = 0; ow < Wo; ow++) {
+          float acc = bias[k];
+          for (size_t c = 0; c < C; c++)
+            for (size_t kh = 0; kh < KH; kh++)
+              for (size_t kw = 0; kw < KW; kw++) {
+                const ptrdiff_t ih = (ptrdiff_t)(oh * S + kh * D) - (ptrdiff_t)P;
+                const ptrdiff_t iw = (ptrdiff_t)(ow * S + kw * D) - (ptrdiff_t)P;
+                if (ih >= 0 && ih < (ptrdiff_t)H && iw >= 0 && iw < (ptrdiff_t)W)
+                  acc += xr[((n * C + c) * H + (size_t)ih) * W + (size_t)iw] * w[(k * C + c) * taps + kh * KW + kw];
+              }
+          const size_t i = ((n * K + k) * Ho + oh) * Wo + ow;
+          ye[i] = ec_epi_value(acc, res ? rr + i : NULL, ai % 2, ACTS[ai]);
+        }
+  check("im2col_conv vs plain conv", err(yr, ye, N * K * HWo), 1e-4, "C%zu K%zu H%zu RC%zu", C, K, H, RC);
+  free(xr), free(x), free(w), free(wp), free(bias), free(col), free(rr), free(r), free(y0), free(y1), free(yr);
+  free(ye);
 }
 
 static void test_pool(int max, size_t N, size_t C, size_t H, size_t W, size_t KH, size_t KW, size_t S, size_t D,
@@ -161,15 +218,28 @@ int main(int argc, char **argv) {
     test_reorder(1, C, 2 * LANES + 3);
     test_reorder(1, C, 3 * LANES - 1); /* a pixel tail longer than half a vector */
     test_gap_scale(2, C, 5, 3);
-    for (size_t kc = 0; kc < sizeof chans / sizeof *chans; kc += quick ? 2 : 1)
-      for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
-        const size_t H = hw == 0 ? 1 : hw == 1 ? 7 : 13, W = hw == 0 ? 1 : hw == 1 ? 5 : 11;
-        test_conv(0, 1 + (hw == 1), C, chans[kc], H, W, 1, 1, 1, 1, 0, hw == 2 ? 18 : 6, (int)((ci + kc + hw) % 6),
-                  (int)(kc % 2), (int)(hw % 2), 1, kc % 2 ? LANES : C, 0); /* one pass, or one per block */
-      }
-    for (size_t t = 2; t <= 4; t++) /* dense 1x1: a tail tile of 2-4 pixels after a whole one */
-      test_conv(0, 1, C, 2 * LANES + 5, 1, 6 + t, 1, 1, 1, 1, 0, 18, (int)((ci + t) % 6), (int)(t % 2), 1, 1,
-                t == 3 ? LANES : C, 0);
+    for (dense_kt = 2; dense_kt <= 4; dense_kt += 2) { /* dense tiles of 1-2 blocks, and of 1-4 */
+      for (size_t kc = 0; kc < sizeof chans / sizeof *chans; kc += quick ? 2 : 1)
+        for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
+          const size_t H = hw == 0 ? 1 : hw == 1 ? 7 : 13, W = hw == 0 ? 1 : hw == 1 ? 5 : 11;
+          test_conv(0, 1 + (hw == 1), C, chans[kc], H, W, 1, 1, 1, 1, 0, hw == 2 ? 18 : 6,
+                    (int)((ci + kc + hw) % 6), (int)(kc % 2), (int)(hw % 2), 1, kc % 2 ? LANES : C,
+                    0); /* one pass, or one per block */
+        }
+      for (size_t t = 2; t <= 4; t++) /* dense 1x1: a tail tile of 2-4 pixels after a whole one */
+        test_conv(0, 1, C, 2 * LANES + 5, 1, 6 + t, 1, 1, 1, 1, 0, 18, (int)((ci + t) % 6), (int)(t % 2), 1, 1,
+                  t == 3 ? LANES : C, 0);
+      /* 4, 6 (4 + 2) and 7 (4 + 3) output blocks, the last partial, one pass or several */
+      for (size_t kq = 0; kq < 3; kq++)
+        test_conv(0, 1 + kq % 2, C, kq == 0 ? 4 * LANES : kq == 1 ? 5 * LANES + 3 : 7 * LANES, 7, 5, 1, 1, 1, 1, 0,
+                  kq == 2 ? 35 : 12, (int)((ci + kq) % 6), (int)(kq % 2), (int)(ci % 2), 1, kq == 1 ? LANES : C, 0);
+    }
+    dense_kt = 2;
+    /* strided dense convs in chunks of output rows: 3x3 s2 (the last chunk partial, or one), 1x1 s2, dilated */
+    test_im2col_conv(1 + ci % 2, C, 2 * LANES + 3, 11, 9, 3, 3, 2, 1, 1, 2, (int)(ci % 6), (int)(ci % 2), 4);
+    test_im2col_conv(1, C, 4 * LANES, 9, 7, 3, 3, 2, 1, 1, 5, (int)((ci + 1) % 6), 1, 4);
+    test_im2col_conv(1, C, LANES + 1, 8, 8, 1, 1, 2, 1, 0, 3, (int)((ci + 2) % 6), (int)(ci % 2), 2);
+    test_im2col_conv(2, C, 3 * LANES, 13, 10, 3, 3, 2, 2, 2, 1, (int)((ci + 3) % 6), 0, 4);
     for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
       test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
                 (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES, 0);
