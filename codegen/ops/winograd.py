@@ -156,6 +156,8 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     from edgec.codegen.ops.conv import _bias, _shape_init, epilogue_fields
 
     m = int(choice.algo.rsplit("f", 1)[1][0])
+    if node.inputs[0].block:
+        return _emit_nchwc(node, ctx, g, w, macs, choice, m)
     t = ctx.target
     gk = kernels.gemm_kernel(t)
     wk = kernels.winograd_kernel(t, m)
@@ -193,3 +195,62 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
             f"const f32_winograd_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){xp}, (float *){tmp}}};\n"
             f"f32_winograd_run(&S, &A, {ctx.pool});\n")
+
+
+def pack_u_blocked(u: np.ndarray, b: int) -> np.ndarray:
+    """[K][C][A][A] -> [A*A][K/b][C][b] float32: per xi the blocked 1x1 conv's weights (K, C whole blocks)."""
+    K, C, a, _ = u.shape
+    out = u.reshape(K // b, b, C, a * a).transpose(3, 0, 2, 1)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def nchwc_tiles(target, g: dict, m: int, threads: int) -> tuple[int, int]:
+    """(TT, KS) of f32_winograd_nchwc_run: TT tiles a work item, V and M of them within half of L2, balanced; KS
+    output-block ranges per tile chunk when there are fewer chunks than 2 a thread (each range transforms the
+    chunk's input again: cheap beside its GEMMs)."""
+    a2, T = (m + 2) ** 2, -(-g["Ho"] // m) * -(-g["Wo"] // m)
+    per_tile = a2 * (g["C"] + g["K"]) * 4
+    tt = max(1, min(T, target.l2_bytes // 2 // per_tile))
+    if T * per_tile <= target.l2_bytes or a2 * g["C"] * g["K"] * 4 > target.l2_bytes:
+        tt = T  # U streams once per chunk: few tiles and large weights take them all
+    tt = -(-T // -(-T // tt))
+    chunks = g["N"] * -(-T // tt)
+    ks = 1 if threads <= 1 or chunks >= 2 * threads else -(-2 * threads // chunks)
+    return tt, ks
+
+
+def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice, m: int) -> str:
+    """Winograd inside a channel-blocked region: f32-winograd-nchwc.h (channel-lane transforms around the blocked
+    1x1 kernel as the alpha^2 GEMMs)."""
+    from edgec.codegen.ops import nchwc
+    from edgec.codegen.ops.conv import _bias, _shape_init, epilogue_fields
+    t, b = ctx.target, node.outputs[0].block
+    wk = kernels.winograd_kernel(t, m)
+    isa = nchwc._kernels(ctx, b)  # the blocked 1x1's (requires its file)
+    if (node.inputs[0].block != b or b != nchwc.LANES.get(wk.isa) or g["G"] != 1 or g["C"] % b or g["K"] % b
+            or "outc" not in wk.params):
+        raise EdgecError(f"internal: node {node.name}: Winograd cannot run blocked {node.inputs[0].block}/{b} on "
+                         f"{wk.name}")
+    C, K = g["C"], g["K"]
+    kt = nchwc.tile_blocks(t, True)
+    half_l1 = t.l1d_bytes // 2
+    kc = C if 4 * kt * C * b <= half_l1 else max(b, half_l1 // (4 * kt * b) // b * b)
+    tt, ks = nchwc_tiles(t, g, m, options.active().threads)
+    th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
+    u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}", pack_u_blocked(transform_weights(w, m), b))
+    zero = ctx.weight(f"zeros:{K}", np.zeros(K, np.float32))
+    a2 = (m + 2) ** 2
+    per = a2 * (C * tt + 16 + K * tt + 16)  # f32_winograd_nchwc_tmp_floats
+    tmp = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
+    ctx.require(wk.file, "f32-winograd/f32-winograd.h", "f32-winograd/f32-winograd-nchwc.h")
+    ctx.note(algo=f"winograd-f{m}3-nchwc-{nchwc.PT}x{kt * b}-{wk.isa}", macs=macs,
+             kernel=f"{wk.name} + f32_nchwc_conv1x1__{isa}", tt=tt, ks=ks, kc=kc, why=choice.why,
+             **choice.estimates, layout=node.outputs[0].layout)
+    shape = _shape_init(g, "N C H W K Ho Wo PT PL")
+    gemm = (f"{{1u, {C}u, 1u, 1u, {K}u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 0u, 0u, {b}u, 1u, 1u, {kc}u, {C}u, 1u, "
+            f"{kt}u, 1u, f32_nchwc_conv1x1__{isa}}}")
+    return (f"static const f32_winograd_nchwc_shape S = {{{shape}, {m}u, {th}u, {tw}u, {tt}u, {ks}u, {b}u, "
+            f"f32_winograd_inc_f{m}3__{wk.isa}, {wk.params['outc']}, {gemm}}};\n"
+            f"const f32_winograd_nchwc_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
+            f"{zero}, {epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){tmp}}};\n"
+            f"f32_winograd_nchwc_run(&S, &A, {ctx.pool});\n")

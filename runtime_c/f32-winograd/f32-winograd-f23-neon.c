@@ -6,4 +6,5 @@
 #define FN_IN f32_winograd_in_f23__neon
 #define FN_OUT f32_winograd_out_f23__neon
 #define FN_OUTC f32_winograd_outc_f23__neon
+#define FN_INC f32_winograd_inc_f23__neon
 #include "f32-winograd-tmpl.h"

@@ -6,4 +6,5 @@
 #define FN_IN f32_winograd_in_f63__avx512
 #define FN_OUT f32_winograd_out_f63__avx512
 #define FN_OUTC f32_winograd_outc_f63__avx512
+#define FN_INC f32_winograd_inc_f63__avx512
 #include "f32-winograd-tmpl.h"

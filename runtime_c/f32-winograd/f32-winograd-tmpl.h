@@ -344,4 +344,41 @@ F32_WINOGRAD_OUT_DECL(FN_OUTC) {
 #undef WG_OUTC_LOOP
 #endif
 
+#ifdef FN_INC
+/* one pixel vector of an NCHWc block, zero outside the map */
+EC_INLINE ec_v wg_px(const float *x, ptrdiff_t H, ptrdiff_t W, ptrdiff_t i, ptrdiff_t j) {
+  return i < 0 || j < 0 || i >= H || j >= W ? ec_vzero() : ec_vld(x + (size_t)(i * W + j) * EC_VL);
+}
+
+/* B^T d B of one tile with its pixels' channels in the lanes: columns, then rows (wg_in_rows) */
+F32_WINOGRAD_INC_DECL(FN_INC) {
+  for (size_t k = 0; k < nt; k++) {
+    const size_t t = t0 + k;
+    const ptrdiff_t i0 = (ptrdiff_t)(t / TW * WG_M) - (ptrdiff_t)PT, j0 = (ptrdiff_t)(t % TW * WG_M) - (ptrdiff_t)PL;
+    const int inside = i0 >= 0 && j0 >= 0 && i0 + WG_A <= (ptrdiff_t)H && j0 + WG_A <= (ptrdiff_t)W;
+    ec_v tt[WG_A][WG_A];
+    if (inside) {
+      const float *p = x + (size_t)(i0 * (ptrdiff_t)W + j0) * EC_VL;
+#pragma GCC unroll 8
+      for (int j = 0; j < WG_A; j++) {
+        ec_v d[WG_A], o[WG_A];
+#pragma GCC unroll 8
+        for (int i = 0; i < WG_A; i++) d[i] = ec_vld(p + ((size_t)i * W + (size_t)j) * EC_VL);
+        wg_bt(d, o);
+#pragma GCC unroll 8
+        for (int r = 0; r < WG_A; r++) tt[r][j] = o[r];
+      }
+    } else {
+      for (int j = 0; j < WG_A; j++) {
+        ec_v d[WG_A], o[WG_A];
+        for (int i = 0; i < WG_A; i++) d[i] = wg_px(x, (ptrdiff_t)H, (ptrdiff_t)W, i0 + i, j0 + j);
+        wg_bt(d, o);
+        for (int r = 0; r < WG_A; r++) tt[r][j] = o[r];
+      }
+    }
+    wg_in_rows(tt, v + k * EC_VL, vs);
+  }
+}
+#endif
+
 #undef WG_A

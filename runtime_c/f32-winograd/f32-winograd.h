@@ -81,7 +81,15 @@ static inline double f32_winograd_now(void) {
             size_t ys, size_t rows, size_t cols, const float *EC_RESTRICT bias,                 \
             const float *EC_RESTRICT res, int before, ec_act act)
 
+/* Input transform with channels in the lanes (SIMD only; f32-winograd-nchwc.h): nt tiles t0.. (row-major, TW a
+ * row) of one block of an NCHWc input (x: the block's H x W pixels of EC_VL channels); value (i, j) of tile
+ * (th, tw) is pixel (th*m + i - PT, tw*m + j - PL), zero outside; value xi of the k-th tile to v[xi*vs + k*EC_VL]. */
+#define F32_WINOGRAD_INC_DECL(name)                                                                             \
+  void name(const float *EC_RESTRICT x, size_t H, size_t W, size_t PT, size_t PL, size_t TW, size_t t0, size_t nt, \
+            float *EC_RESTRICT v, size_t vs)
+
 typedef F32_WINOGRAD_IN_DECL((*f32_winograd_in_fn));
+typedef F32_WINOGRAD_INC_DECL((*f32_winograd_inc_fn));
 typedef F32_WINOGRAD_OUT_DECL((*f32_winograd_out_fn));
 
 #define F32_WINOGRAD_PAD 16    /* floats after each xi slice of V and M */
@@ -90,7 +98,8 @@ typedef F32_WINOGRAD_OUT_DECL((*f32_winograd_out_fn));
 #define F32_WINOGRAD_KERNELS(f, isa)                                                            \
   F32_WINOGRAD_IN_DECL(f32_winograd_in_##f##__##isa);                                           \
   F32_WINOGRAD_OUT_DECL(f32_winograd_out_##f##__##isa);                                         \
-  F32_WINOGRAD_OUT_DECL(f32_winograd_outc_##f##__##isa);
+  F32_WINOGRAD_OUT_DECL(f32_winograd_outc_##f##__##isa);                                        \
+  F32_WINOGRAD_INC_DECL(f32_winograd_inc_##f##__##isa);
 F32_WINOGRAD_KERNELS(f23, scalar)
 F32_WINOGRAD_KERNELS(f43, scalar)
 F32_WINOGRAD_KERNELS(f63, scalar)

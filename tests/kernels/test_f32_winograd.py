@@ -44,8 +44,11 @@ def _sources(k: kernels.Kernel, isa: str, tmp: Path, extra=()) -> Path:
             "T_REF_OUT": ref.params["out"], "T_UK": gk.name, "T_MR": gk.params["mr"], "T_NR": gk.params["nr"]}
     if "outc" in k.params:  # the channel-blocked output transform, on blocks of the isa's vector width
         from edgec.codegen.ops.nchwc import LANES
-        defs.update(T_OUTC=k.params["outc"], T_VL=LANES[k.isa])
+        defs.update(T_OUTC=k.params["outc"], T_VL=LANES[k.isa], T_INC=f"f32_winograd_inc_{k.tile}__{k.isa}",
+                    T_1X1=f"f32_nchwc_conv1x1__{k.isa}")
     srcs = ["test_winograd.c", "ec_threadpool.c", *dict.fromkeys([k.file, ref.file, gk.file])]
+    if "outc" in k.params:  # the blocked driver's GEMMs: the blocked 1x1 kernel
+        srcs.append(f"f32-nchwc/f32-nchwc-{k.isa}.c")
     return build(ISAS[isa], tmp / f"wg_{k.tile}_{isa}", srcs, {a: str(b) for a, b in defs.items()}, tuple(extra))
 
 
