@@ -667,6 +667,8 @@ LAYOUT_KEYS = {
     "elem": "pools, GAP, Add/Mul, activations: per stored value written (padded when blocked)",
     "reorder_byte": "LayoutReorder: per byte of the tensor (whole-square loops, both ways)",
     "reorder_call": "... per reorder",
+    "wino_nchwc": "blocked Winograd (channel-lane transforms, GEMMs on the blocked 1x1): its time over the NCHW "
+                  "driver's (a ratio)",
 }
 
 

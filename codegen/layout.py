@@ -87,7 +87,7 @@ def kind(n: Node, target=None) -> str | None:
             return "1x1" if c and straddle(g, c) <= MAX_STRADDLE else None
         if target is not None and _stem(n, g, target):
             return "stem"
-        return "wino" if target is not None and _wino(g, target) else None
+        return "wino" if target is not None and _wino(g, target) and not _sparse(n, g, target) else None
     if n.op == SHUFFLE_OP:
         return "shuffle" if _f32_4d(n.input(0), y) else None
     if n.op == "Concat":
@@ -353,10 +353,11 @@ def node_cost(n: Node, target) -> tuple[float, float]:
         taps = g["KH"] * g["KW"]
         return costmodel.layout_node_cost(target, "1x1", c, g=dict(g, C=taps * g["C"], H=g["Ho"], W=g["Wo"], KH=1,
                                                                    KW=1, SH=1, SW=1, PT=0, PL=0))
-    if k == "wino":  # the same transforms and GEMMs either way; priced at the GEMM rate over F(4,3)'s ~2x fewer MACs
+    if k == "wino":  # NCHW: priced at the GEMM rate over F(4,3)'s ~2x fewer MACs; blocked: the same GEMMs with
+        # no phase packing and channel-lane transforms (f32-winograd-nchwc.h), a fraction of that
         g = geometry(n)
         t = g["N"] * g["K"] * g["C"] * 9 * g["Ho"] * g["Wo"] * costmodel._lc(target, "gemm_mac") / 2
-        return t, t
+        return t, t * costmodel._lc(target, "wino_nchwc")
     if k in ("dw", "1x1"):
         return costmodel.layout_node_cost(target, k, c, g=geometry(n))
     return costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)

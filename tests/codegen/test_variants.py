@@ -114,7 +114,8 @@ def test_a_record_forces_its_layer_only_and_says_so(tmp_path):
     # two layers of the same class and different shapes: the record names one signature
     p = _model(tmp_path / "two.onnx", [_conv("1", 16, 16), ("Relu", ["t0"], {}, []), _conv("2", 16, 16, x="t1"),
                                        ("Relu", ["t2"], {}, [])], [1, 16, 20, 20])
-    opts = CompileOptions(target="x86_64-avx2")
+    # NCHW: a chain of Winograd layers alone runs channel-blocked by default, where records are per region
+    opts = CompileOptions(target="x86_64-avx2", layout="nchw")
     base = compile_model(p, tmp_path / "base", options=opts).layers
     sig = base[1]["details"]["signature"]
     assert base[0]["details"]["signature"] == sig  # same shapes, same epilogue: one signature, tuned once
@@ -425,7 +426,8 @@ def test_winograd_blockings_change_its_code_and_compute_the_same(tmp_path, targe
     path = tmp_path / "w.onnx"
     onnx.save(helper.make_model(helper.make_graph(nodes, "w", ins, outs, inits),
                                 opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
-    opts = CompileOptions(target=target, threads=2, conv="winograd-f43")
+    # NCHW: the blockings are the NCHW driver's (channel-blocked Winograd has its own, f32-winograd-nchwc.h)
+    opts = CompileOptions(target=target, threads=2, conv="winograd-f43", layout="nchw")
     base = [l for l in compile_model(path, tmp_path / "base", options=opts).layers if l["op"] == "Conv"]
     recs = tuple((l["details"]["signature"], f"blk={m}", f"forced {m}") for l, m in zip(base, shapes))
     b = compile_model(path, tmp_path / "blk", options=opts.with_(tuned=recs))
