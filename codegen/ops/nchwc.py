@@ -112,6 +112,13 @@ def tile_blocks(target, dense: bool) -> int:
     return 4 if dense and target.vector_regs >= 32 else 2
 
 
+def pass_channels(target, kt: int, union: int, b: int) -> int:
+    """KC: input channels per pass of the 1x1 tiles, so a tile's weights (kt x KC x b floats) fit half of L1 (streamed
+    from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path)."""
+    half_l1 = target.l1d_bytes // 2
+    return union if 4 * kt * union * b <= half_l1 else max(b, half_l1 // (4 * kt * b) // b * b)
+
+
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:
     """Depthwise (any window) or 1x1 conv (stride 1 dense or grouped; strided dense), blocked in and out."""
     from edgec.codegen.ops.conv import epilogue_fields, take_residual_buffer
@@ -177,10 +184,7 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         # read from memory once, not once per pair (28x28 x 256 channels, 800 KB, ran 15% below the GEMM path)
         pc = min(pc, max(PT, ctx.target.l2_bytes // 2 // (4 * _blocks(C, b) * b) // PT * PT))
         items = N * pairs * -(-hw // pc)
-        # passes over the input channels so a tile's weights (kt x KC x c floats) fit half of L1: streamed
-        # from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path
-        half_l1 = ctx.target.l1d_bytes // 2
-        kc = union if 4 * kt * union * b <= half_l1 else max(b, half_l1 // (4 * kt * b) // b * b)
+        kc = pass_channels(ctx.target, kt, union, b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{kt * b}-{isa}" + (
             f"-g{g['G']}" if g["G"] > 1 else "") + (f"-shuffled{shuffled}" if shuffled > 1 else "") + suffix
         if g["G"] == 1 and shuffled <= 1:  # f32_nchwc_1x1_blocks' dense path: res == y starts from the output

@@ -233,8 +233,7 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
                          f"{wk.name}")
     C, K = g["C"], g["K"]
     kt = nchwc.tile_blocks(t, True)
-    half_l1 = t.l1d_bytes // 2
-    kc = C if 4 * kt * C * b <= half_l1 else max(b, half_l1 // (4 * kt * b) // b * b)
+    kc = nchwc.pass_channels(t, kt, C, b)
     tt, ks = nchwc_tiles(t, g, m, options.active().threads)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}", pack_u_blocked(transform_weights(w, m), b))
