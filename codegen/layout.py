@@ -229,18 +229,18 @@ def _stem(n: Node, g: dict, target) -> bool:
 
 
 def _wino(g: dict, target) -> bool:
-    """Whether the Winograd path runs this conv and can read and write it blocked: one group, whole blocks of
-    input and output channels, rows the phase packing can gather (F32_WINOGRAD_BUF)."""
+    """Whether the Winograd path runs this conv and can read and write it blocked (f32-winograd-nchwc.h): one
+    group, whole blocks of input and output channels."""
     from edgec.codegen.ops import winograd
     from edgec.codegen.ops.conv import direct_path_3x3
     c = block_width(target)
-    if not c or not winograd.eligible(g) or g["G"] != 1 or g["C"] % c or g["K"] % c or g["W"] > WINO_ROW_MAX:
+    if not c or not winograd.eligible(g) or g["G"] != 1 or g["C"] % c or g["K"] % c:
         return False
     cols, path = direct_path_3x3(target, g)
     return winograd.choose(target, g, cols, path).algo != "direct"
 
 
-WINO_ROW_MAX = 1024  # F32_WINOGRAD_BUF
+WINO_ROW_MAX = 1024  # F32_WINOGRAD_BUF: the NCHW driver's own blocked mode (XB/YB, no longer emitted)
 
 
 def _tuned(n: Node) -> bool:

@@ -181,8 +181,8 @@ def winograd_block(path, b):
 @pytest.mark.parametrize("conv,threads", [("winograd-f23", 2), ("winograd-f43", 1), ("winograd-f43", 2),
                                           ("winograd-f63", 1)])
 def test_winograd_reads_and_writes_blocks(conv, threads, tmp_path):
-    """Winograd convs on whole blocks join the region (runtime_c/f32-winograd: the phase packing reads the
-    blocks, the output transform stores them), the residual one included: no reorder around them."""
+    """Winograd convs on whole blocks join the region (runtime_c/f32-winograd/f32-winograd-nchwc.h: channel-lane
+    transforms read and write the blocks), the residual one included: no reorder around them."""
     model = winograd_block(tmp_path / "m.onnx", LANES)
     opts = CompileOptions(layout="nchwc", conv=conv, threads=threads)
     r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-4, options=opts)
@@ -194,6 +194,20 @@ def test_winograd_reads_and_writes_blocks(conv, threads, tmp_path):
     at = [i for i, la in enumerate(layers) if la in wino[1:3]]
     between = [la["op"] for la in layers[at[0] - 1:at[1] + 1]]  # the 1x1 before them to the residual one
     assert between == ["Conv"] * 3, between
+
+
+@needs_vectors
+def test_winograd_blocked_wide_rows(tmp_path):
+    """Rows wider than the NCHW driver's packing buffer (1024) run blocked too: the channel-lane transforms read
+    the pixels where they are."""
+    g = G(13)
+    x = g.op("Relu", [g.conv("x", LANES, LANES)])
+    path = g.save(tmp_path / "m.onnx", [1, LANES, 5, 1030], [g.op("Relu", [g.conv(x, LANES, LANES, k=3, pad=1)])])
+    opts = CompileOptions(layout="nchwc", conv="winograd-f43")
+    r = verify(path, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-4, options=opts)
+    assert r.ok, r.outputs
+    wino = [la for la in compile_model(path, tmp_path / "c", options=opts).layers if la["algo"].startswith("winograd")]
+    assert len(wino) == 1 and wino[0]["details"]["layout"] != "nchw", wino
 
 
 @pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
