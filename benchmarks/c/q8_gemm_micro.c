@@ -47,7 +47,7 @@ int main(void)
             X[i] = (uint8_t)rand();
         for (size_t m = 0; m < Mp; m++)
             mult[m] = 1 << 30, shift[m] = 40;
-        q8_rq rq = {bias, mult, shift, 128, 0, 255};
+        q8_rq rq = {bias, mult, shift, 128, 0, 255, NULL};
         q8_pack_w(M, K, W, Wp);
         q8_pack_x(K, N, X, N, 0, Xp);
         const double macs = (double)M * N * K;

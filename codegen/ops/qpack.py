@@ -119,11 +119,19 @@ def pack_w(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(z.reshape(ceil4(m) // 4, 4, ceil4(k) // 4, 4).transpose(0, 2, 1, 3)).ravel()
 
 
+# kernels whose requantization can run in fp32 (q8_rq.scale / q8_dw_params.scale; runtime_c/q8-requant): the
+# AVX-512 ones, where the fixed-point path's 64-bit multiplies and shifts compete with vpdpbusd for a port
+# (1.1-1.5x on the VNNI GEMM at K <= 32, benchmarks/bench_int8.py --micro)
+FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_4x16__avx512bw", "q8_dwconv__avx512vnni",
+                             "q8_dwconv__avx512"})
+
+
 @dataclass
 class RowParams:
     bias: np.ndarray   # int32 [ceil4(M)] accumulator init
     mult: np.ndarray   # int32 [ceil4(M)]
     shift: np.ndarray  # int32 [ceil4(M)]
+    scale: np.ndarray  # float32 [ceil4(M)]: the fp32 requantization's (1.0 past M)
 
 
 def row_params(w: np.ndarray, bias_q: np.ndarray | None, zx_u8: int, scales: np.ndarray,
@@ -136,8 +144,9 @@ def row_params(w: np.ndarray, bias_q: np.ndarray | None, zx_u8: int, scales: np.
     if np.abs(b).max(initial=0) >= 2**31:
         raise EdgecError("int8 bias does not fit in int32 after zero-point folding")
     out = RowParams(np.zeros(ceil4(m), np.int32), np.full(ceil4(m), 1 << 30, np.int32),
-                    np.full(ceil4(m), 31, np.int32))
+                    np.full(ceil4(m), 31, np.int32), np.ones(ceil4(m), np.float32))
     out.bias[:m] = b
+    out.scale[:m] = np.asarray(scales[:m], np.float32)
     for i, s in enumerate(scales[:m]):
         out.mult[i], out.shift[i] = quantize_multiplier(s)
     return out

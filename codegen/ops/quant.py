@@ -13,8 +13,9 @@ from edgec.codegen import costmodel
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, ceil4, gemm_variant,
-                                     maddubs_exact, maddubs_target, pack_w, requant_scales, row_params, to_u8_domain)
+from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, ceil4,
+                                     gemm_variant, maddubs_exact, maddubs_target, pack_w, requant_scales, row_params,
+                                     to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -80,6 +81,11 @@ def _fused_lut(node: Node, ctx: EmitContext) -> tuple[str, str] | None:
 def _rq_ptrs(ctx: EmitContext, key: str, rows) -> tuple[str, str, str]:
     return (ctx.weight(f"{key}:bias", rows.bias), ctx.weight(f"{key}:mult", rows.mult),
             ctx.weight(f"{key}:shift", rows.shift))
+
+
+def _scale_ptr(ctx: EmitContext, key: str, kernel: str, scale: np.ndarray) -> str:
+    """The fp32 requantization's scales for a kernel that reads them (FP32_RQ_KERNELS), else NULL."""
+    return ctx.weight(f"{key}:scale", np.ascontiguousarray(scale, np.float32)) if kernel in FP32_RQ_KERNELS else "NULL"
 
 
 @register("QuantizeLinear")
@@ -210,7 +216,7 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
     ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
     shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}}};\n"
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL}};\n"
             f"const q8_add_params ap = {qadd_params(add, mine)};\n"
             f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
@@ -241,9 +247,9 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
             isa = "avx2_maddubs_shared"
     ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
                 *DW_FILES.get(isa, ()))
-    rows = row_params(wq.reshape(C, -1), b, zx, scales, False)
+    rows_ = row_params(wq.reshape(C, -1), b, zx, scales, False)
     wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(C, -1)))
-    bp, mp, sp = _rq_ptrs(ctx, node.name, rows)
+    bp, mp, sp = _rq_ptrs(ctx, node.name, rows_)
     shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
     rows = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1
     flat_wp = Wo - 1 + (k[1] - 1) * d[1] + 1
@@ -261,7 +267,8 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     if isa == "avx512vnni":
         quad, zrow = dw_quads(wq.reshape(C, k[0], k[1]), zx)
         packed = f"{ctx.weight(f'{node.name}:quad', quad)}, {ctx.weight(f'{node.name}:zrow', zrow)}"
-    return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}, {packed}}};\n"
+    scp = _scale_ptr(ctx, node.name, f"q8_dwconv__{isa}", rows_.scale)
+    return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}, {packed}, {scp}}};\n"
             f"{run}{X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 
 
@@ -281,7 +288,7 @@ def _emit_gemv(node: Node, ctx: EmitContext, w2d, b, scales, batch: int, q, macs
     bp, mp, sp = _rq_ptrs(ctx, node.name, r)
     ctx.note(algo="q8-gemv", macs=macs, kernel=fn)
     X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
-    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}}};\n"
+    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, NULL}};\n"
             f"for (size_t b = 0; b < {batch * rows}u; b++)\n"
             f"    {fn}({M}u, {K}u, {wp}, {X} + b * {K}u, {Y} + b * {M}u, &rq);\n")
 
@@ -300,13 +307,14 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w(wg) for wg in wgs]))
     bp, mp, sp = (ctx.weight(f"{node.name}:{f}", np.concatenate([getattr(r, f) for r in brs]))
                   for f in ("bias", "mult", "shift"))
+    scp = _scale_ptr(ctx, node.name, fn, np.concatenate([r.scale for r in brs]))
     K = cg * k[0] * k[1]
     hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
     scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32)  # packed + padded input + slack
     ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 
@@ -381,7 +389,7 @@ def _emit_spmm(node: Node, ctx: EmitContext, w2d, b, scales, dims, q, macs, choi
     ctx.note(algo="q8-spmm-4x1", macs=N * nnz * px, kernel=fn, why=choice.why, density=round(nnz / w2d.size, 3))
     X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
     return (f"const q8_bsr w = {{4, 1, {rp}, {cp}, {vp}}};\n"
-            f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}}};\n"
+            f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, NULL}};\n"
             f"for (int b = 0; b < {N}; b++)\n"
             f"    {fn}({M}u, {px}u, &w, {X} + (size_t)b * {C * px}, {px}u, {Y} + (size_t)b * {M * px}, {px}u, &rq);\n")
 
@@ -430,9 +438,10 @@ def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs,
     r = row_params(wt, bias, zx, scales, signed)
     wp = ctx.weight(f"{node.name}:wp", pack_w(wt))
     bp, mp, sp = _rq_ptrs(ctx, node.name, r)
+    scp = _scale_ptr(ctx, node.name, fn, r.scale)
     scr = ctx.scratch(ceil4(K) * ((rows + 15) // 16 * 16) + rows * ceil4(Nn))
     ctx.note(algo="q8-gemm", macs=rows * K * Nn, kernel=fn)
-    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}}};\n"
+    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {scp}}};\n"
             f"q8_matmul({rows}u, {Nn}u, {K}u, (const uint8_t *){ctx.ptr(a)}, {wp}, &rq, {0x80 if signed else 0}, "
             f"{fn}, (uint8_t *){ctx.ptr(y)}, (uint8_t *){scr});\n")
 

@@ -40,7 +40,8 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
                 q8_pack_x(K, N, xg, N, p->flip, scratch);
             else
                 q8_pack_im2col(s, xg, p->zx, p->flip, scratch, scratch + q8_pack_x_bytes(K, N));
-            q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax};
+            q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax,
+                        p->scale ? p->scale + g * mg : NULL};
             gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), N, p->wp + g * wg, scratch,
                           y + ((size_t)b * p->groups + g) * out_g, &rq};
             ec_parallel_for(pool, (N + Q8_CHUNK - 1) / Q8_CHUNK, 1, gemm_chunk, &j);

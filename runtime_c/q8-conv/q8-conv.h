@@ -15,6 +15,7 @@ typedef struct {
     int32_t zp, qmin, qmax;
     uint8_t zx, flip;      /* input zero point (padding value); 0x80 if the GEMM reads signed X */
     q8_gemm_fn gemm;
+    const float *scale;    /* like mult, or NULL: fp32 requantization (kernels that support it, q8-requant.h) */
 } q8_conv_params;
 
 /* scratch: one group's packed input, then its zero-point padded copy */

@@ -379,7 +379,7 @@ static void dw_skip_rows(const q8_dw_params *p, const uint8_t *x, uint8_t *y, ui
 
 void q8_dwconv__avx2_maddubs(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
 {
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax, NULL};
     if (p->kh * p->kw > FAST_TAPS || p->kh > FAST_KH || q8_dw_use_flat(p, 32)) {
         q8_dwconv_rows(p, x, y, scratch, 32, dw_row); /* short rows: the flattened plane; big windows */
         return;
@@ -389,7 +389,7 @@ void q8_dwconv__avx2_maddubs(const q8_dw_params *p, const uint8_t *x, uint8_t *y
 
 void q8_dwconv__avx2_maddubs_shared(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
 {
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax, NULL};
     if (p->kh * p->kw > FAST_TAPS || p->kh > FAST_KH || q8_dw_use_flat(p, 32)) {
         q8_dwconv_rows(p, x, y, scratch, 32, dw_row);
         return;

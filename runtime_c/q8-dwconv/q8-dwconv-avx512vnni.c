@@ -130,7 +130,7 @@ void q8_dwconv__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, 
         q8_dwconv__avx512(p, x, y, scratch);
         return;
     }
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax, p->scale};
     const int flat = q8_dw_use_flat(p, 16);
     /* flat: one run of q8_dw_flat_n outputs over rows of stride wp (see q8-dwconv.h) */
     const size_t stride = flat ? q8_dw_flat_wp(p) : q8_dw_wq(p), hw = (size_t)p->Ho * p->Wo;

@@ -14,7 +14,7 @@ void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_
         return;
     }
     const size_t wq = q8_dw_wq(p);
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax, NULL};
     size_t off[Q8_DW_MAX_TAPS];
     q8_dw_tap_offsets(p, off);
     for (int b = 0; b < p->batch; b++)

@@ -25,6 +25,7 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
         q.bias = p->bias + c0;
         q.mult = p->mult + c0;
         q.shift = p->shift + c0;
+        q.scale = p->scale ? p->scale + c0 : NULL;
         q.quad = p->quad ? p->quad + c0 * (size_t)p->kh * ((p->kw + 3) / 4) : NULL;
         q.zrow = p->zrow ? p->zrow + c0 * (size_t)p->kh : NULL;
         uint8_t *scr = j->scratch + tid * q8_dwconv_scratch_bytes(p);
@@ -41,6 +42,7 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
                 r.bias = p->bias + c;
                 r.mult = p->mult + c;
                 r.shift = p->shift + c;
+                r.scale = p->scale ? p->scale + c : NULL;
                 r.quad = p->quad ? p->quad + c * (size_t)p->kh * ((p->kw + 3) / 4) : NULL;
                 r.zrow = p->zrow ? p->zrow + c * (size_t)p->kh : NULL;
                 uint8_t *yc = j->y + (pl + c - c0) * hwo;

@@ -66,7 +66,8 @@ void q8_dwconv__scalar(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint
                                             ? xc[ih * p->W + iw] : p->zx;
                             acc += v * wc[i * p->kw + j];
                         }
-                    yc[oh * p->Wo + ow] = q8_requant1(acc, p->mult[c], p->shift[c], p->zp, p->qmin, p->qmax);
+                    yc[oh * p->Wo + ow] = p->scale ? q8_requant1_fp32(acc, p->scale[c], p->zp, p->qmin, p->qmax)
+                                                   : q8_requant1(acc, p->mult[c], p->shift[c], p->zp, p->qmin, p->qmax);
                 }
         }
 }

@@ -21,6 +21,7 @@ typedef struct {
      * quad [C][kh][ceil(kw/4)]: taps 4k..4k+3 of a kernel row, tap 4k+t in byte t, 0 past kw;
      * zrow [C][kh]: zx * the sum of a kernel row's weights (what a row wholly in the padding adds) */
     const int32_t *quad, *zrow;
+    const float *scale; /* [C] or NULL: fp32 requantization in the AVX-512 kernels and the reference (q8-requant.h) */
 } q8_dw_params;
 
 typedef void (*q8_dwconv_fn)(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
@@ -117,7 +118,7 @@ static inline void q8_dwconv_rows(const q8_dw_params *p, const uint8_t *x, uint8
         q8_dwconv__scalar(p, x, y, scratch);
         return;
     }
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax, p->scale};
     if (q8_dw_use_flat(p, vec)) {
         q8_dwconv_flat(p, x, y, scratch, &rq, row);
         return;

@@ -24,7 +24,7 @@ void q8_conv1x1_add(const q8_conv_params *p, q8_gemm_add_fn gemm, const uint8_t 
                     const q8_add_params *ap, uint8_t *y, uint8_t *scratch, ec_pool *pool)
 {
     const size_t K = (size_t)p->s.C, N = (size_t)p->s.H * p->s.W, out = (size_t)p->ocg * N;
-    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax};
+    const q8_rq rq = {p->bias, p->mult, p->shift, p->zp, p->qmin, p->qmax, NULL};
     for (int b = 0; b < p->batch; b++) {
         q8_pack_x(K, N, x + (size_t)b * K * N, N, p->flip, scratch);
         add_job j = {gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), p->wp, scratch, r + (size_t)b * out,

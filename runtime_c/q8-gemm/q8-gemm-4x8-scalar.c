@@ -19,8 +19,7 @@ void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const 
             }
             for (int r = 0; r < 4 && m0 + r < M; r++) {
                 size_t m = m0 + r;
-                Y[m * y_stride + n] = q8_requant1(acc[r], rq->mult[m], rq->shift[m], rq->zp,
-                                                  rq->qmin, rq->qmax);
+                Y[m * y_stride + n] = q8_rq1(rq, m, acc[r]);
             }
         }
     }

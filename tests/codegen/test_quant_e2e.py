@@ -379,7 +379,7 @@ def _conv_near_ties(model: onnx.ModelProto, feeds: dict) -> int:
     return ties
 
 
-@pytest.mark.parametrize("target", ["x86_64-avx2", "aarch64-neon"])
+@pytest.mark.parametrize("target", ["x86_64-avx2", "x86_64-avx512-vnni", "aarch64-neon"])
 def test_ppocr_7bit_random_inputs_match_exact_qdq_off_near_ties(ppocr_cls, target, tmp_path):
     """ppocr cls 7-bit on 8 random inputs against the exact QDQ oracle. Every int8 op other than Conv
     (HardSwish / HardSigmoid tables, GlobalAveragePool, the fixed-point SE Mul, Add, MaxPool, Gemm) matched
@@ -391,8 +391,8 @@ def test_ppocr_7bit_random_inputs_match_exact_qdq_off_near_ties(ppocr_cls, targe
     to 10 LSB of the softmax)."""
     if not get_target(target).runs_natively() and not get_target(target).qemu:
         pytest.skip(f"{target} cannot run here")
-    if target == "x86_64-avx2" and not get_target(target).runs_natively():
-        pytest.skip("this CPU lacks AVX2")
+    if target.startswith("x86_64") and not get_target(target).runs_natively():
+        pytest.skip(f"this CPU cannot run {target}")
     q = _ppocr_7bit(ppocr_cls, tmp_path)
     model = onnx.shape_inference.infer_shapes(onnx.load(str(q)))
     b = compile_model(q, tmp_path / "out", target=target, build=True, input_shapes={"x": [1, 3, 48, 192]})

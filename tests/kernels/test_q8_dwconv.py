@@ -45,6 +45,18 @@ def test_q8_dwconv_matches_reference(name, extra, tmp_path):
     assert r.returncode == 0 and "244/244 cases match" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("name,extra", [("avx512", ()), ("avx512vnni", ()), ("avx512vnni", SANITIZE)],
+                         ids=["avx512", "avx512vnni", "avx512vnni-asan-ubsan"])
+def test_q8_dwconv_fp32_requant_matches_reference(name, extra, tmp_path):
+    """p.scale set: the AVX-512 kernels' fp32 requantization bit-exact against the scalar reference's."""
+    isa = ISAS[name]
+    extra = extra + _require(name)
+    exe = build(isa, tmp_path / "dwf", _srcs(name, "q8_dw_test.c"),
+                {"KERNEL": VARIANTS[name], "KERNEL_NAME": f'"{name}-fp32"', "FP32_RQ": "1"}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and "244/244 cases match" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
 def test_q8_dwconv_maddubs_matches_reference_on_7bit_weights(extra, tmp_path):
     """The vpmaddubsw depthwise kernel on 7-bit weights (extremes against u8 0 / 255 included): bit-exact."""

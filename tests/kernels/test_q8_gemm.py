@@ -41,6 +41,19 @@ def test_q8_gemm_matches_reference(name, tmp_path):
     assert "3240/3240 cases match" in r.stdout
 
 
+@pytest.mark.parametrize("name,extra", [("avx512", ()), ("avx512vnni", ()), ("avx512vnni", SANITIZE)],
+                         ids=["avx512", "avx512vnni", "avx512vnni-asan-ubsan"])
+def test_q8_gemm_fp32_requant_matches_reference(name, extra, tmp_path):
+    """rq.scale set: the AVX-512 kernels' fp32 requantization bit-exact against q8_rq1 (ties included)."""
+    isa = ISAS[name]
+    require(isa)
+    fn, src, signed = VARIANTS[name]
+    exe = build(isa, tmp_path / f"fp_{name}", ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c", src],
+                {"KERNEL": fn, "KERNEL_NAME": f'"{name}-fp32"', "X_SIGNED": str(signed), "FP32_RQ": "1"}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and "3240/3240 cases match" in r.stdout, r.stdout + r.stderr
+
+
 MADDUBS = "q8-gemm/q8-gemm-4x16-avx2-maddubs.c"
 SAT_REF = "q8-gemm/q8-gemm-4x8-scalar-maddubs.c"
 

@@ -29,7 +29,7 @@ int main(int argc, char **argv)
         return 2;
     q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
                         h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
-                        (uint8_t)h[19], (uint8_t)h[20], KERNEL};
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL};
     const size_t K = (size_t)p.s.C * p.s.kh * p.s.kw, mg = ((size_t)p.ocg + 3) / 4 * 4;
     p.wp = slurp(f, q8_pack_w_bytes((size_t)p.ocg, K) * (size_t)p.groups);
     p.bias = slurp(f, 4 * mg * (size_t)p.groups);

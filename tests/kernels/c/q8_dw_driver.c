@@ -22,7 +22,7 @@ int main(int argc, char **argv)
     if (!f || fread(h, 4, 18, f) != 18)
         return 2;
     q8_dw_params p = {h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13],
-                      NULL, NULL, NULL, NULL, h[14], h[15], h[16], (uint8_t)h[17], NULL, NULL};
+                      NULL, NULL, NULL, NULL, h[14], h[15], h[16], (uint8_t)h[17], NULL, NULL, NULL};
     p.w = slurp(f, (size_t)p.C * p.kh * p.kw);
     p.bias = slurp(f, 4 * (size_t)p.C);
     p.mult = slurp(f, 4 * (size_t)p.C);

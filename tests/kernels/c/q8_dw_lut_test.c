@@ -21,7 +21,7 @@ static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8;
 
 static int run1(ec_pool *pool, int batch, int C, int H, int W, int k, int s, int pad)
 {
-    q8_dw_params p = {batch, C, H, W, k, k, s, 1, 1, 1, pad, pad, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0, NULL, NULL};
+    q8_dw_params p = {batch, C, H, W, k, k, s, 1, 1, 1, pad, pad, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0, NULL, NULL, NULL};
     p.Ho = (H + 2 * pad - k) / s + 1;
     p.Wo = (W + 2 * pad - k) + 1;
     const size_t nx = (size_t)batch * C * H * W, ny = (size_t)batch * C * p.Ho * p.Wo;

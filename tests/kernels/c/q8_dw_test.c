@@ -14,12 +14,18 @@
 #define WMAX 127
 #endif
 
+/* FP32_RQ: fp32 requantization (p.scale set): power-of-two scales on even channels (exact ties: round
+ * half to even), any float scale on odd ones */
+#ifndef FP32_RQ
+#define FP32_RQ 0
+#endif
+
 static uint32_t rng = 4242;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
 
 static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int dw, int pt, int pl)
 {
-    q8_dw_params p = {2, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0, NULL, NULL};
+    q8_dw_params p = {2, C, H, W, kh, kw, sh, sw, dh, dw, pt, pl, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0, NULL, NULL, NULL};
     const int k = kh * kw;
     p.Ho = (H + 2 * pt - dh * (kh - 1) - 1) / sh + 1;
     p.Wo = (W + pl + (pl + 1) - dw * (kw - 1) - 1) / sw + 1; /* right pad pl+1 */
@@ -29,6 +35,7 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p));
     int8_t *w = malloc((size_t)C * k);
     int32_t *bias = malloc(4 * C), *mult = malloc(4 * C), *shift = malloc(4 * C);
+    float *scale = malloc(4 * C);
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
     for (int i = 0; i < C * k; i++) /* every 7th channel at the range ends, against x = 255 / 0 */
         w[i] = (int8_t)((i / k) % 7 == 6 ? (i % 2 ? WMIN : WMAX) : WMIN + (int)(rnd() % (uint32_t)(WMAX - WMIN + 1)));
@@ -43,8 +50,10 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
         bias[c] = (int32_t)(rnd() % 40001) - 20000;
         mult[c] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
         shift[c] = rnd() % 4 ? 36 + (int32_t)(rnd() % 6) : 31 + (int32_t)(rnd() % 32); /* every requant form */
+        const int e = 5 + (int)(rnd() % 10);
+        scale[c] = c % 2 ? (float)(rnd() % 4096 + 1) / 2048.0f / (float)(1 << e) : 1.0f / (float)(1 << e);
     }
-    p.w = w; p.bias = bias; p.mult = mult; p.shift = shift;
+    p.w = w; p.bias = bias; p.mult = mult; p.shift = shift; p.scale = FP32_RQ ? scale : NULL;
     p.zp = (int32_t)(rnd() & 255); p.zx = (uint8_t)rnd();
     if (rnd() & 1) { p.qmin = rnd() & 2 ? p.zp : 0; p.qmax = 250; } /* a clamp at one end or both */
     q8_dwconv__scalar(&p, x, y0, scr);
@@ -52,7 +61,7 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     int bad = memcmp(y0, y1, ny) != 0;
     if (bad)
         printf("MISMATCH C=%d H=%d W=%d k=%dx%d s=%d,%d d=%d,%d pads=%d,%d\n", C, H, W, kh, kw, sh, sw, dh, dw, pt, pl);
-    free(x); free(y0); free(y1); free(scr); free(w); free(bias); free(mult); free(shift);
+    free(x); free(y0); free(y1); free(scr); free(w); free(bias); free(mult); free(shift); free(scale);
     return bad;
 }
 

@@ -23,6 +23,11 @@
 #ifndef SHIFT_SPAN
 #define SHIFT_SPAN 14
 #endif
+/* FP32_RQ: fp32 requantization (rq.scale set): power-of-two scales in the even modes (many exact
+ * ties: round half to even is checked), any float scale in the odd ones, up to 2 (the clamps) */
+#ifndef FP32_RQ
+#define FP32_RQ 0
+#endif
 #ifndef NMODES
 #define NMODES 4 /* 6 adds the pair-bound and (WMIN, X = 0) extremes, 7 the two-step int16 bound */
 #endif
@@ -37,6 +42,7 @@ static int run(size_t M, size_t N, size_t K, int mode)
     uint8_t *X = malloc(K * N), *Xu = malloc(q8_pack_x_bytes(K, N)), *Xs = malloc(q8_pack_x_bytes(K, N));
     uint8_t *Y0 = malloc(M * N), *Y1 = malloc(M * N);
     int32_t *b0 = calloc(Mp, 4), *b1 = calloc(Mp, 4), *mult = calloc(Mp, 4), *shift = calloc(Mp, 4);
+    float *scale = calloc(Mp, 4);
     /* modes: 0, 3 random (3 with a clamp); 1, 2, 5 range ends; 4 k-pairs (127, 1) / (-128, 0), the
      * widest pairs whose u8 x s8 int16 sum cannot saturate (kept only if within [WMIN, WMAX]) */
     /* mode 6 (7-bit weights), X = 255: per 8 k (two k4 steps a, b) the four weights of a pixel's int16 lane
@@ -68,8 +74,10 @@ static int run(size_t M, size_t N, size_t K, int mode)
         b1[m] = b0[m] + (X_SIGNED ? 128 * sw : 0);
         mult[m] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
         shift[m] = SHIFT_MIN + (int32_t)(rnd() % SHIFT_SPAN);
+        const int e = (int)(rnd() % 14);
+        scale[m] = mode % 2 ? (float)(rnd() % 4096 + 1) / 2048.0f / (float)(1 << e) : 1.0f / (float)(1 << e);
     }
-    q8_rq rq0 = {b0, mult, shift, (int32_t)(rnd() & 255), 0, 255};
+    q8_rq rq0 = {b0, mult, shift, (int32_t)(rnd() & 255), 0, 255, FP32_RQ ? scale : NULL};
     if (mode == 3) { rq0.qmin = 20; rq0.qmax = 200; }
     q8_rq rq1 = rq0;
     rq1.bias = b1;
@@ -88,7 +96,7 @@ static int run(size_t M, size_t N, size_t K, int mode)
             bad = 1;
         }
     free(W); free(Wp); free(X); free(Xu); free(Xs); free(Y0); free(Y1);
-    free(b0); free(b1); free(mult); free(shift);
+    free(b0); free(b1); free(mult); free(shift); free(scale);
     return bad;
 }
 

@@ -21,7 +21,7 @@ static int run1(size_t M, size_t K, int extreme)
         mult[m] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
         shift[m] = 31 + (int32_t)(rnd() % 16);
     }
-    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255};
+    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255, NULL};
     if (rnd() & 1) { rq.qmin = rq.zp; rq.qmax = 240; }
     q8_gemv__scalar(M, K, w, x, y0, &rq);
     KERNEL(M, K, w, x, y1, &rq);

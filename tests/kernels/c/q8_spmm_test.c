@@ -36,7 +36,7 @@ static int run(size_t M, size_t N, size_t K, int pct, int extreme)
         shift[m] = 31 + (int32_t)(rnd() % 14);
     }
     q8_bsr w = {BR, BC, rp, col, val};
-    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255};
+    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255, NULL};
     if (rnd() & 1) { rq.qmin = 10; rq.qmax = 240; }
     memset(y0, 0xEE, M * N);
     memset(y1, 0xEE, M * N);
