@@ -74,19 +74,26 @@ static inline double f32_winograd_now(void) {
  * writes channel k's rows x cols pixels (the tile clipped to the map) at y + k*ys (row stride ldy):
  * y = epilogue(A^T M A + bias[k]), bias NULL for none, res like y or NULL. SIMD variants read whole
  * vectors: mm[xi*ms + k] must be readable up to k = nk rounded up to EC_VL. The channel-blocked
- * variant (outc, SIMD only) writes nk (a multiple of EC_VL) channels as blocks ys floats apart, pixel
+ * variant (outc) writes nk (a multiple of EC_VL) channels as blocks ys floats apart, pixel
  * (i, j) of the tile at (i*ldy + j)*EC_VL in its block; res alike. */
-#define F32_WINOGRAD_OUT_DECL(name)                                                             \
-  void name(size_t nk, const float *EC_RESTRICT mm, size_t ms, float *EC_RESTRICT y, size_t ldy,  \
-            size_t ys, size_t rows, size_t cols, const float *EC_RESTRICT bias,                 \
-            const float *EC_RESTRICT res, int before, ec_act act)
+#define F32_WINOGRAD_OUT_ARGS                                                                              \
+  size_t nk, const float *EC_RESTRICT mm, size_t ms, float *EC_RESTRICT y, size_t ldy, size_t ys, size_t rows, \
+      size_t cols, const float *EC_RESTRICT bias, const float *EC_RESTRICT res, int before, ec_act act
+#define F32_WINOGRAD_OUT_DECL(name) void name(F32_WINOGRAD_OUT_ARGS)
 
-/* Input transform with channels in the lanes (SIMD only; f32-winograd-nchwc.h): nt tiles t0.. (row-major, TW a
+/* Input transform with channels in the lanes (f32-winograd-nchwc.h): nt tiles t0.. (row-major, TW a
  * row) of one block of an NCHWc input (x: the block's H x W pixels of EC_VL channels); value (i, j) of tile
  * (th, tw) is pixel (th*m + i - PT, tw*m + j - PL), zero outside; value xi of the k-th tile to v[xi*vs + k*EC_VL]. */
-#define F32_WINOGRAD_INC_DECL(name)                                                                             \
-  void name(const float *EC_RESTRICT x, size_t H, size_t W, size_t PT, size_t PL, size_t TW, size_t t0, size_t nt, \
-            float *EC_RESTRICT v, size_t vs)
+#define F32_WINOGRAD_INC_ARGS                                                                                   \
+  const float *EC_RESTRICT x, size_t H, size_t W, size_t PT, size_t PL, size_t TW, size_t t0, size_t nt, \
+      float *EC_RESTRICT v, size_t vs
+#define F32_WINOGRAD_INC_DECL(name) void name(F32_WINOGRAD_INC_ARGS)
+
+/* The portable twins of inc and outc (incb, outcb: scalar, the reference they are tested against): the block
+ * width cb, which a scalar build has no vector to fix, is a parameter; with cb = EC_VL the SIMD variant's
+ * semantics, EC_VL read as cb throughout. They read and write exactly the values named there. */
+#define F32_WINOGRAD_INCB_DECL(name) void name(size_t cb, F32_WINOGRAD_INC_ARGS)
+#define F32_WINOGRAD_OUTCB_DECL(name) void name(size_t cb, F32_WINOGRAD_OUT_ARGS)
 
 typedef F32_WINOGRAD_IN_DECL((*f32_winograd_in_fn));
 typedef F32_WINOGRAD_INC_DECL((*f32_winograd_inc_fn));
@@ -95,14 +102,20 @@ typedef F32_WINOGRAD_OUT_DECL((*f32_winograd_out_fn));
 #define F32_WINOGRAD_PAD 16    /* floats after each xi slice of V and M */
 #define F32_WINOGRAD_XP_PAD 32 /* zeros after the phase planes (whole-vector reads past a row) */
 
+#define F32_WINOGRAD_SCALAR(f)                                                                  \
+  F32_WINOGRAD_IN_DECL(f32_winograd_in_##f##__scalar);                                          \
+  F32_WINOGRAD_OUT_DECL(f32_winograd_out_##f##__scalar);                                        \
+  F32_WINOGRAD_OUTCB_DECL(f32_winograd_outcb_##f##__scalar);                                    \
+  F32_WINOGRAD_INCB_DECL(f32_winograd_incb_##f##__scalar);
+F32_WINOGRAD_SCALAR(f23)
+F32_WINOGRAD_SCALAR(f43)
+F32_WINOGRAD_SCALAR(f63)
+#undef F32_WINOGRAD_SCALAR
 #define F32_WINOGRAD_KERNELS(f, isa)                                                            \
   F32_WINOGRAD_IN_DECL(f32_winograd_in_##f##__##isa);                                           \
   F32_WINOGRAD_OUT_DECL(f32_winograd_out_##f##__##isa);                                         \
   F32_WINOGRAD_OUT_DECL(f32_winograd_outc_##f##__##isa);                                        \
   F32_WINOGRAD_INC_DECL(f32_winograd_inc_##f##__##isa);
-F32_WINOGRAD_KERNELS(f23, scalar)
-F32_WINOGRAD_KERNELS(f43, scalar)
-F32_WINOGRAD_KERNELS(f63, scalar)
 F32_WINOGRAD_KERNELS(f23, avx2)
 F32_WINOGRAD_KERNELS(f43, avx2)
 F32_WINOGRAD_KERNELS(f63, avx2)

@@ -4,7 +4,9 @@ Kernel level (tests/kernels/c/test_winograd.c): each transform pair of codegen/k
 and its isa's GEMM microkernel, against a direct convolution and against the portable transforms, on
 odd C/K/maps, pads 0/1/2 and asymmetric, groups, N = 2, several tile blocks / K passes / K blocks and
 every epilogue: AVX2 natively, NEON under qemu-aarch64 (Cortex-A72) and qemu-arm, AVX-512 where the
-CPU has it (built in any case); ASan+UBSan, and TSan over the thread pool.
+CPU has it (built in any case); ASan+UBSan, and TSan over the thread pool. The channel-lane transforms
+(inc, outc: tests/kernels/c/test_winograd_lanes.c) against their scalar twins (incb, outcb) call by call, on the
+same ISAs and under ASan+UBSan.
 Model level: Winograd forced through CompileOptions(conv=...), compiled, built with -Werror and compared
 with onnxruntime natively and under qemu; the cost model's choice and its --explain reason.
 """
@@ -52,6 +54,17 @@ def _sources(k: kernels.Kernel, isa: str, tmp: Path, extra=()) -> Path:
     return build(ISAS[isa], tmp / f"wg_{k.tile}_{isa}", srcs, {a: str(b) for a, b in defs.items()}, tuple(extra))
 
 
+def _lane_sources(k: kernels.Kernel, isa: str, tmp: Path, extra=()) -> Path:
+    """tests/kernels/c/test_winograd_lanes.c for row k: its inc / outc against the scalar row's incb / outcb."""
+    from edgec.codegen.ops.nchwc import LANES
+    ref = next(o for o in ROWS if o.isa == "scalar" and o.tile == k.tile)
+    defs = {"T_M": k.params["m"], "T_VL": LANES[k.isa], "T_INC": f"f32_winograd_inc_{k.tile}__{k.isa}",
+            "T_OUTC": k.params["outc"], "T_INCB": f"f32_winograd_incb_{k.tile}__scalar",
+            "T_OUTCB": f"f32_winograd_outcb_{k.tile}__scalar"}
+    return build(ISAS[isa], tmp / f"wgl_{k.tile}_{isa}", ["test_winograd_lanes.c", k.file, ref.file],
+                 {a: str(b) for a, b in defs.items()}, tuple(extra))
+
+
 def _ok(r: subprocess.CompletedProcess) -> None:
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     done = re.search(r"(\d+)/(\d+) cases ok", r.stdout)
@@ -69,6 +82,28 @@ def test_kernels_match_direct_and_reference(k, isa, tmp_path):
     exe = _sources(k, isa, tmp_path)
     emulated = bool(ISAS[isa].run)
     _ok(run(ISAS[isa], exe, *(["quick"] if emulated else []), timeout=600))
+
+
+LANE_CASES = [(k, isa) for k, isa in CASES if "outc" in k.params]
+
+
+@pytest.mark.parametrize("k,isa", LANE_CASES, ids=[f"{k.tile}-{isa}" for k, isa in LANE_CASES])
+def test_channel_lane_transforms_match_scalar(k, isa, tmp_path):
+    """inc / outc (channels in the lanes) against their portable twins incb / outcb, call by call."""
+    if isa == "avx512" and ISAS["avx512"].skip_reason():
+        require(ISAS["scalar"])
+        _lane_sources(k, isa, tmp_path)
+        pytest.skip(f"built; not run: {ISAS['avx512'].skip_reason()}")
+    require(ISAS[isa])
+    _ok(run(ISAS[isa], _lane_sources(k, isa, tmp_path), timeout=600))
+
+
+@pytest.mark.parametrize("tile", ["f23", "f43", "f63"])
+def test_channel_lane_transforms_sanitized(tile, tmp_path):
+    """The same under ASan + UBSan: inc's border loads and outc's clipped stores stay in their buffers."""
+    require(ISAS["avx2"])
+    k = next(o for o in ROWS if o.tile == tile and o.isa == "avx2")
+    _ok(run(ISAS["avx2"], _lane_sources(k, "avx2", tmp_path, SANITIZE), timeout=600))
 
 
 @pytest.mark.parametrize("tile,isa", [("f43", "avx2"), ("f63", "scalar"), ("f23", "avx2")])
