@@ -21,7 +21,8 @@ from edgec.errors import EdgecError
 
 THREAD_SLICES = 8  # per-thread scratch slices = EC_MAX_THREADS in ec_threadpool.h
 DW_FILES = {"avx2": ("q8-dwconv/q8-dwconv-avx2.c",), "avx512": ("q8-dwconv/q8-dwconv-avx512.c",),
-            "avx512vnni": ("q8-dwconv/q8-dwconv-avx512vnni.c", "q8-dwconv/q8-dwconv-avx512.c"),
+            "avx512vnni": ("q8-dwconv/q8-dwconv-avx512vnni.c", "q8-dwconv/q8-dwconv-avx512.c",
+                           "q8-dwconv/q8-dwconv-c16-avx512vnni.c"),
             "neon": ("q8-dwconv/q8-dwconv-neon.c",), "avx2_maddubs": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",),
             "avx2_maddubs_shared": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",)}
 
@@ -235,8 +236,33 @@ def dw_quads(w: np.ndarray, zx: int) -> tuple[np.ndarray, np.ndarray]:
     return quad.astype(np.int32), zrow.astype(np.int32)
 
 
+DW_C16_MAX_BYTES = 65536  # Q8_DW_C16_MAX_BYTES in runtime_c/q8-dwconv/q8-dwconv.h
+
+
+def dw_c16_bytes(H: int, W: int, k, s, d, pl: int, Wo: int) -> int | None:
+    """q8_dw_c16_bytes: the channel-lane depthwise kernel's scratch, or None where it does not run
+    (q8_dw_c16_ok without the fp32-scales condition)."""
+    if d[1] != 1 or k[0] * k[1] > 64:
+        return None
+    wins = (Wo - 1) * s[1] + 4 * ((k[1] + 3) // 4 - 1) + 1
+    cols = max(wins + 3, pl + (W + 15) // 16 * 16)
+    n = ((k[0] - 1) * d[0] + 1) * wins * 64 + H * cols * 16 + (Wo + 15) // 16 * 256
+    return n if n <= DW_C16_MAX_BYTES else None
+
+
+def dw_scratch_bytes(H: int, W: int, k, s, d, pl: int, Ho: int, Wo: int, scaled: bool) -> int:
+    """q8_dwconv_scratch_bytes (runtime_c/q8-dwconv/q8-dwconv.h): one thread's slice; scaled = fp32 scales set."""
+    rows = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1
+    flat_wp = Wo - 1 + (k[1] - 1) * d[1] + 1
+    n = max(s[1] * rows * ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32),
+            rows * flat_wp + 64 + (Ho - 1) * flat_wp + Wo)
+    c16 = dw_c16_bytes(H, W, k, s, d, pl, Wo) if scaled else None
+    return max(n, c16 or 0)
+
+
 def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
-    """Depthwise: direct kernel over a zero-point padded, stride-phase-split copy of each channel."""
+    """Depthwise: direct kernel over a zero-point padded, stride-phase-split copy of each channel, or on
+    AVX-512 VNNI with 16 channels in the lanes where its buffers fit (q8-dwconv-c16-avx512vnni.c)."""
     N, C, H, W = dims
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
@@ -245,29 +271,28 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
         isa = "avx2_maddubs"  # tap pairs cannot saturate vpmaddubsw's int16 sums (7-bit weights)
         if maddubs_exact(wq.reshape(C, -1)[:, 1:]):  # the odd pairs (t, t+1) too: output rows may share taps
             isa = "avx2_maddubs_shared"
+    fn = f"q8_dwconv__{isa}"
+    if isa == "avx512vnni" and dw_c16_bytes(H, W, k, s, d, pl, Wo) is not None:
+        fn = "q8_dwconv_c16__avx512vnni"
     ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
                 *DW_FILES.get(isa, ()))
     rows_ = row_params(wq.reshape(C, -1), b, zx, scales, False)
     wp = ctx.weight(f"{node.name}:w", np.ascontiguousarray(wq.reshape(C, -1)))
     bp, mp, sp = _rq_ptrs(ctx, node.name, rows_)
     shape = f"{N}, {C}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}"
-    rows = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1
-    flat_wp = Wo - 1 + (k[1] - 1) * d[1] + 1
-    nbytes = max(s[1] * rows * ((((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) + s[1] - 1) // s[1] + 32),
-                 rows * flat_wp + 64 + (Ho - 1) * flat_wp + Wo)  # q8_dwconv_scratch_bytes
-    scr = ctx.scratch(nbytes * THREAD_SLICES)
+    scaled = fn in FP32_RQ_KERNELS
+    scr = ctx.scratch(dw_scratch_bytes(H, W, k, s, d, pl, Ho, Wo, scaled) * THREAD_SLICES)
     lut = _fused_lut(node, ctx)
-    ctx.note(algo="q8-dwconv", macs=macs, kernel=f"q8_dwconv__{isa}", why=choice.why)
+    ctx.note(algo="q8-dwconv", macs=macs, kernel=fn, why=choice.why)
     if lut:
         ctx.note(fused_lut=lut[1])
     X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
-    run = (f"q8_dwconv_run_lut(q8_dwconv__{isa}, &p, {lut[0]}, {lut[1]}, " if lut else
-           f"q8_dwconv_run(q8_dwconv__{isa}, &p, ")
+    run = f"q8_dwconv_run_lut({fn}, &p, {lut[0]}, {lut[1]}, " if lut else f"q8_dwconv_run({fn}, &p, "
     packed = "NULL, NULL"
     if isa == "avx512vnni":
         quad, zrow = dw_quads(wq.reshape(C, k[0], k[1]), zx)
         packed = f"{ctx.weight(f'{node.name}:quad', quad)}, {ctx.weight(f'{node.name}:zrow', zrow)}"
-    scp = _scale_ptr(ctx, node.name, f"q8_dwconv__{isa}", rows_.scale)
+    scp = _scale_ptr(ctx, node.name, fn, rows_.scale)
     return (f"const q8_dw_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}, {packed}, {scp}}};\n"
             f"{run}{X}, {Y}, (uint8_t *){scr}, {ctx.pool});\n")
 

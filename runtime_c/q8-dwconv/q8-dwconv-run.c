@@ -33,7 +33,8 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
         if (!j->lut) {
             j->fn(&q, j->x + pl * p->H * p->W, j->y + pl * hwo, scr);
         } else { /* chunks of channels, the table over each while it is in L1 */
-            const size_t step = hwo >= Q8_DW_LUT_CHUNK ? 1 : Q8_DW_LUT_CHUNK / hwo;
+            size_t step = hwo >= Q8_DW_LUT_CHUNK ? 1 : Q8_DW_LUT_CHUNK / hwo;
+            step = step > 16 ? step / 16 * 16 : step; /* whole groups for the channel-lane kernel */
             for (size_t c = c0; c < c1; c += step) {
                 const size_t n = c1 - c < step ? c1 - c : step;
                 q8_dw_params r = q;

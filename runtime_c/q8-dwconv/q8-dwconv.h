@@ -67,10 +67,38 @@ static inline int q8_dw_use_flat(const q8_dw_params *p, size_t vec)
 /* flat layout: rows x wp padded plane, 64 bytes of over-read slack, then the nf-byte output run */
 static inline size_t q8_dw_flat_bytes(const q8_dw_params *p) { return q8_dw_rows(p) * q8_dw_flat_wp(p) + 64 + q8_dw_flat_n(p); }
 
+/* The channel-lane kernel (q8-dwconv-c16-avx512vnni.c) keeps, per group of 16 channels, a ring of the
+ * q8_dw_c16_ring input rows one output row reads, each as q8_dw_c16_wins 64-byte windows (4 taps of 16
+ * channels), its input rows as q8_dw_c16_cols 16-channel columns (every column a window reads, whole
+ * 16-pixel blocks of input) and one output row staged as 16-channel columns. It runs where the fp32
+ * scales are set, the horizontal dilation is 1 and that stays within Q8_DW_C16_MAX_BYTES (in L2 per
+ * thread); else the pixel-lane kernel. */
+#define Q8_DW_C16_MAX_BYTES 65536
+static inline size_t q8_dw_c16_wins(const q8_dw_params *p)
+{
+    return (size_t)(p->Wo - 1) * p->sw + 4 * (size_t)((p->kw + 3) / 4 - 1) + 1;
+}
+static inline size_t q8_dw_c16_ring(const q8_dw_params *p) { return (size_t)(p->kh - 1) * p->dh + 1; }
+static inline size_t q8_dw_c16_cols(const q8_dw_params *p)
+{
+    const size_t read = q8_dw_c16_wins(p) + 3, fill = (size_t)p->pl + ((size_t)p->W + 15) / 16 * 16;
+    return read > fill ? read : fill;
+}
+static inline size_t q8_dw_c16_bytes(const q8_dw_params *p)
+{
+    return q8_dw_c16_ring(p) * q8_dw_c16_wins(p) * 64 + (size_t)p->H * q8_dw_c16_cols(p) * 16 +
+           ((size_t)p->Wo + 15) / 16 * 256;
+}
+static inline int q8_dw_c16_ok(const q8_dw_params *p)
+{
+    return p->scale && p->dw == 1 && p->kh * p->kw <= Q8_DW_MAX_TAPS && q8_dw_c16_bytes(p) <= Q8_DW_C16_MAX_BYTES;
+}
+
 static inline size_t q8_dwconv_scratch_bytes(const q8_dw_params *p)
 {
     const size_t phased = (size_t)p->sw * q8_dw_rows(p) * q8_dw_wq(p);
-    return phased > q8_dw_flat_bytes(p) ? phased : q8_dw_flat_bytes(p);
+    const size_t b = phased > q8_dw_flat_bytes(p) ? phased : q8_dw_flat_bytes(p);
+    return q8_dw_c16_ok(p) && q8_dw_c16_bytes(p) > b ? q8_dw_c16_bytes(p) : b;
 }
 
 /* One output row of channel c from T tap pointers (vector kernels' inner step). */
@@ -167,5 +195,7 @@ void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_
 void q8_dwconv__avx512(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 /* AVX-512 VNNI + VBMI (horizontal stride/dilation 1; else the AVX-512BW kernel) */
 void q8_dwconv__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
+/* AVX-512 VNNI + VBMI, 16 channels in the lanes (q8_dw_c16_ok; else q8_dwconv__avx512vnni) */
+void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "q8-gemm.h"
+#include "../ec_vnni.h"
 #include "../q8-requant/q8-rq-avx512.h"
 
 /* rows (4 or 8) x nv (1 or 2) 16-pixel vectors at n0; constant after inlining */
@@ -27,9 +28,9 @@ static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t 
             int32_t wq; /* one broadcast load (gcc folds the copy into vpbroadcastd from memory) */
             memcpy(&wq, (r < 4 ? w0 : w1) + k4 * 16 + 4 * (r & 3), 4);
             const __m512i b = _mm512_set1_epi32(wq);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x0, b);
+            acc[r][0] = ec_dpbusd512(acc[r][0], x0, b);
             if (nv > 1)
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x1, b);
+                acc[r][1] = ec_dpbusd512(acc[r][1], x1, b);
         }
     }
     const size_t n = N - n0 < (size_t)(16 * nv) ? N - n0 : (size_t)(16 * nv);

@@ -1,7 +1,8 @@
 /* Runs the q8 depthwise variant KERNEL on a problem file (argv[1]) and writes y to argv[2].
  * File: int32 header[18] = batch C H W kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx,
  * then w (C*kh*kw int8), bias/mult/shift (C int32 each), quad (C*kh*ceil(kw/4) int32) and zrow
- * (C*kh int32) as the emitter packs them (kernels other than the VNNI one ignore them), x (u8). Optional argv[3]: threads. */
+ * (C*kh int32) as the emitter packs them (kernels other than the VNNI ones ignore them), with FP32_RQ the fp32
+ * scales (C float), x (u8). Optional argv[3]: threads. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,6 +30,9 @@ int main(int argc, char **argv)
     p.shift = slurp(f, 4 * (size_t)p.C);
     p.quad = slurp(f, 4 * (size_t)p.C * p.kh * ((p.kw + 3) / 4)); /* the emitter's packing (dw_quads) */
     p.zrow = slurp(f, 4 * (size_t)p.C * p.kh);
+#ifdef FP32_RQ
+    p.scale = slurp(f, 4 * (size_t)p.C);
+#endif
     size_t nx = (size_t)p.batch * p.C * p.H * p.W, ny = (size_t)p.batch * p.C * p.Ho * p.Wo;
     uint8_t *x = slurp(f, nx), *y = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p) * EC_MAX_THREADS);
     fclose(f);

@@ -1,7 +1,7 @@
 /* q8_dwconv_run_lut (the table fused into the depthwise driver, run per chunk of channels) against
  * q8_dwconv_run followed by the scalar table pass, bit-exact: planes smaller and larger than the chunk,
  * channel counts that leave a partial last chunk, 1 and 2 threads. KERNEL: the depthwise variant,
- * LUT: the table function. */
+ * LUT: the table function; FP32_RQ: fp32 requantization (the channel-lane kernel's chunks of whole groups). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,9 @@
 #include "q8-dwconv/q8-dwconv.h"
 #include "q8-eltwise/q8-eltwise.h"
 
+#ifndef FP32_RQ
+#define FP32_RQ 0
+#endif
 #ifndef WMIN
 #define WMIN (-64)
 #endif
@@ -25,6 +28,9 @@ static int run1(ec_pool *pool, int batch, int C, int H, int W, int k, int s, int
     p.Ho = (H + 2 * pad - k) / s + 1;
     p.Wo = (W + 2 * pad - k) + 1;
     const size_t nx = (size_t)batch * C * H * W, ny = (size_t)batch * C * p.Ho * p.Wo;
+    float *scale = malloc(4 * (size_t)C);
+    for (int c = 0; c < C; c++) scale[c] = (float)(rnd() % 1024 + 1) / 1024.0f / 256.0f;
+    p.scale = FP32_RQ ? scale : NULL;
     uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p) * EC_MAX_THREADS);
     int8_t *w = malloc((size_t)C * k * k);
     int32_t *bias = malloc(4 * (size_t)C), *mult = malloc(4 * (size_t)C), *shift = malloc(4 * (size_t)C);
@@ -46,7 +52,7 @@ static int run1(ec_pool *pool, int batch, int C, int H, int W, int k, int s, int
     const int bad = memcmp(y0, y1, ny) != 0;
     if (bad)
         printf("MISMATCH batch=%d C=%d H=%d W=%d k=%d s=%d threads=%d\n", batch, C, H, W, k, s, pool ? 2 : 1);
-    free(x); free(y0); free(y1); free(scr); free(w); free(bias); free(mult); free(shift);
+    free(x); free(y0); free(y1); free(scr); free(w); free(bias); free(mult); free(shift); free(scale);
     return bad;
 }
 

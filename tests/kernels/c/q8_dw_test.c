@@ -32,7 +32,7 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     if (p.Ho <= 0 || p.Wo <= 0)
         return 0;
     size_t nx = (size_t)2 * C * H * W, ny = (size_t)2 * C * p.Ho * p.Wo;
-    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_dwconv_scratch_bytes(&p));
+    uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr;
     int8_t *w = malloc((size_t)C * k);
     int32_t *bias = malloc(4 * C), *mult = malloc(4 * C), *shift = malloc(4 * C);
     float *scale = malloc(4 * C);
@@ -56,6 +56,7 @@ static int run2(int C, int H, int W, int kh, int kw, int sh, int sw, int dh, int
     p.w = w; p.bias = bias; p.mult = mult; p.shift = shift; p.scale = FP32_RQ ? scale : NULL;
     p.zp = (int32_t)(rnd() & 255); p.zx = (uint8_t)rnd();
     if (rnd() & 1) { p.qmin = rnd() & 2 ? p.zp : 0; p.qmax = 250; } /* a clamp at one end or both */
+    scr = malloc(q8_dwconv_scratch_bytes(&p)); /* with the fp32 scales set: the channel-lane kernel's too */
     q8_dwconv__scalar(&p, x, y0, scr);
     KERNEL(&p, x, y1, scr);
     int bad = memcmp(y0, y1, ny) != 0;
@@ -105,6 +106,14 @@ int main(void)
     for (int r = 0; r < (int)(sizeof shortm / sizeof shortm[0]); r++, cases++) {
         const int *a = shortm[r];
         fails += run2(11, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]);
+    }
+    /* more than one group of 16 channels, a partial last one (the channel-lane kernel) */
+    static const int groups[][11] = {{16, 2, 96, 5, 5, 1, 1, 1, 1, 2, 2}, {33, 6, 40, 3, 3, 2, 1, 1, 1, 1, 1},
+                                     {35, 7, 33, 5, 5, 2, 2, 1, 1, 2, 2}, {17, 3, 21, 3, 5, 1, 1, 2, 1, 2, 0},
+                                     {48, 1, 70, 1, 5, 1, 1, 1, 1, 0, 2}, {19, 9, 9, 3, 3, 1, 3, 1, 1, 1, 1}};
+    for (int r = 0; r < 6; r++, cases++) {
+        const int *a = groups[r];
+        fails += run2(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
     }
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;

@@ -1,0 +1,245 @@
+/* Int8 depthwise conv for AVX-512 VNNI + VBMI with 16 channels in the lanes (NCHW in and out).
+ *
+ * The pixel-lane kernels (q8-dwconv-avx512vnni.c) pay their setup per channel and fill 16-pixel
+ * vectors badly on short rows: ppocr's 5x5 layers over 2-3 rows of 96 pixels ran at ~25 GMAC/s. Here a
+ * group of 16 channels is transposed once into a zx-padded buffer of [rows][columns][16 channels] bytes,
+ * so the 64 bytes at a column hold 4 neighbouring pixels of every channel: one vpermb turns them into
+ * each channel's 4 taps ([channel][tap] bytes) and one vpdpbusd multiplies them by 4 taps of a kernel row
+ * (taps 4q..4q+3, zero past kw), 16 channels x 4 taps per instruction, any horizontal stride. Kernel rows
+ * wholly in the top / bottom padding are skipped, their zx * sum(w) added to the accumulator's start.
+ * Requantization is fp32 with per-lane scales (p->scale; without it, or with a horizontal dilation, the
+ * pixel-lane kernel runs). Outputs of a row are staged as [pixel][16 channels] and transposed back. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "q8-dwconv.h"
+#include "../ec_vnni.h"
+
+#define NQ_MAX ((Q8_DW_MAX_TAPS + 3) / 4 + 8) /* quads per kernel row: ceil(kw / 4) */
+
+static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
+
+/* 16x16 byte transpose of 4 vectors of 4 rows x 16 bytes (row 4k + j at bytes 16j.. of v[k]) in two
+ * vpermt2b stages: rows 0-7 x bytes 0-7 / 8-15 first, then whole rows. */
+static const uint8_t T1A[64] = {0, 16, 32, 48, 64, 80, 96, 112, 1, 17, 33, 49, 65, 81, 97, 113, 2, 18, 34, 50, 66,
+    82, 98, 114, 3, 19, 35, 51, 67, 83, 99, 115, 4, 20, 36, 52, 68, 84, 100, 116, 5, 21, 37, 53, 69, 85, 101, 117, 6,
+    22, 38, 54, 70, 86, 102, 118, 7, 23, 39, 55, 71, 87, 103, 119};
+static const uint8_t T1B[64] = {8, 24, 40, 56, 72, 88, 104, 120, 9, 25, 41, 57, 73, 89, 105, 121, 10, 26, 42, 58, 74,
+    90, 106, 122, 11, 27, 43, 59, 75, 91, 107, 123, 12, 28, 44, 60, 76, 92, 108, 124, 13, 29, 45, 61, 77, 93, 109,
+    125, 14, 30, 46, 62, 78, 94, 110, 126, 15, 31, 47, 63, 79, 95, 111, 127};
+static const uint8_t T2A[64] = {0, 1, 2, 3, 4, 5, 6, 7, 64, 65, 66, 67, 68, 69, 70, 71, 8, 9, 10, 11, 12, 13, 14, 15,
+    72, 73, 74, 75, 76, 77, 78, 79, 16, 17, 18, 19, 20, 21, 22, 23, 80, 81, 82, 83, 84, 85, 86, 87, 24, 25, 26, 27,
+    28, 29, 30, 31, 88, 89, 90, 91, 92, 93, 94, 95};
+static const uint8_t T2B[64] = {32, 33, 34, 35, 36, 37, 38, 39, 96, 97, 98, 99, 100, 101, 102, 103, 40, 41, 42, 43,
+    44, 45, 46, 47, 104, 105, 106, 107, 108, 109, 110, 111, 48, 49, 50, 51, 52, 53, 54, 55, 112, 113, 114, 115, 116,
+    117, 118, 119, 56, 57, 58, 59, 60, 61, 62, 63, 120, 121, 122, 123, 124, 125, 126, 127};
+/* a window: byte 4c + j = tap j of channel c = byte 16j + c of 4 neighbouring pixels' 16-channel bytes */
+static const uint8_t WIN[64] = {0, 16, 32, 48, 1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51, 4, 20, 36, 52, 5, 21, 37,
+    53, 6, 22, 38, 54, 7, 23, 39, 55, 8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59, 12, 28, 44, 60,
+    13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+
+static inline void transpose16(const __m512i v[4], __m512i t[4])
+{
+    const __m512i a = _mm512_loadu_si512(T1A), b = _mm512_loadu_si512(T1B);
+    const __m512i c = _mm512_loadu_si512(T2A), d = _mm512_loadu_si512(T2B);
+    const __m512i p0 = _mm512_permutex2var_epi8(v[0], a, v[1]), p1 = _mm512_permutex2var_epi8(v[0], b, v[1]);
+    const __m512i q0 = _mm512_permutex2var_epi8(v[2], a, v[3]), q1 = _mm512_permutex2var_epi8(v[2], b, v[3]);
+    t[0] = _mm512_permutex2var_epi8(p0, c, q0);
+    t[1] = _mm512_permutex2var_epi8(p0, d, q0);
+    t[2] = _mm512_permutex2var_epi8(p1, c, q1);
+    t[3] = _mm512_permutex2var_epi8(p1, d, q1);
+}
+
+/* channel rows (channel c's m bytes at x + c * cs, n channels; the rest zero) -> [4 pixels][16 channels]
+ * for pixels 4k.. in t[k] */
+static inline void to_lanes(const uint8_t *x, size_t cs, int n, int m, __m512i t[4])
+{
+    __m512i a[4];
+    const __mmask16 mm = lanes(m);
+    for (int g = 0; g < 4; g++) {
+        __m128i r[4];
+        for (int j = 0; j < 4; j++)
+            r[j] = 4 * g + j < n ? _mm_maskz_loadu_epi8(mm, x + (size_t)(4 * g + j) * cs) : _mm_setzero_si128();
+        a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(r[0]), r[1], 1),
+                                                     r[2], 2), r[3], 3);
+    }
+    transpose16(a, t);
+}
+
+/* the inverse: [4 pixels][16 channels] (pixels 4k.. in v[k]) -> channel c's m bytes at y + c * cs, c < n */
+static inline void from_lanes(const __m512i v[4], uint8_t *y, size_t cs, int n, int m)
+{
+    __m512i o[4];
+    transpose16(v, o);
+    const __mmask16 mm = lanes(m);
+    for (int c = 0; c < n; c++) {
+        const __m512i w = o[c / 4];
+        __m128i q;
+        switch (c & 3) {
+        case 0: q = _mm512_castsi512_si128(w); break;
+        case 1: q = _mm512_extracti32x4_epi32(w, 1); break;
+        case 2: q = _mm512_extracti32x4_epi32(w, 2); break;
+        default: q = _mm512_extracti32x4_epi32(w, 3); break;
+        }
+        _mm_mask_storeu_epi8(y + (size_t)c * cs, mm, q);
+    }
+}
+
+/* 16-channel bytes of one pixel's accumulator to st */
+static inline void rq_store(__m512i acc, __m512 scale, __m512 lo, __m512 hi, __m512i zp, uint8_t *st)
+{
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+    _mm_storeu_si128((__m128i *)st, _mm512_cvtepi32_epi8(q));
+}
+
+#define DW_TAP(a, b) a = ec_dpbusd512(a, _mm512_loadu_si512(src + (b) * step), w)
+
+/* 8 output pixels from ow (or 1 when one is set): nr kernel rows (their rows of windows row[], weight
+ * vectors wv[r * nq + q]) into 16-channel bytes at st + ow * 16; named accumulators (an array of them was
+ * partly kept on the stack) */
+static inline __attribute__((always_inline)) void px_block(int one, int nr, const uint8_t *const *row,
+                                                           const __m512i *wv, int nq, int ow, int sw, __m512i acc0,
+                                                           __m512 scale, __m512 lo, __m512 hi, __m512i zp, uint8_t *st)
+{
+    const size_t step = (size_t)sw * 64;
+    __m512i a0 = acc0, a1 = acc0, a2 = acc0, a3 = acc0, a4 = acc0, a5 = acc0, a6 = acc0, a7 = acc0;
+    for (int r = 0; r < nr; r++)
+        for (int q = 0; q < nq; q++) {
+            const __m512i w = wv[r * nq + q];
+            const uint8_t *src = row[r] + ((size_t)ow * sw + 4 * (size_t)q) * 64;
+            DW_TAP(a0, 0);
+            if (!one) {
+                DW_TAP(a1, 1); DW_TAP(a2, 2); DW_TAP(a3, 3); DW_TAP(a4, 4); DW_TAP(a5, 5); DW_TAP(a6, 6); DW_TAP(a7, 7);
+            }
+        }
+    st += (size_t)ow * 16;
+    rq_store(a0, scale, lo, hi, zp, st);
+    if (one)
+        return;
+    rq_store(a1, scale, lo, hi, zp, st + 16);
+    rq_store(a2, scale, lo, hi, zp, st + 32);
+    rq_store(a3, scale, lo, hi, zp, st + 48);
+    rq_store(a4, scale, lo, hi, zp, st + 64);
+    rq_store(a5, scale, lo, hi, zp, st + 80);
+    rq_store(a6, scale, lo, hi, zp, st + 96);
+    rq_store(a7, scale, lo, hi, zp, st + 112);
+}
+#undef DW_TAP
+
+/* Input row ih of the group as 16-channel columns (input column c - pl at column c, zx around) */
+static void plain_row(const q8_dw_params *p, const uint8_t *xg, int n, int ih, uint8_t *plain)
+{
+    const size_t cols = q8_dw_c16_cols(p), HW = (size_t)p->H * p->W;
+    const __m128i zx = _mm_set1_epi8((char)p->zx);
+    for (int px = 0; px < p->W; px += 16) {
+        __m512i t[4];
+        to_lanes(xg + (size_t)ih * p->W + px, HW, n, p->W - px < 16 ? p->W - px : 16, t);
+        for (int k = 0; k < 4; k++)
+            _mm512_storeu_si512(plain + ((size_t)p->pl + px + 4 * k) * 16, t[k]);
+    }
+    for (int col = 0; col < p->pl; col++)
+        _mm_storeu_si128((__m128i *)(plain + (size_t)col * 16), zx);
+    for (size_t col = (size_t)p->pl + p->W; col < cols; col++)
+        _mm_storeu_si128((__m128i *)(plain + col * 16), zx);
+}
+
+/* the window at each column a kernel reads, from a row of plain_row (written a whole group earlier: a
+ * 64-byte load straddling 16-byte-aligned 64-byte stores still in flight cannot be forwarded and waits) */
+static void window_row(const q8_dw_params *p, const uint8_t *plain, uint8_t *slot)
+{
+    const size_t nw = q8_dw_c16_wins(p);
+    const __m512i win = _mm512_loadu_si512(WIN);
+    for (size_t col = 0; col < nw; col++)
+        _mm512_storeu_si512(slot + col * 64, _mm512_permutexvar_epi8(win, _mm512_loadu_si512(plain + col * 16)));
+}
+
+void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
+{
+    const int T = p->kh * p->kw, nq = (p->kw + 3) / 4;
+    if (!q8_dw_c16_ok(p)) {
+        q8_dwconv__avx512vnni(p, x, y, scratch);
+        return;
+    }
+    const size_t nw = q8_dw_c16_wins(p), R = q8_dw_c16_ring(p), HW = (size_t)p->H * p->W, HWo = (size_t)p->Ho * p->Wo;
+    const size_t cols = q8_dw_c16_cols(p);
+    uint8_t *ring = scratch, *plain = ring + R * nw * 64, *st = plain + (size_t)p->H * cols * 16;
+    const __m512i zp = _mm512_set1_epi32(p->zp);
+    const __m512 lo = _mm512_set1_ps((float)(p->qmin - p->zp)), hi = _mm512_set1_ps((float)(p->qmax - p->zp));
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int b = 0; b < p->batch; b++)
+        for (int c0 = 0; c0 < p->C; c0 += 16) {
+            const int n = p->C - c0 < 16 ? p->C - c0 : 16;
+            const __mmask16 lm = lanes(n);
+            const uint8_t *xg = x + ((size_t)b * p->C + c0) * HW;
+            uint8_t *yg = y + ((size_t)b * p->C + c0) * HWo;
+            /* the group's weights as [kernel row][quad] vectors of [channel][4 taps], row sums times zx */
+            __m512i wv[Q8_DW_MAX_TAPS], zr[Q8_DW_MAX_TAPS];
+            for (int i = 0; i < p->kh; i++) {
+                for (int q = 0; q < nq; q++) {
+                    if (p->quad) { /* packed at compile time: [C][kh][nq] */
+                        const __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(p->kh * nq)),
+                                                             _mm512_set1_epi32(i * nq + q));
+                        wv[i * nq + q] = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lm, idx,
+                                                                     p->quad + (size_t)c0 * p->kh * nq, 4);
+                        continue;
+                    }
+                    int32_t t[16] = {0};
+                    for (int c = 0; c < n; c++)
+                        for (int j = 0; j < 4 && 4 * q + j < p->kw; j++)
+                            t[c] |= (int32_t)((uint32_t)(uint8_t)p->w[(size_t)(c0 + c) * T + i * p->kw + 4 * q + j] << (8 * j));
+                    wv[i * nq + q] = _mm512_loadu_si512(t);
+                }
+                int32_t s[16] = {0};
+                for (int c = 0; c < n; c++) {
+                    if (p->zrow) {
+                        s[c] = p->zrow[(size_t)(c0 + c) * p->kh + i];
+                        continue;
+                    }
+                    for (int j = 0; j < p->kw; j++)
+                        s[c] += p->w[(size_t)(c0 + c) * T + i * p->kw + j];
+                    s[c] *= (int32_t)p->zx;
+                }
+                zr[i] = _mm512_loadu_si512(s);
+            }
+            const __m512i bias = _mm512_maskz_loadu_epi32(lm, p->bias + c0);
+            const __m512 scale = _mm512_maskz_loadu_ps(lm, p->scale + c0);
+            for (int ih = 0; ih < p->H; ih++)
+                plain_row(p, xg, n, ih, plain + (size_t)ih * cols * 16);
+            int next = 0; /* the next input row to build: rows are built once, in order, into slot ih % R */
+            for (int oh = 0; oh < p->Ho; oh++) {
+                const int top = oh * p->sh - p->pt + (p->kh - 1) * p->dh; /* the band's last row */
+                for (; next <= top && next < p->H; next++)
+                    window_row(p, plain + (size_t)next * cols * 16, ring + (size_t)(next % (int)R) * nw * 64);
+                const uint8_t *row[Q8_DW_MAX_TAPS];
+                __m512i w[Q8_DW_MAX_TAPS];
+                __m512i acc0 = bias;
+                int nr = 0;
+                for (int i = 0; i < p->kh; i++) {
+                    const int ih = oh * p->sh + i * p->dh - p->pt;
+                    if (ih < 0 || ih >= p->H) { /* a row of padding: zx times the kernel row's weights */
+                        acc0 = _mm512_add_epi32(acc0, zr[i]);
+                        continue;
+                    }
+                    row[nr] = ring + (size_t)(ih % (int)R) * nw * 64;
+                    for (int q = 0; q < nq; q++)
+                        w[nr * nq + q] = wv[i * nq + q];
+                    nr++;
+                }
+                int ow = 0;
+                for (; ow + 8 <= p->Wo; ow += 8)
+                    px_block(0, nr, row, w, nq, ow, p->sw, acc0, scale, lo, hi, zp, st);
+                for (; ow < p->Wo; ow++)
+                    px_block(1, nr, row, w, nq, ow, p->sw, acc0, scale, lo, hi, zp, st);
+                uint8_t *yr = yg + (size_t)oh * p->Wo;
+                for (int px = 0; px < p->Wo; px += 16) {
+                    const __m512i t[4] = {_mm512_loadu_si512(st + (size_t)px * 16),
+                                          _mm512_loadu_si512(st + (size_t)px * 16 + 64),
+                                          _mm512_loadu_si512(st + (size_t)px * 16 + 128),
+                                          _mm512_loadu_si512(st + (size_t)px * 16 + 192)};
+                    from_lanes(t, yr + px, HWo, n, p->Wo - px < 16 ? p->Wo - px : 16);
+                }
+            }
+        }
+}
