@@ -33,14 +33,22 @@ static const uint8_t T2A[64] = {0, 1, 2, 3, 4, 5, 6, 7, 64, 65, 66, 67, 68, 69, 
 static const uint8_t T2B[64] = {32, 33, 34, 35, 36, 37, 38, 39, 96, 97, 98, 99, 100, 101, 102, 103, 40, 41, 42, 43,
     44, 45, 46, 47, 104, 105, 106, 107, 108, 109, 110, 111, 48, 49, 50, 51, 52, 53, 54, 55, 112, 113, 114, 115, 116,
     117, 118, 119, 56, 57, 58, 59, 60, 61, 62, 63, 120, 121, 122, 123, 124, 125, 126, 127};
+/* stage 1 for rows packed as the requantization leaves them (packs work per 128-bit lane: row j, column c at
+ * byte 16 * (c / 4) + 4 * j + c % 4) */
+static const uint8_t P1A[64] = {0, 4, 8, 12, 64, 68, 72, 76, 1, 5, 9, 13, 65, 69, 73, 77, 2, 6, 10, 14, 66, 70, 74,
+    78, 3, 7, 11, 15, 67, 71, 75, 79, 16, 20, 24, 28, 80, 84, 88, 92, 17, 21, 25, 29, 81, 85, 89, 93, 18, 22, 26, 30,
+    82, 86, 90, 94, 19, 23, 27, 31, 83, 87, 91, 95};
+static const uint8_t P1B[64] = {32, 36, 40, 44, 96, 100, 104, 108, 33, 37, 41, 45, 97, 101, 105, 109, 34, 38, 42, 46,
+    98, 102, 106, 110, 35, 39, 43, 47, 99, 103, 107, 111, 48, 52, 56, 60, 112, 116, 120, 124, 49, 53, 57, 61, 113,
+    117, 121, 125, 50, 54, 58, 62, 114, 118, 122, 126, 51, 55, 59, 63, 115, 119, 123, 127};
 /* a window: byte 4c + j = tap j of channel c = byte 16j + c of 4 neighbouring pixels' 16-channel bytes */
 static const uint8_t WIN[64] = {0, 16, 32, 48, 1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51, 4, 20, 36, 52, 5, 21, 37,
     53, 6, 22, 38, 54, 7, 23, 39, 55, 8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59, 12, 28, 44, 60,
     13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
 
-static inline void transpose16(const __m512i v[4], __m512i t[4])
+static inline void transpose16(const __m512i v[4], __m512i t[4], const uint8_t *s1a, const uint8_t *s1b)
 {
-    const __m512i a = _mm512_loadu_si512(T1A), b = _mm512_loadu_si512(T1B);
+    const __m512i a = _mm512_loadu_si512(s1a), b = _mm512_loadu_si512(s1b);
     const __m512i c = _mm512_loadu_si512(T2A), d = _mm512_loadu_si512(T2B);
     const __m512i p0 = _mm512_permutex2var_epi8(v[0], a, v[1]), p1 = _mm512_permutex2var_epi8(v[0], b, v[1]);
     const __m512i q0 = _mm512_permutex2var_epi8(v[2], a, v[3]), q1 = _mm512_permutex2var_epi8(v[2], b, v[3]);
@@ -55,22 +63,34 @@ static inline void transpose16(const __m512i v[4], __m512i t[4])
 static inline void to_lanes(const uint8_t *x, size_t cs, int n, int m, __m512i t[4])
 {
     __m512i a[4];
-    const __mmask16 mm = lanes(m);
-    for (int g = 0; g < 4; g++) {
-        __m128i r[4];
-        for (int j = 0; j < 4; j++)
-            r[j] = 4 * g + j < n ? _mm_maskz_loadu_epi8(mm, x + (size_t)(4 * g + j) * cs) : _mm_setzero_si128();
-        a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(r[0]), r[1], 1),
-                                                     r[2], 2), r[3], 3);
+    if (n == 16 && m == 16) { /* plain loads fold into the inserts (whose shuffle then needs no port 5) */
+        for (int g = 0; g < 4; g++) {
+            const uint8_t *r = x + (size_t)(4 * g) * cs;
+            a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(
+                                          _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)r)),
+                                          _mm_loadu_si128((const __m128i *)(r + cs)), 1),
+                                          _mm_loadu_si128((const __m128i *)(r + 2 * cs)), 2),
+                                      _mm_loadu_si128((const __m128i *)(r + 3 * cs)), 3);
+        }
+    } else {
+        const __mmask16 mm = lanes(m);
+        for (int g = 0; g < 4; g++) {
+            __m128i r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = 4 * g + j < n ? _mm_maskz_loadu_epi8(mm, x + (size_t)(4 * g + j) * cs) : _mm_setzero_si128();
+            a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(r[0]), r[1], 1),
+                                                         r[2], 2), r[3], 3);
+        }
     }
-    transpose16(a, t);
+    transpose16(a, t, T1A, T1B);
 }
 
-/* the inverse: [4 pixels][16 channels] (pixels 4k.. in v[k]) -> channel c's m bytes at y + c * cs, c < n */
+/* the inverse, from the requantization's packed order: 4 pixels x 16 channels (pixels 4k.. in v[k], see P1A)
+ * -> channel c's m bytes at y + c * cs, c < n */
 static inline void from_lanes(const __m512i v[4], uint8_t *y, size_t cs, int n, int m)
 {
     __m512i o[4];
-    transpose16(v, o);
+    transpose16(v, o, P1A, P1B);
     const __mmask16 mm = lanes(m);
     for (int c = 0; c < n; c++) {
         const __m512i w = o[c / 4];
@@ -81,27 +101,39 @@ static inline void from_lanes(const __m512i v[4], uint8_t *y, size_t cs, int n, 
         case 2: q = _mm512_extracti32x4_epi32(w, 2); break;
         default: q = _mm512_extracti32x4_epi32(w, 3); break;
         }
-        _mm_mask_storeu_epi8(y + (size_t)c * cs, mm, q);
+        if (m == 16)
+            _mm_storeu_si128((__m128i *)(y + (size_t)c * cs), q);
+        else
+            _mm_mask_storeu_epi8(y + (size_t)c * cs, mm, q);
     }
 }
 
-/* 16-channel bytes of one pixel's accumulator to st */
-static inline void rq_store(__m512i acc, __m512 scale, __m512 lo, __m512 hi, __m512i zp, uint8_t *st)
+/* Requantization of 4 pixels' accumulators (16 channels each) to 64 bytes in the packs' order (see P1A):
+ * rne(float(acc) * scale) through saturating int16 / u8 packs with zp added in between, then the clamp on
+ * bytes: the same bytes as q8_requant1_fp32 (its clamp bounds are integers, so clamping before or after the
+ * rounding agrees; |acc * scale| < 2^31, so the conversion cannot overflow), 19 instructions instead of 32 */
+typedef struct {
+    __m512 scale;
+    __m512i zp16, qmin, qmax;
+} rq_c16;
+
+static inline __m512i rq4(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const rq_c16 *k)
 {
-    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), scale);
-    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-    const __m512i q = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
-    _mm_storeu_si128((__m128i *)st, _mm512_cvtepi32_epi8(q));
+#define RQ_CVT(a) _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(a), k->scale), \
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(RQ_CVT(a0), RQ_CVT(a1)), k->zp16);
+    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(RQ_CVT(a2), RQ_CVT(a3)), k->zp16);
+#undef RQ_CVT
+    return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(ab, cd), k->qmin), k->qmax);
 }
 
 #define DW_TAP(a, b) a = ec_dpbusd512(a, _mm512_loadu_si512(src + (b) * step), w)
 
-/* 8 output pixels from ow (or 1 when one is set): nr kernel rows (their rows of windows row[], weight
- * vectors wv[r * nq + q]) into 16-channel bytes at st + ow * 16; named accumulators (an array of them was
- * partly kept on the stack) */
-static inline __attribute__((always_inline)) void px_block(int one, int nr, const uint8_t *const *row,
-                                                           const __m512i *wv, int nq, int ow, int sw, __m512i acc0,
-                                                           __m512 scale, __m512 lo, __m512 hi, __m512i zp, uint8_t *st)
+/* 8 output pixels from ow: nr kernel rows (their rows of windows row[], weight vectors wv[r * nq + q]),
+ * requantized to st + ow * 16 (two vectors of 4 pixels); named accumulators (an array of them was partly
+ * kept on the stack) */
+static inline void px_block(int nr, const uint8_t *const *row, const __m512i *wv, int nq, int ow, int sw,
+                            __m512i acc0, const rq_c16 *k, uint8_t *st)
 {
     const size_t step = (size_t)sw * 64;
     __m512i a0 = acc0, a1 = acc0, a2 = acc0, a3 = acc0, a4 = acc0, a5 = acc0, a6 = acc0, a7 = acc0;
@@ -109,22 +141,11 @@ static inline __attribute__((always_inline)) void px_block(int one, int nr, cons
         for (int q = 0; q < nq; q++) {
             const __m512i w = wv[r * nq + q];
             const uint8_t *src = row[r] + ((size_t)ow * sw + 4 * (size_t)q) * 64;
-            DW_TAP(a0, 0);
-            if (!one) {
-                DW_TAP(a1, 1); DW_TAP(a2, 2); DW_TAP(a3, 3); DW_TAP(a4, 4); DW_TAP(a5, 5); DW_TAP(a6, 6); DW_TAP(a7, 7);
-            }
+            DW_TAP(a0, 0); DW_TAP(a1, 1); DW_TAP(a2, 2); DW_TAP(a3, 3);
+            DW_TAP(a4, 4); DW_TAP(a5, 5); DW_TAP(a6, 6); DW_TAP(a7, 7);
         }
-    st += (size_t)ow * 16;
-    rq_store(a0, scale, lo, hi, zp, st);
-    if (one)
-        return;
-    rq_store(a1, scale, lo, hi, zp, st + 16);
-    rq_store(a2, scale, lo, hi, zp, st + 32);
-    rq_store(a3, scale, lo, hi, zp, st + 48);
-    rq_store(a4, scale, lo, hi, zp, st + 64);
-    rq_store(a5, scale, lo, hi, zp, st + 80);
-    rq_store(a6, scale, lo, hi, zp, st + 96);
-    rq_store(a7, scale, lo, hi, zp, st + 112);
+    _mm512_storeu_si512(st + (size_t)ow * 16, rq4(a0, a1, a2, a3, k));
+    _mm512_storeu_si512(st + (size_t)ow * 16 + 64, rq4(a4, a5, a6, a7, k));
 }
 #undef DW_TAP
 
@@ -165,8 +186,10 @@ void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t 
     const size_t nw = q8_dw_c16_wins(p), R = q8_dw_c16_ring(p), HW = (size_t)p->H * p->W, HWo = (size_t)p->Ho * p->Wo;
     const size_t cols = q8_dw_c16_cols(p);
     uint8_t *ring = scratch, *plain = ring + R * nw * 64, *st = plain + (size_t)p->H * cols * 16;
-    const __m512i zp = _mm512_set1_epi32(p->zp);
-    const __m512 lo = _mm512_set1_ps((float)(p->qmin - p->zp)), hi = _mm512_set1_ps((float)(p->qmax - p->zp));
+    rq_c16 k;
+    k.zp16 = _mm512_set1_epi16((short)p->zp);
+    k.qmin = _mm512_set1_epi8((char)p->qmin);
+    k.qmax = _mm512_set1_epi8((char)p->qmax);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int b = 0; b < p->batch; b++)
         for (int c0 = 0; c0 < p->C; c0 += 16) {
@@ -204,7 +227,7 @@ void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t 
                 zr[i] = _mm512_loadu_si512(s);
             }
             const __m512i bias = _mm512_maskz_loadu_epi32(lm, p->bias + c0);
-            const __m512 scale = _mm512_maskz_loadu_ps(lm, p->scale + c0);
+            k.scale = _mm512_maskz_loadu_ps(lm, p->scale + c0);
             for (int ih = 0; ih < p->H; ih++)
                 plain_row(p, xg, n, ih, plain + (size_t)ih * cols * 16);
             int next = 0; /* the next input row to build: rows are built once, in order, into slot ih % R */
@@ -227,11 +250,8 @@ void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t 
                         w[nr * nq + q] = wv[i * nq + q];
                     nr++;
                 }
-                int ow = 0;
-                for (; ow + 8 <= p->Wo; ow += 8)
-                    px_block(0, nr, row, w, nq, ow, p->sw, acc0, scale, lo, hi, zp, st);
-                for (; ow < p->Wo; ow++)
-                    px_block(1, nr, row, w, nq, ow, p->sw, acc0, scale, lo, hi, zp, st);
+                for (int ow = 0; ow < p->Wo; ow += 8) /* a last partial block reads the windows' slack */
+                    px_block(nr, row, w, nq, ow, p->sw, acc0, &k, st);
                 uint8_t *yr = yg + (size_t)oh * p->Wo;
                 for (int px = 0; px < p->Wo; px += 16) {
                     const __m512i t[4] = {_mm512_loadu_si512(st + (size_t)px * 16),

@@ -74,9 +74,9 @@ static inline size_t q8_dw_flat_bytes(const q8_dw_params *p) { return q8_dw_rows
  * scales are set, the horizontal dilation is 1 and that stays within Q8_DW_C16_MAX_BYTES (in L2 per
  * thread); else the pixel-lane kernel. */
 #define Q8_DW_C16_MAX_BYTES 65536
-static inline size_t q8_dw_c16_wins(const q8_dw_params *p)
+static inline size_t q8_dw_c16_wins(const q8_dw_params *p) /* for whole blocks of 8 output pixels */
 {
-    return (size_t)(p->Wo - 1) * p->sw + 4 * (size_t)((p->kw + 3) / 4 - 1) + 1;
+    return ((size_t)p->Wo + 7) / 8 * 8 * p->sw + 4 * (size_t)((p->kw + 3) / 4 - 1);
 }
 static inline size_t q8_dw_c16_ring(const q8_dw_params *p) { return (size_t)(p->kh - 1) * p->dh + 1; }
 static inline size_t q8_dw_c16_cols(const q8_dw_params *p)
