@@ -123,7 +123,8 @@ def pack_w(w: np.ndarray) -> np.ndarray:
 # AVX-512 ones, where the fixed-point path's 64-bit multiplies and shifts compete with vpdpbusd for a port
 # (1.1-1.5x on the VNNI GEMM at K <= 32, benchmarks/bench_int8.py --micro)
 FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_4x16__avx512bw", "q8_dwconv__avx512vnni",
-                             "q8_dwconv__avx512", "q8_dwconv_c16__avx512vnni"})
+                             "q8_dwconv__avx512", "q8_dwconv_c16__avx512vnni", "q8_gspc_o16__avx512vnni",
+                             "q8_gspc_o8__avx512vnni"})
 
 
 @dataclass

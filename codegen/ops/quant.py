@@ -428,11 +428,13 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     kp = -(-kpg // t_o) * t_o
     bias, mult, shift = (np.zeros(g * kp, np.int32) for _ in range(3))
     mult[:], shift[:] = 1 << 30, 40  # padded lanes: defined, never stored
+    scale = np.ones(g * kp, np.float32)
     for j in range(g):
         r = row_params(wq[j * kpg:(j + 1) * kpg].reshape(kpg, -1), None if b is None else b[j * kpg:(j + 1) * kpg],
                        zx, scales[j * kpg:(j + 1) * kpg], False)
         bias[j * kp:j * kp + kpg], mult[j * kp:j * kp + kpg], shift[j * kp:j * kp + kpg] = \
             r.bias[:kpg], r.mult[:kpg], r.shift[:kpg]
+        scale[j * kp:j * kp + kpg] = r.scale[:kpg]
     wp = ctx.weight(f"{node.name}:gspc", pack_gspc(wq, g, t_o, t_i))
     bp, mp, sp = (ctx.weight(f"{node.name}:{n}", a) for n, a in (("bias", bias), ("mult", mult), ("shift", shift)))
     hp, wpx = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
@@ -441,7 +443,8 @@ def _emit_gspc(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, 
     ctx.require("q8-gspc/q8-gspc.h", "q8-gspc/q8-gspc-scalar.c", src)
     ctx.note(algo="q8-gspc", macs=macs, kernel=fn, why=choice.why)
     shape = ", ".join(str(v) for v in (N, g, cpg, kpg, H, W, k[0], k[1], s[0], s[1], d[0], d[1], pt, pl, Ho, Wo))
-    return (f"const q8_gspc_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}}};\n"
+    scp = _scale_ptr(ctx, node.name, fn, scale)
+    return (f"const q8_gspc_params p = {{{shape}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {zx}, {scp}}};\n"
             f"{fn}(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 

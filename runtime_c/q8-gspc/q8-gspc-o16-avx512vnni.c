@@ -3,13 +3,24 @@
  * (u8 pixel values broadcast x s8 weights). The register block is 8 consecutive output pixels of the
  * flattened Ho x Wo plane, so narrow maps (Wo < 8) fill it too and the result of one channel is 8
  * contiguous bytes (stored after an 8 x T_O byte transpose). Requantization is per lane (each lane is
- * its own output channel). Parallel over (batch, group). */
+ * its own output channel), fp32 where p->scale is set. Parallel over (batch, group). */
 #include <immintrin.h>
 #include <string.h>
 
 #include "q8-gspc.h"
+#include "../ec_vnni.h"
 
 #define NB 8
+
+/* q8_requant1_fp32 per lane: clamped in float, so the conversion cannot overflow and the narrowing
+ * truncates (7 instructions; the fixed-point form below takes 16, half on vpdpbusd's port) */
+static inline __m128i rq_lanes_fp32(__m512i acc, __m512 sc, const q8_gspc_params *p)
+{
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps((float)(p->qmin - p->zp))), _mm512_set1_ps((float)(p->qmax - p->zp)));
+    const __m512i q = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cvtepi32_epi8(_mm512_add_epi32(q, _mm512_set1_epi32(p->zp)));
+}
 
 static inline __m128i rq_lanes(__m512i acc, __m512i mv, __m512i sv, const q8_gspc_params *p)
 {
@@ -65,7 +76,7 @@ static void store_block(const __m128i r[NB], int t_o, size_t nb, size_t nch, uin
 }
 
 static void group_run16(const q8_gspc_params *p, const uint8_t *xp, const int8_t *wg, const int32_t *bias,
-                        const int32_t *mult, const int32_t *shift, uint8_t *yg)
+                        const int32_t *mult, const int32_t *shift, const float *scale, uint8_t *yg)
 {
     const size_t hp = q8_gspc_hp(p), wp = q8_gspc_wp(p), c4n = (size_t)(p->cpg + 3) / 4;
     const size_t ocb = (size_t)(p->kpg + 15) / 16, hw = (size_t)p->Ho * p->Wo;
@@ -87,15 +98,21 @@ static void group_run16(const q8_gspc_params *p, const uint8_t *xp, const int8_t
                         for (int q = 0; q < NB; q++) {
                             int32_t v;
                             memcpy(&v, t + off[q], 4);
-                            acc[q] = _mm512_dpbusd_epi32(acc[q], _mm512_set1_epi32(v), wv);
+                            acc[q] = ec_dpbusd512(acc[q], _mm512_set1_epi32(v), wv);
                         }
                     }
                 }
-            const __m512i mv = _mm512_loadu_si512((const void *)(mult + ob * 16));
-            const __m512i sv = _mm512_loadu_si512((const void *)(shift + ob * 16));
             __m128i r[NB];
-            for (size_t q = 0; q < nb; q++)
-                r[q] = rq_lanes(acc[q], mv, sv, p);
+            if (scale) {
+                const __m512 sc = _mm512_loadu_ps(scale + ob * 16);
+                for (size_t q = 0; q < nb; q++)
+                    r[q] = rq_lanes_fp32(acc[q], sc, p);
+            } else {
+                const __m512i mv = _mm512_loadu_si512((const void *)(mult + ob * 16));
+                const __m512i sv = _mm512_loadu_si512((const void *)(shift + ob * 16));
+                for (size_t q = 0; q < nb; q++)
+                    r[q] = rq_lanes(acc[q], mv, sv, p);
+            }
             const size_t nch = (size_t)p->kpg - ob * 16 < 16 ? (size_t)p->kpg - ob * 16 : 16;
             store_block(r, 16, nb, nch, yg + ob * 16 * hw + n0, hw);
         }
@@ -103,7 +120,7 @@ static void group_run16(const q8_gspc_params *p, const uint8_t *xp, const int8_t
 }
 
 static void group_run8(const q8_gspc_params *p, const uint8_t *xp, const int8_t *wg, const int32_t *bias,
-                       const int32_t *mult, const int32_t *shift, uint8_t *yg)
+                       const int32_t *mult, const int32_t *shift, const float *scale, uint8_t *yg)
 {
     const size_t hp = q8_gspc_hp(p), wp = q8_gspc_wp(p), c4n = (size_t)(p->cpg + 3) / 4;
     const size_t ocb = (size_t)(p->kpg + 7) / 8, hw = (size_t)p->Ho * p->Wo;
@@ -125,15 +142,21 @@ static void group_run8(const q8_gspc_params *p, const uint8_t *xp, const int8_t 
                         for (int q = 0; q < NB; q++) {
                             int32_t v;
                             memcpy(&v, t + off[q], 4);
-                            acc[q] = _mm256_dpbusd_epi32(acc[q], _mm256_set1_epi32(v), wv);
+                            acc[q] = ec_dpbusd256(acc[q], _mm256_set1_epi32(v), wv);
                         }
                     }
                 }
-            const __m512i mv = _mm512_maskz_loadu_epi32(0xFF, mult + ob * 8);
-            const __m512i sv = _mm512_maskz_loadu_epi32(0xFF, shift + ob * 8);
             __m128i r[NB];
-            for (size_t q = 0; q < nb; q++)
-                r[q] = rq_lanes(_mm512_zextsi256_si512(acc[q]), mv, sv, p);
+            if (scale) {
+                const __m512 sc = _mm512_maskz_loadu_ps(0xFF, scale + ob * 8);
+                for (size_t q = 0; q < nb; q++)
+                    r[q] = rq_lanes_fp32(_mm512_zextsi256_si512(acc[q]), sc, p);
+            } else {
+                const __m512i mv = _mm512_maskz_loadu_epi32(0xFF, mult + ob * 8);
+                const __m512i sv = _mm512_maskz_loadu_epi32(0xFF, shift + ob * 8);
+                for (size_t q = 0; q < nb; q++)
+                    r[q] = rq_lanes(_mm512_zextsi256_si512(acc[q]), mv, sv, p);
+            }
             const size_t nch = (size_t)p->kpg - ob * 8 < 8 ? (size_t)p->kpg - ob * 8 : 8;
             store_block(r, 8, nb, nch, yg + ob * 8 * hw + n0, hw);
         }
@@ -201,10 +224,11 @@ static void group_task(void *ctx, size_t tid, size_t begin, size_t end)
         const size_t cin = (size_t)p->groups * p->cpg, cout = (size_t)p->groups * p->kpg;
         uint8_t *yg = jb->y + (b * cout + g * p->kpg) * (size_t)p->Ho * p->Wo;
         pack_input(p, jb->x + (b * cin + g * p->cpg) * p->H * p->W, xp);
+        const float *sc = p->scale ? p->scale + g * kpgp : NULL;
         if (t_o == 16)
-            group_run16(p, xp, p->w + g * wsz, p->bias + g * kpgp, p->mult + g * kpgp, p->shift + g * kpgp, yg);
+            group_run16(p, xp, p->w + g * wsz, p->bias + g * kpgp, p->mult + g * kpgp, p->shift + g * kpgp, sc, yg);
         else
-            group_run8(p, xp, p->w + g * wsz, p->bias + g * kpgp, p->mult + g * kpgp, p->shift + g * kpgp, yg);
+            group_run8(p, xp, p->w + g * wsz, p->bias + g * kpgp, p->mult + g * kpgp, p->shift + g * kpgp, sc, yg);
     }
 }
 

@@ -26,7 +26,8 @@ void q8_gspc__scalar(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint
                             }
                     }
                     y[(((size_t)b * K + oc) * p->Ho + oh) * p->Wo + ow] =
-                        q8_requant1(acc, p->mult[oc], p->shift[oc], p->zp, p->qmin, p->qmax);
+                        p->scale ? q8_requant1_fp32(acc, p->scale[oc], p->zp, p->qmin, p->qmax)
+                                 : q8_requant1(acc, p->mult[oc], p->shift[oc], p->zp, p->qmin, p->qmax);
                 }
         }
 }

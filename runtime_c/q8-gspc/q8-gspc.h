@@ -16,6 +16,7 @@ typedef struct {
     const int32_t *bias, *mult, *shift; /* [G * kpg_padded] (kpg padded to T_O for SIMD, kpg for the reference) */
     int32_t zp, qmin, qmax;
     uint8_t zx;
+    const float *scale; /* like mult, or NULL: fp32 requantization (the VNNI kernels and the reference, q8-requant.h) */
 } q8_gspc_params;
 
 static inline size_t q8_gspc_hp(const q8_gspc_params *p) { return (size_t)(p->Ho - 1) * p->sh + (size_t)(p->kh - 1) * p->dh + 1; }

@@ -40,6 +40,19 @@ def test_q8_gspc_matches_reference(name, extra, tmp_path):
     assert r.returncode == 0 and "90/90 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
+@pytest.mark.parametrize("name,extra", [("avx512vnni", ()), ("avx512vnni", SANITIZE), ("avx512vnni-o8", ())],
+                         ids=["vnni", "vnni-asan-ubsan", "vnni-o8"])
+def test_q8_gspc_fp32_requant_matches_reference(name, extra, tmp_path):
+    """p.scale set: the VNNI kernels' per-lane fp32 requantization bit-exact against the scalar reference's."""
+    isa = ISAS[name.split("-")[0]]
+    require(isa)
+    fn, src, t_o, t_i = VARIANTS[name]
+    files = ["q8_gspc_test.c", "q8-gspc/q8-gspc-scalar.c", src, "ec_threadpool.c"]
+    defs = {"KERNEL": fn, "KERNEL_NAME": f'"{name}-fp32"', "TO": str(t_o), "TI": str(t_i), "FP32_RQ": "1"}
+    r = run(isa, build(isa, tmp_path / "gspcf", files, defs, extra), timeout=300)
+    assert r.returncode == 0 and "90/90 cases match" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
 @pytest.mark.parametrize("target,isa,w7,kernel", [
     ("x86_64-avx512-vnni", "avx512vnni", False, None), ("x86_64-avx2", "avx2", False, "q8_gspc_o8__avx2"),
     ("x86_64-avx2", "avx2", True, "q8_gspc_o8__avx2_maddubs")], ids=["vnni", "avx2", "avx2-7bit"])

@@ -8,13 +8,18 @@
 
 #include "q8-gspc/q8-gspc.h"
 
+/* FP32_RQ: fp32 requantization (p.scale set): power-of-two scales on even channels (exact ties), any on odd ones */
+#ifndef FP32_RQ
+#define FP32_RQ 0
+#endif
+
 static uint32_t rng = 31;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
 static int ncase;
 
 static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int pad, ec_pool *pool)
 {
-    q8_gspc_params p = {1, G, cpg, kpg, H, W, k, k, s, s, d, d, pad, pad, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0};
+    q8_gspc_params p = {1, G, cpg, kpg, H, W, k, k, s, s, d, d, pad, pad, 0, 0, NULL, NULL, NULL, NULL, 0, 0, 255, 0, NULL};
     p.Ho = (H + 2 * pad - d * (k - 1) - 1) / s + 1;
     p.Wo = (W + 2 * pad - d * (k - 1) - 1) / s + 1;
     if (p.Ho <= 0 || p.Wo <= 0)
@@ -23,6 +28,7 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
     int8_t *w = malloc((size_t)K * cpg * T), *wp = calloc((size_t)G * kpgp * c4n * TI * T, 1);
     int32_t *b0 = malloc(4 * K), *m0 = malloc(4 * K), *s0 = malloc(4 * K);
     int32_t *b1 = calloc(G * kpgp, 4), *m1 = calloc(G * kpgp, 4), *s1 = calloc(G * kpgp, 4);
+    float *f0 = malloc(4 * K), *f1 = calloc(G * kpgp, 4);
     size_t nx = (size_t)G * cpg * H * W, ny = (size_t)K * p.Ho * p.Wo;
     uint8_t *x = malloc(nx), *y0 = malloc(ny), *y1 = malloc(ny), *scr = malloc(q8_gspc_scratch_bytes(&p) * 2 * EC_MAX_THREADS);
     for (size_t i = 0; i < nx; i++) x[i] = (uint8_t)rnd();
@@ -40,8 +46,10 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
         b0[oc] = (int32_t)(rnd() % 40001) - 20000 - p.zx * sw;
         m0[oc] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
         s0[oc] = wide ? 31 + (int32_t)(rnd() % 32) : 38 + (int32_t)(rnd() % 5);
+        const int e = 6 + (int)(rnd() % 10);
+        f0[oc] = oc % 2 ? (float)(rnd() % 4096 + 1) / 2048.0f / (float)(1 << e) : 1.0f / (float)(1 << e);
         int g = oc / kpg, o = oc % kpg;
-        b1[g * kpgp + o] = b0[oc]; m1[g * kpgp + o] = m0[oc]; s1[g * kpgp + o] = s0[oc];
+        b1[g * kpgp + o] = b0[oc]; m1[g * kpgp + o] = m0[oc]; s1[g * kpgp + o] = s0[oc]; f1[g * kpgp + o] = f0[oc];
         for (int c = 0; c < cpg; c++)  /* [g][ob][c/TI][kh][kw][TO][TI] */
             for (int t = 0; t < T; t++)
                 wp[(size_t)g * kpgp * c4n * TI * T + ((((size_t)(o / TO) * c4n + c / TI) * T + t) * TO + o % TO) * TI + c % TI] =
@@ -50,14 +58,15 @@ static int run(int G, int cpg, int kpg, int H, int W, int k, int s, int d, int p
     for (int g = 0; g < G; g++) /* padded lanes: valid shift so the unused lanes stay defined */
         for (int o = kpg; o < kpgp; o++) { m1[g * kpgp + o] = 1 << 30; s1[g * kpgp + o] = 40; }
     if (rnd() & 1) { p.qmin = p.zp; p.qmax = 240; }
-    p.w = w; p.bias = b0; p.mult = m0; p.shift = s0;
+    p.w = w; p.bias = b0; p.mult = m0; p.shift = s0; p.scale = FP32_RQ ? f0 : NULL;
     q8_gspc__scalar(&p, x, y0, scr, NULL);
-    p.w = wp; p.bias = b1; p.mult = m1; p.shift = s1;
+    p.w = wp; p.bias = b1; p.mult = m1; p.shift = s1; p.scale = FP32_RQ ? f1 : NULL;
     KERNEL(&p, x, y1, scr, pool);
     int bad = memcmp(y0, y1, ny) != 0;
     if (bad)
         printf("MISMATCH G=%d cpg=%d kpg=%d H=%d W=%d k=%d s=%d d=%d pad=%d\n", G, cpg, kpg, H, W, k, s, d, pad);
     free(w); free(wp); free(b0); free(m0); free(s0); free(b1); free(m1); free(s1); free(x); free(y0); free(y1); free(scr);
+    free(f0); free(f1);
     return bad;
 }
 
