@@ -240,9 +240,6 @@ def _wino(g: dict, target) -> bool:
     return winograd.choose(target, g, cols, path).algo != "direct"
 
 
-WINO_ROW_MAX = 1024  # F32_WINOGRAD_BUF: the NCHW driver's own blocked mode (XB/YB, no longer emitted)
-
-
 def _tuned(n: Node) -> bool:
     """Whether a tuning record of the compile in progress forces this layer's variant."""
     from edgec.codegen import options, variants

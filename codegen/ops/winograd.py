@@ -15,7 +15,7 @@ from fractions import Fraction as Fr
 
 import numpy as np
 
-from edgec.codegen import costmodel, kernels, layout, options
+from edgec.codegen import costmodel, kernels, options
 from edgec.errors import EdgecError
 
 # B^T, G, A^T of F(m,3) (Lavin & Gray), interpolation points 0, +-1 (m=2); 0, +-1, +-2 (m=4);
@@ -158,6 +158,8 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     m = int(choice.algo.rsplit("f", 1)[1][0])
     if node.inputs[0].block:
         return _emit_nchwc(node, ctx, g, w, macs, choice, m)
+    if node.outputs[0].block:  # a blocked output is written only from a blocked input (codegen/layout.py)
+        raise EdgecError(f"internal: node {node.name}: Winograd cannot write channel blocks from an NCHW input")
     t = ctx.target
     gk = kernels.gemm_kernel(t)
     wk = kernels.winograd_kernel(t, m)
@@ -178,20 +180,12 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     phase = int(options.active().threads > 1 and vall * 4 <= PHASE_MAX_BYTES and options.active().par == "auto")
     tmp = ctx.scratch((kernels.SCRATCH_THREADS * per + phase * vall) * 4)
     ctx.require(gk.file, wk.file, "f32-winograd/f32-winograd.h")
-    # inside a channel-blocked region (codegen/layout.py kind "wino"): input and output blocks of the vector width
-    xb, yb = node.inputs[0].block or 0, node.outputs[0].block or 0
     ctx.note(algo=f"winograd-f{m}3-{gk.tile}-{gk.isa}", macs=macs, kernel=f"{wk.name} + {gk.name}",
-             tb=b["TB"], kb=b["KB"], ksplit=b["KSPLIT"], kc=b["KC"], why=choice.why, **choice.estimates,
-             **({"layout": node.outputs[0].layout} if yb else {}))
+             tb=b["TB"], kb=b["KB"], ksplit=b["KSPLIT"], kc=b["KC"], why=choice.why, **choice.estimates)
     shape = _shape_init(g, "N C H W K Ho Wo G PT PL")
-    from edgec.codegen.ops.nchwc import LANES  # an outc transform's block is its isa's vector
-    if (xb or yb) and (xb != yb or yb != LANES.get(wk.isa) or g["G"] != 1 or g["C"] % yb or g["K"] % yb
-                       or g["W"] > layout.WINO_ROW_MAX):
-        raise EdgecError(f"internal: node {node.name}: Winograd cannot run blocked {xb}/{yb} on {wk.name}")
-    out = wk.params["outc"] if yb else wk.params["out"]
     return (f"static const f32_winograd_shape S = {{{shape}, {m}u, {th}u, {tw}u, {hp}u, {q}u, {b['TB']}u, "
             f"{b['KB']}u, {b['KSPLIT']}u, {mr}u, {nr}u, {b['KC']}u, {gk.name}, {wk.params['in']}, "
-            f"{out}, {phase}u, {xb}u, {yb}u}};\n"
+            f"{wk.params['out']}, {phase}u}};\n"
             f"const f32_winograd_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){xp}, (float *){tmp}}};\n"
             f"f32_winograd_run(&S, &A, {ctx.pool});\n")

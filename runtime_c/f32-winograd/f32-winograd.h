@@ -24,9 +24,8 @@
  * runs the alpha^2 GEMMs one KB pass at a time (a U panel of KC x NR in L1 against every strip of
  * the block) and transforms each pass's M straight into NCHW with the epilogue. The input
  * transform is vectorised over the tiles of a tile row, the output transform over output channels.
- * Inside a channel-blocked region (codegen/layout.py) the input is NCHWc (XB channels a pixel: the phase
- * packing gathers each plane's rows from it) and the output too (YB: the output transform's vector of
- * channels is one pixel's block, stored whole), so no reorder runs around the layer. */
+ * Inside a channel-blocked region (codegen/layout.py) the layer runs f32-winograd-nchwc.h instead, on the
+ * channel-lane transforms (inc, outc) declared here. */
 #ifndef F32_WINOGRAD_H
 #define F32_WINOGRAD_H
 
@@ -139,7 +138,6 @@ typedef struct {
   f32_winograd_in_fn tin;
   f32_winograd_out_fn tout;
   size_t PHASE;       /* nonzero: tmp starts with V of every tile (phase-parallel split allowed) */
-  size_t XB, YB;      /* channels a block of the NCHWc input / output (tout then an outc), 0: NCHW */
 } f32_winograd_shape;
 
 typedef struct {
@@ -221,21 +219,19 @@ EC_INLINE void f32_winograd_deal(size_t m, const float *EC_RESTRICT s, float *EC
   }
 }
 
-enum { F32_WINOGRAD_BUF = 1024, F32_WINOGRAD_STAGE = 8192 };
+enum { F32_WINOGRAD_BUF = 1024 };
 
 /* floats of the packing buffer the m = 4 path expects zero (its padded row) */
 EC_INLINE size_t f32_winograd_buf_zero(const f32_winograd_shape *s) {
   return EC_MIN((size_t)F32_WINOGRAD_BUF, EC_ROUND_UP(s->Q, 4) * 4);
 }
 
-/* Padded row r of a plane into its m column phases (plane base dst): `row` is the input row, its pixels `stride`
- * floats apart (1: NCHW; XB: a lane of a channel-blocked row; 0: already padded in buf, m = 4 path only),
- * NULL where r lies in the padding. buf holds
- * F32_WINOGRAD_BUF floats; on the m = 4 path its first f32_winograd_buf_zero() are zero outside the row's own
- * columns: the caller zeroes them once and rows rewrite only those, so one buffer serves a task's rows and planes.
- * The other path uses it only to gather a blocked row. */
-EC_INLINE void f32_winograd_pack_row(const f32_winograd_shape *s, const float *row, size_t stride, float *dst,
-                                     size_t r, float *EC_RESTRICT buf) {
+/* Padded row r of a plane into its m column phases (plane base dst): `row` is the input row, NULL where r lies in
+ * the padding. buf holds F32_WINOGRAD_BUF floats; on the m = 4 path its first f32_winograd_buf_zero() are zero
+ * outside the row's own columns: the caller zeroes them once and rows rewrite only those, so one buffer serves a
+ * task's rows and planes. The other path does not use it. */
+EC_INLINE void f32_winograd_pack_row(const f32_winograd_shape *s, const float *row, float *dst, size_t r,
+                                     float *EC_RESTRICT buf) {
   const size_t m = s->M, HP = s->HP, Q = s->Q, W = s->W, PL = s->PL;
 #if defined(__SSE2__) || defined(__ARM_NEON)
   if (m == 4 && EC_ROUND_UP(Q, 4) * 4 <= F32_WINOGRAD_BUF) {
@@ -266,17 +262,12 @@ EC_INLINE void f32_winograd_pack_row(const f32_winograd_shape *s, const float *r
       return;
     }
     size_t x = 0;
-    if (stride == 0) { /* buf holds the row already (f32_winograd_pack_block) */
-    } else if (stride == 1) {
 #if defined(__SSE2__)
-      for (; x + 4 <= n; x += 4) _mm_storeu_ps(buf + pl + x, _mm_loadu_ps(row + x));
+    for (; x + 4 <= n; x += 4) _mm_storeu_ps(buf + pl + x, _mm_loadu_ps(row + x));
 #else
-      for (; x + 4 <= n; x += 4) vst1q_f32(buf + pl + x, vld1q_f32(row + x));
+    for (; x + 4 <= n; x += 4) vst1q_f32(buf + pl + x, vld1q_f32(row + x));
 #endif
-      for (; x < n; x++) buf[pl + x] = row[x];
-    } else {
-      for (; x < n; x++) buf[pl + x] = row[x * stride];
-    }
+    for (; x < n; x++) buf[pl + x] = row[x];
     if (last) {
       f32_winograd_deal(m, buf, d, ds, Q);
       return;
@@ -297,13 +288,10 @@ EC_INLINE void f32_winograd_pack_row(const f32_winograd_shape *s, const float *r
     return;
   }
 #endif
+  (void)buf; /* the m = 4 path's */
   if (!row) {
     for (size_t ph = 0; ph < m; ph++) memset(dst + (ph * HP + r) * Q, 0, Q * sizeof(float));
     return;
-  }
-  if (stride != 1) { /* a blocked lane: gathered whole first (W <= F32_WINOGRAD_BUF, codegen/ops/winograd.py) */
-    for (size_t x = 0; x < W; x++) buf[x] = row[x * stride];
-    row = buf;
   }
   /* column blocks q whose m columns q*m - PL .. q*m + m-1 - PL are all inside the row: [qa, qb) */
   const size_t qa = EC_MIN(Q, EC_DIV_UP(PL, m));
@@ -329,81 +317,8 @@ EC_INLINE void f32_winograd_pack_plane(const f32_winograd_shape *s, const f32_wi
   for (size_t r = 0; r < s->HP; r++) {
     const ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)s->PT;
     const int in = ih >= 0 && ih < (ptrdiff_t)s->H;
-    f32_winograd_pack_row(s, in ? src + (size_t)ih * s->W : NULL, 1, dst, r, buf);
+    f32_winograd_pack_row(s, in ? src + (size_t)ih * s->W : NULL, dst, r, buf);
   }
-}
-
-/* Block b (n*C/XB + c/XB) of a channel-blocked input: its XB planes packed row by row, so each input row (XB
- * lanes a pixel) is read from L1 by every lane; plane by plane, each plane's gather fetched the block's lines
- * from L2 again (ResNet-50's F(4,3) layers: 1.04x the NCHW path's time with the reorder before it excluded). */
-EC_INLINE void f32_winograd_pack_block(const f32_winograd_shape *s, const f32_winograd_args *a, size_t b) {
-#if defined(__SSE2__) || defined(__ARM_NEON)
-  const size_t bz = f32_winograd_buf_zero(s);
-  if (s->M == 4 && EC_ROUND_UP(s->Q, 4) * 4 <= F32_WINOGRAD_BUF && s->XB % 4 == 0 &&
-      s->XB * bz <= F32_WINOGRAD_STAGE) {
-    /* the XB lanes' padded rows at once, 4 pixels x 4 lanes a 4x4 transpose, then each dealt: gathered lane by
-     * lane (scalar loads XB floats apart) the packing took 2.5x the NCHW input's (64ch 56x56 F(4,3)) */
-    float st[F32_WINOGRAD_STAGE];
-    const size_t XB = s->XB, W = s->W, Q = s->Q, ps = s->M * s->HP * Q;
-    const size_t pl = EC_MIN(s->PL, Q * 4), n = EC_MIN(W, Q * 4 - pl);
-    memset(st, 0, XB * bz * sizeof(float));
-    const float *src = a->x + b * s->H * W * XB;
-    float *dst = a->xp + b * XB * ps;
-    for (size_t r = 0; r < s->HP; r++) {
-      const ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)s->PT;
-      if (ih < 0 || ih >= (ptrdiff_t)s->H) {
-        for (size_t l = 0; l < XB; l++) f32_winograd_pack_row(s, NULL, 1, dst + l * ps, r, st);
-        continue;
-      }
-      const float *row = src + (size_t)ih * W * XB;
-      size_t x = 0;
-      for (; x + 4 <= n; x += 4)
-        for (size_t l = 0; l < XB; l += 4) {
-          const float *p = row + x * XB + l;
-          float *d = st + l * bz + pl + x;
-#if defined(__SSE2__)
-          __m128 v0 = _mm_loadu_ps(p), v1 = _mm_loadu_ps(p + XB), v2 = _mm_loadu_ps(p + 2 * XB),
-                 v3 = _mm_loadu_ps(p + 3 * XB);
-          _MM_TRANSPOSE4_PS(v0, v1, v2, v3);
-          _mm_storeu_ps(d, v0), _mm_storeu_ps(d + bz, v1), _mm_storeu_ps(d + 2 * bz, v2), _mm_storeu_ps(d + 3 * bz, v3);
-#else
-          const float32x4x2_t t01 = vtrnq_f32(vld1q_f32(p), vld1q_f32(p + XB));
-          const float32x4x2_t t23 = vtrnq_f32(vld1q_f32(p + 2 * XB), vld1q_f32(p + 3 * XB));
-          vst1q_f32(d, vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])));
-          vst1q_f32(d + bz, vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])));
-          vst1q_f32(d + 2 * bz, vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0])));
-          vst1q_f32(d + 3 * bz, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
-#endif
-        }
-      for (; x < n; x++)
-        for (size_t l = 0; l < XB; l++) st[l * bz + pl + x] = row[x * XB + l];
-      for (size_t l = 0; l < XB; l++) f32_winograd_pack_row(s, row, 0, dst + l * ps, r, st + l * bz); /* row: not NULL */
-    }
-    return;
-  }
-#endif
-  float buf[F32_WINOGRAD_BUF];
-  memset(buf, 0, f32_winograd_buf_zero(s) * sizeof(float));
-  const size_t XB = s->XB, W = s->W, ps = s->M * s->HP * s->Q;
-  const float *src = a->x + b * s->H * W * XB;
-  float *dst = a->xp + b * XB * ps;
-  for (size_t r = 0; r < s->HP; r++) {
-    const ptrdiff_t ih = (ptrdiff_t)r - (ptrdiff_t)s->PT;
-    const float *row = ih >= 0 && ih < (ptrdiff_t)s->H ? src + (size_t)ih * W * XB : NULL;
-    for (size_t l = 0; l < XB; l++) f32_winograd_pack_row(s, row ? row + l : NULL, XB, dst + l * ps, r, buf);
-  }
-}
-
-/* Packing unit u of the input: a plane (NCHW), or a block of XB planes (C whole blocks) */
-EC_INLINE size_t f32_winograd_pack_units(const f32_winograd_shape *s) {
-  return s->N * (s->XB ? s->C / s->XB : s->C);
-}
-
-EC_INLINE void f32_winograd_pack_unit(const f32_winograd_shape *s, const f32_winograd_args *a, size_t u) {
-  if (s->XB)
-    f32_winograd_pack_block(s, a, u);
-  else
-    f32_winograd_pack_plane(s, a, u);
 }
 
 /* Input transform of the nt tiles from t0 (a strip start) of (n, g) into V: strip stride Cpg*MR + PAD,
@@ -469,11 +384,10 @@ EC_INLINE void f32_winograd_gemm_out(const f32_winograd_shape *s, const f32_wino
       }
     }
     F32_WINOGRAD_LAP(2);
-    /* a blocked output: kk and K whole blocks, so block kk / YB of image n starts where NCHW's channel kk does */
-    const size_t kk = g * Kpg + kb0, yo = (n * s->K + kk) * HoWo, px = s->YB ? s->YB : 1;
+    const size_t kk = g * Kpg + kb0, yo = (n * s->K + kk) * HoWo;
     for (size_t t = t0; t < t0 + nt; t++) {
-      const size_t th = t / TW, tw = t % TW, o = yo + (th * m * s->Wo + tw * m) * px;
-      s->tout(kb1 - kb0, Mb + (t - t0) * KB, ms, a->y + o, s->Wo, HoWo * px, EC_MIN(m, s->Ho - th * m),
+      const size_t th = t / TW, tw = t % TW, o = yo + th * m * s->Wo + tw * m;
+      s->tout(kb1 - kb0, Mb + (t - t0) * KB, ms, a->y + o, s->Wo, HoWo, EC_MIN(m, s->Ho - th * m),
               EC_MIN(m, s->Wo - tw * m), a->bias ? a->bias + kk : NULL, a->res ? a->res + o : NULL,
               a->res_before_act, a->act);
     }
@@ -529,7 +443,7 @@ typedef struct {
 
 static inline void f32_winograd_pack_task(void *ctx, size_t begin, size_t end) {
   const f32_winograd_job *j = (const f32_winograd_job *)ctx;
-  for (size_t i = begin; i < end; i++) f32_winograd_pack_unit(j->s, j->a, i);
+  for (size_t i = begin; i < end; i++) f32_winograd_pack_plane(j->s, j->a, i);
 }
 
 static inline void f32_winograd_task(void *ctx, size_t tid, size_t begin, size_t end) {
@@ -603,11 +517,11 @@ EC_INLINE int f32_winograd_phase_split(const f32_winograd_shape *s, size_t threa
 }
 
 EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_args *a, ec_pool *pool) {
-  const size_t planes = s->N * s->C, n = f32_winograd_items(s), units = f32_winograd_pack_units(s);
+  const size_t planes = s->N * s->C, n = f32_winograd_items(s);
   memset(a->xp + planes * s->M * s->HP * s->Q, 0, F32_WINOGRAD_XP_PAD * sizeof(float));
   if (ec_pool_threads(pool) <= 1) {
     F32_WINOGRAD_MARK();
-    for (size_t i = 0; i < units; i++) f32_winograd_pack_unit(s, a, i);
+    for (size_t i = 0; i < planes; i++) f32_winograd_pack_plane(s, a, i);
     F32_WINOGRAD_LAP(0);
     for (size_t i = 0; i < n; i++) f32_winograd_item(s, a, 0, i);
     return;
@@ -622,7 +536,7 @@ EC_INLINE void f32_winograd_run(const f32_winograd_shape *s, const f32_winograd_
   const size_t nb = ec_even_blocks(strips, nb0, per, threads);
   f32_winograd_job j = {s, a, nb, 0, 0};
   (void)n;
-  ec_parallel_for(pool, units, EC_MAX(1, units / (4 * threads)), f32_winograd_pack_task, &j);
+  ec_parallel_for(pool, planes, EC_MAX(1, planes / (4 * threads)), f32_winograd_pack_task, &j);
   if (f32_winograd_phase_split(s, threads, &j.sg, &j.pg)) {
     const size_t strips = EC_DIV_UP(T, s->MR), ng = s->N * s->G;
     const size_t items = ng * EC_DIV_UP(strips, j.sg) * EC_DIV_UP(EC_DIV_UP(s->K / s->G, s->NR), j.pg);

@@ -2,8 +2,8 @@
  * vs the naive direct convolution, and vs the same driver on the portable transforms T_REF_IN /
  * T_REF_OUT (a SIMD transform must agree with them to rounding). Odd shapes, pads 0/1/2 and
  * asymmetric, groups, N = 2, several tile blocks and K passes, K blocking, every epilogue.
- * With T_OUTC (SIMD transforms, T_VL lanes) also channel-blocked layers: input, residual and output NCHWc
- * (XB = YB = T_VL, the output through T_OUTC), unblocked and held to the same references.
+ * With T_INC (SIMD transforms, T_VL lanes) also channel-blocked layers on f32-winograd-nchwc.h (T_INC, T_OUTC
+ * and the blocked 1x1 T_1X1): input, residual and output NCHWc, unblocked and held to the direct convolution.
  * Prints the worst errors; exit status != 0 on mismatch. */
 #include "f32-winograd/f32-winograd.h"
 #ifdef T_INC
@@ -51,14 +51,13 @@ static double g_worst = 0.0, g_worst_simd = 0.0;
 static ec_pool *g_pool = NULL; /* "pool": whole layers through f32_winograd_run on 3 threads */
 static int g_split_diff = 0;    /* layers whose 3-thread output differs from the 1-thread one */
 
-/* vb: 0 for NCHW x, r and y, else their channel-blocked layout of vb lanes (tout then the blocked variant) */
 static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_t KC, f32_winograd_in_fn tin,
                      f32_winograd_out_fn tout, const float *x, const float *u, const float *b, const float *r,
-                     int before, ec_act act, float *y, size_t vb) {
+                     int before, ec_act act, float *y) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), TH = EC_DIV_UP(Ho, T_M), TW = EC_DIV_UP(Wo, T_M);
   const size_t Cpg = p->C / p->G, HP = TH * T_M + 2, Q = TW + 1, threads = 3;
   f32_winograd_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->PT, p->PL, T_M, TH, TW, HP, Q,
-                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL, vb, vb};
+                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL};
   float *xp = falloc(f32_winograd_xp_floats(p->N, p->C, T_M, HP, Q));
   float *tmp = falloc((s.PHASE ? f32_winograd_vall_floats(T_M, p->N, p->G, Cpg, TH * TW, T_MR) : 0) +
                       threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_MR));
@@ -74,7 +73,7 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
     if (memcmp(y1, y, ny * sizeof(float))) g_split_diff++;
     free(y1);
   } else {
-    for (size_t i = 0; i < f32_winograd_pack_units(&s); i++) f32_winograd_pack_unit(&s, &a, i);
+    for (size_t i = 0; i < p->N * p->C; i++) f32_winograd_pack_plane(&s, &a, i);
     for (size_t i = 0; i < f32_winograd_items(&s); i++) f32_winograd_item(&s, &a, i % threads, i);
   }
   free(xp), free(tmp);
@@ -91,8 +90,8 @@ static int run(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLI
   float *u = falloc(p->G * T_A * T_A * EC_ROUND_UP(Kpg, T_NR) * Cpg);
   pack_u(p, w, u);
   const float *res = use_res ? r : NULL;
-  winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUT, x, u, b, res, before, act, y, 0);
-  winograd(p, TB, KB, KSPLIT, KC, T_REF_IN, T_REF_OUT, x, u, b, res, before, act, y0, 0);
+  winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUT, x, u, b, res, before, act, y);
+  winograd(p, TB, KB, KSPLIT, KC, T_REF_IN, T_REF_OUT, x, u, b, res, before, act, y0);
   ref_conv(p, x, w, b, res, before, act, yr);
   const double e = max_err(y, yr, ny), e0 = max_err(y0, yr, ny), es = max_err(y, y0, ny);
   if (e > g_worst) g_worst = e;
@@ -109,7 +108,7 @@ static int run(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLI
   return bad;
 }
 
-#ifdef T_OUTC
+#ifdef T_INC
 /* [N][C][HW] <-> [N][C/vl][HW][vl] (C whole blocks) */
 static void to_blocked(const float *x, size_t N, size_t C, size_t HW, float *d) {
   for (size_t n = 0; n < N; n++)
@@ -122,37 +121,6 @@ static void from_blocked(const float *x, size_t N, size_t C, size_t HW, float *d
       for (size_t i = 0; i < HW; i++) d[(n * C + c) * HW + i] = x[((n * C + c) / T_VL * HW + i) * T_VL + c % T_VL];
 }
 
-/* a channel-blocked layer (G = 1, C and K whole blocks) against the direct conv and the portable NCHW driver */
-static int run_blocked(const conv_p *p, size_t tb_strips, size_t kb_panels, size_t KSPLIT, size_t KC, ec_act act,
-                       int use_res, int before) {
-  const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kpg = p->K, Cpg = p->C;
-  const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
-  const size_t TB = tb_strips * T_MR, KB = EC_MIN(kb_panels * T_NR, EC_ROUND_UP(Kpg, T_NR));
-  float *x = falloc(nx), *w = falloc(p->K * Cpg * 9), *b = falloc(p->K), *r = falloc(ny);
-  float *xb = falloc(nx), *rb = falloc(ny), *ybk = falloc(ny), *y = falloc(ny), *y0 = falloc(ny), *yr = falloc(ny);
-  float *u = falloc(T_A * T_A * EC_ROUND_UP(Kpg, T_NR) * Cpg);
-  pack_u(p, w, u);
-  to_blocked(x, p->N, p->C, p->H * p->W, xb);
-  to_blocked(r, p->N, p->K, Ho * Wo, rb);
-  winograd(p, TB, KB, KSPLIT, KC, T_IN, T_OUTC, xb, u, b, use_res ? rb : NULL, before, act, ybk, T_VL);
-  from_blocked(ybk, p->N, p->K, Ho * Wo, y);
-  winograd(p, TB, KB, KSPLIT, KC, T_REF_IN, T_REF_OUT, x, u, b, use_res ? r : NULL, before, act, y0, 0);
-  ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
-  const double e = max_err(y, yr, ny), es = max_err(y, y0, ny);
-  if (e > g_worst) g_worst = e;
-  if (es > g_worst_simd) g_worst_simd = es;
-  const double tol = T_M == 2 ? 2e-5 : T_M == 4 ? 2e-4 : 5e-4;
-  const int bad = !(e < tol) || !(es < tol);
-  if (bad)
-    printf("FAIL blocked N%zu C%zu H%zu W%zu K%zu p%zu,%zu,%zu,%zu TB%zu KB%zu KS%zu KC%zu act%d res%d: %g (vs "
-           "portable NCHW %g)\n",
-           p->N, p->C, p->H, p->W, p->K, p->PT, p->PL, p->PB, p->PR, TB, KB, KSPLIT, KC, (int)act.kind, use_res, e,
-           es);
-  free(x), free(w), free(b), free(r), free(xb), free(rb), free(ybk), free(y), free(y0), free(yr), free(u);
-  return bad;
-}
-
-#ifdef T_INC
 /* the channel-lane driver (f32-winograd-nchwc.h: T_INC transforms, the blocked 1x1 as the GEMMs, kt output blocks a
  * tile, TT tiles and KS output-block ranges an item) against the direct conv */
 static int run_nchwc(const conv_p *p, size_t TT, size_t KS, size_t kt, size_t KC, ec_act act, int use_res,
@@ -194,7 +162,6 @@ static int run_nchwc(const conv_p *p, size_t TT, size_t KS, size_t kt, size_t KC
   free(tmp);
   return bad;
 }
-#endif
 #endif
 
 static conv_p cp(size_t N, size_t C, size_t H, size_t W, size_t K, size_t G, size_t pt, size_t pl, size_t pb,
@@ -247,22 +214,17 @@ int main(int argc, char **argv) {
     fails += run(&p, 1, 1, 1, 64, k_acts[ai], 1, (int)ai % 2), cases++;
     fails += run(&p, 2, 1, 1, 64, k_acts[ai], 0, 0), cases++;
   }
-#ifdef T_OUTC
+#ifdef T_INC
   for (size_t i = 0; i < 7; i++) { /* channel-blocked: 1-3 blocks in and out, odd maps, pads 1 / 0 / asymmetric */
     const size_t c = T_VL * (1 + i % 3), k = T_VL * (1 + (i + 1) % 3), h = odd[i] % 13 + 3, w = odd[(i + 3) % 7] + 2;
     conv_p p1 = cp(1 + i % 2, c, h, w, k, 1, 1, 1, 1, 1), p0 = cp(1, c, w, h, k, 1, 0, 0, 0, 0);
     conv_p pa = cp(1, c, h, w, k, 1, i % 3, 1, 0, 2);
-    fails += run_blocked(&p1, 1 + i % 2, 1 + i % 3, 1, 64, k_acts[i % N_ACTS], (int)i % 2, (int)(i / 2) % 2), cases++;
-    fails += run_blocked(&p0, 1, 2, 1 + i % 2, 5, k_acts[(i + 2) % N_ACTS], (int)(i + 1) % 2, 1), cases++;
-    fails += run_blocked(&pa, 2, 1, 1, 64, k_acts[(i + 4) % N_ACTS], 1, (int)i % 2), cases++;
-#ifdef T_INC
     /* the channel-lane driver: one item or several tiles an item (a partial last one), output-block ranges, tiles
      * of 2 and of 4 blocks, one pass over the channels or several */
     const size_t T1 = EC_DIV_UP(conv_ho(&p1), (size_t)T_M) * EC_DIV_UP(conv_wo(&p1), (size_t)T_M);
     fails += run_nchwc(&p1, T1, 1, 2 + 2 * (i % 2), c, k_acts[i % N_ACTS], (int)i % 2, (int)(i / 2) % 2), cases++;
     fails += run_nchwc(&p0, 1 + i % 4, 1 + i % 3, 4, T_VL, k_acts[(i + 2) % N_ACTS], (int)(i + 1) % 2, 1), cases++;
     fails += run_nchwc(&pa, 2 + i, 2, 2, c, k_acts[(i + 4) % N_ACTS], 1, (int)i % 2), cases++;
-#endif
   }
 #endif
   if (!quick) { /* a layer of real size */
