@@ -16,7 +16,9 @@ void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp)
                 }
 }
 
-#if defined(__SSE2__)
+#if defined(__AVX512BW__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #elif defined(__ARM_NEON) && defined(__aarch64__)
 #include <arm_neon.h>
@@ -27,6 +29,27 @@ static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
                          size_t N, uint8_t flip, uint8_t *dst)
 {
     size_t n = 0;
+#if defined(__AVX512BW__)
+    /* 64 pixels a step: the byte / word unpacks work per 128-bit lane (u[t] lane L = pixels 16L + 4t ..), then
+     * a 4x4 transpose of lanes; a third of the SSE2 steps' instructions (K = 200 inputs: packing took as long
+     * as the VNNI GEMM) */
+    const __m512i fz = _mm512_set1_epi8((char)flip);
+    for (; n + 64 <= N; n += 64) {
+        const __m512i a = _mm512_xor_si512(_mm512_loadu_si512(r0 + n), fz), b = _mm512_xor_si512(_mm512_loadu_si512(r1 + n), fz);
+        const __m512i c = _mm512_xor_si512(_mm512_loadu_si512(r2 + n), fz), d = _mm512_xor_si512(_mm512_loadu_si512(r3 + n), fz);
+        const __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+        const __m512i cd0 = _mm512_unpacklo_epi8(c, d), cd1 = _mm512_unpackhi_epi8(c, d);
+        const __m512i u0 = _mm512_unpacklo_epi16(ab0, cd0), u1 = _mm512_unpackhi_epi16(ab0, cd0);
+        const __m512i u2 = _mm512_unpacklo_epi16(ab1, cd1), u3 = _mm512_unpackhi_epi16(ab1, cd1);
+        /* out block m = lanes m of u0..u3 */
+        const __m512i t0 = _mm512_shuffle_i32x4(u0, u1, 0x44), t1 = _mm512_shuffle_i32x4(u0, u1, 0xEE);
+        const __m512i t2 = _mm512_shuffle_i32x4(u2, u3, 0x44), t3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+        _mm512_storeu_si512(dst + n * 4, _mm512_shuffle_i32x4(t0, t2, 0x88));
+        _mm512_storeu_si512(dst + n * 4 + 64, _mm512_shuffle_i32x4(t0, t2, 0xDD));
+        _mm512_storeu_si512(dst + n * 4 + 128, _mm512_shuffle_i32x4(t1, t3, 0x88));
+        _mm512_storeu_si512(dst + n * 4 + 192, _mm512_shuffle_i32x4(t1, t3, 0xDD));
+    }
+#endif
 #if defined(__SSE2__)
     const __m128i f = _mm_set1_epi8((char)flip);
     for (; n + 16 <= N; n += 16) {

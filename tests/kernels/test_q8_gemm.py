@@ -54,6 +54,15 @@ def test_q8_gemm_fp32_requant_matches_reference(name, extra, tmp_path):
     assert r.returncode == 0 and "3240/3240 cases match" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("name", ["scalar", "avx2", "avx512"])
+def test_q8_pack_x_layout(name, tmp_path):
+    """The input packing's SIMD steps (SSE2 16 / 8 pixels, AVX-512BW 64) give the layout's bytes."""
+    isa = ISAS[name]
+    require(isa)
+    r = run(isa, build(isa, tmp_path / f"pack_{name}", ["q8_pack_test.c", "q8-gemm/q8-pack.c"]))
+    assert r.returncode == 0 and "156/156 cases match" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 MADDUBS = "q8-gemm/q8-gemm-4x16-avx2-maddubs.c"
 SAT_REF = "q8-gemm/q8-gemm-4x8-scalar-maddubs.c"
 
