@@ -26,6 +26,15 @@ def lib(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def lib_avx512(tmp_path_factory):
+    """The same file built for AVX-512BW (q8_add's 64-byte steps)."""
+    require(ISAS["avx512"])
+    so = build(ISAS["avx512"], tmp_path_factory.mktemp("q8e5") / "libq8e5.so", ["q8-eltwise/q8-eltwise-scalar.c"],
+               extra=("-shared", "-fPIC"))
+    return ctypes.CDLL(str(so))
+
+
+@pytest.fixture(scope="module")
 def lib_avx2(tmp_path_factory):
     """The same file built for AVX2 (its vector paths: Quantize, SE Mul, GlobalAveragePool)."""
     require(ISAS["avx2"])
@@ -99,20 +108,21 @@ def test_q8_add_matches_qlinearadd(lib, scales):
 
 
 @pytest.mark.parametrize("scales", [(0.02, 0.03, 0.04), (0.1, 0.01, 0.05), (0.05, 0.05, 0.02), (0.1, 0.1, 0.2)])
-def test_q8_add_avx2_equals_portable(lib, lib_avx2, scales):
-    """QLinearAdd's AVX2 path gives the portable loop's bytes (ties to even, clamps, tails short of 32)."""
+def test_q8_add_avx2_equals_portable(lib, lib_avx2, lib_avx512, scales):
+    """QLinearAdd's AVX2 and AVX-512 paths give the portable loop's bytes (ties to even, clamps, tails short of
+    32 and 64)."""
     rng = np.random.default_rng(4)
     (sa, sb, sy), (za, zb, zy) = scales, (120, 131, 128)
     ma, mb, sh = add_multipliers(sa, sb, sy)
-    for n in (1, 31, 32, 33, 3001):
+    for n in (1, 31, 32, 33, 63, 64, 65, 127, 3001):
         a, b = (rng.integers(0, 256, n).astype(np.uint8) for _ in range(2))
         a[:min(n, 4)], b[:min(n, 4)] = [0, 255, 0, 255][:min(n, 4)], [0, 0, 255, 255][:min(n, 4)]
         for lo, hi in ((0, 255), (zy, 240)):
-            ys = [np.empty_like(a) for _ in range(2)]
-            for f, y in zip((lib, lib_avx2), ys):
+            ys = [np.empty_like(a) for _ in range(3)]
+            for f, y in zip((lib, lib_avx2, lib_avx512), ys):
                 f.q8_add(ctypes.c_size_t(n), a.ctypes.data_as(P), b.ctypes.data_as(P),
                          ctypes.byref(AddP(za, zb, ma, mb, sh, zy, lo, hi)), y.ctypes.data_as(P))
-            assert np.array_equal(ys[0], ys[1]), (n, lo, hi)
+            assert np.array_equal(ys[0], ys[1]) and np.array_equal(ys[0], ys[2]), (n, lo, hi)
 
 
 def test_q8_gavgpool_matches_onnxruntime(lib):
