@@ -36,6 +36,10 @@ int main(void)
     for (int wi = 0; wi < 15; wi++)
         for (int h = 2; h <= 5; h++, cases++)
             fails += run(1 + h % 2, 3, h, Ws[wi], 2, 2, 1, 0);
+    /* short rows, several row pairs a step: plane and batch boundaries inside a step, odd Wo */
+    static const int shortw[][4] = {{1, 64, 8, 8}, {2, 5, 4, 4}, {1, 7, 6, 6}, {1, 3, 2, 10}, {1, 9, 4, 12}, {1, 2, 2, 30}};
+    for (int o = 0; o < 6; o++, cases++)
+        fails += run(shortw[o][0], shortw[o][1], shortw[o][2], shortw[o][3], 2, 2, 1, 0);
     static const int other[][4] = {{2, 2, 1, 1}, {3, 2, 1, 1}, {2, 1, 1, 0}, {3, 1, 2, 0}, {2, 2, 2, 0}, {3, 3, 1, 1}};
     for (int o = 0; o < 6; o++, cases++)
         fails += run(2, 3, 9, 11, other[o][0], other[o][1], other[o][2], other[o][3]);
