@@ -27,7 +27,8 @@ Q8_GEMM = {
 
 # one-pixel convs / one-row GEMMs (runtime_c/q8-gemm/q8-gemv.h): ISA -> (function, file); the scalar
 # reference q8_gemv__scalar (q8-gemv-scalar.c) is what the tests compare each one with
-Q8_GEMV = {"avx2": ("q8_gemv__avx2", "q8-gemm/q8-gemv-avx2.c")}
+Q8_GEMV = {"avx2": ("q8_gemv__avx2", "q8-gemm/q8-gemv-avx2.c"),
+           "avx512vnni": ("q8_gemv__avx512vnni", "q8-gemm/q8-gemv-avx512vnni.c")}
 
 
 # u8 x s8 vpmaddubsw GEMM for AVX2 without VNNI: exact only on weights whose k-pairs cannot saturate
@@ -124,7 +125,7 @@ def pack_w(w: np.ndarray) -> np.ndarray:
 # (1.1-1.5x on the VNNI GEMM at K <= 32, benchmarks/bench_int8.py --micro)
 FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_4x16__avx512bw", "q8_dwconv__avx512vnni",
                              "q8_dwconv__avx512", "q8_dwconv_c16__avx512vnni", "q8_gspc_o16__avx512vnni",
-                             "q8_gspc_o8__avx512vnni"})
+                             "q8_gspc_o8__avx512vnni", "q8_gemv__avx512vnni"})
 
 
 @dataclass

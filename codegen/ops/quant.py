@@ -298,6 +298,8 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
 
 
 def _gemv_kernel(target) -> tuple[str, str] | None:
+    if target.arch == "x86_64" and "avx512_vnni" in target.features:
+        return Q8_GEMV["avx512vnni"]
     return Q8_GEMV["avx2"] if target.arch == "x86_64" and "avx2" in target.features else None
 
 
@@ -311,9 +313,10 @@ def _emit_gemv(node: Node, ctx: EmitContext, w2d, b, scales, batch: int, q, macs
     r = row_params(w2d, b, zx, scales, False)
     wp = ctx.weight(f"{node.name}:wv", np.ascontiguousarray(w2d, np.int8))
     bp, mp, sp = _rq_ptrs(ctx, node.name, r)
+    scp = _scale_ptr(ctx, node.name, fn, r.scale)
     ctx.note(algo="q8-gemv", macs=macs, kernel=fn)
     X, Y = f"(const uint8_t *){ctx.ptr(node.inputs[0])}", f"(uint8_t *){ctx.ptr(node.outputs[0])}"
-    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, NULL}};\n"
+    return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {scp}}};\n"
             f"for (size_t b = 0; b < {batch * rows}u; b++)\n"
             f"    {fn}({M}u, {K}u, {wp}, {X} + b * {K}u, {Y} + b * {M}u, &rq);\n")
 

@@ -7,6 +7,6 @@ void q8_gemv__scalar(size_t M, size_t K, const int8_t *W, const uint8_t *x, uint
         int32_t acc = rq->bias[m];
         for (size_t k = 0; k < K; k++)
             acc += (int32_t)W[m * K + k] * x[k];
-        y[m] = q8_requant1(acc, rq->mult[m], rq->shift[m], rq->zp, rq->qmin, rq->qmax);
+        y[m] = q8_rq1(rq, m, acc);
     }
 }

@@ -15,5 +15,7 @@ typedef void (*q8_gemv_fn)(size_t M, size_t K, const int8_t *W, const uint8_t *x
 void q8_gemv__scalar(size_t M, size_t K, const int8_t *W, const uint8_t *x, uint8_t *y, const q8_rq *rq);
 /* vpmaddwd on zero-/sign-extended int16 (exact for any weights), 4 rows per step */
 void q8_gemv__avx2(size_t M, size_t K, const int8_t *W, const uint8_t *x, uint8_t *y, const q8_rq *rq);
+/* vpdpbusd on 64-byte chunks of 16 rows, one reduction for the 16; fp32 requantization where rq->scale is set */
+void q8_gemv__avx512vnni(size_t M, size_t K, const int8_t *W, const uint8_t *x, uint8_t *y, const q8_rq *rq);
 
 #endif

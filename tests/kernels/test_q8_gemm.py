@@ -214,3 +214,15 @@ def test_q8_gemv_matches_reference(name, extra, tmp_path):
                 {"KERNEL": fn, "KERNEL_NAME": f'"{name}"'}, extra)
     r = run(isa, exe)
     assert r.returncode == 0 and "98/98 cases match" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_gemv_vnni_fp32_requant_matches_reference(extra, tmp_path):
+    """rq.scale set: the VNNI GEMV's fp32 requantization bit-exact against the reference's (ties included)."""
+    isa = ISAS["avx512vnni"]
+    require(isa)
+    fn, src = Q8_GEMV["avx512vnni"]
+    exe = build(isa, tmp_path / "gemvf", ["q8_gemv_test.c", "q8-gemm/q8-gemv-scalar.c", src],
+                {"KERNEL": fn, "KERNEL_NAME": '"avx512vnni-fp32"', "FP32_RQ": "1"}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and "98/98 cases match" in r.stdout, r.stdout + r.stderr

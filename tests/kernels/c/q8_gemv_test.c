@@ -6,6 +6,10 @@
 
 #include "q8-gemm/q8-gemv.h"
 
+#ifndef FP32_RQ /* fp32 requantization (rq.scale set): power-of-two scales on even rows (exact ties) */
+#define FP32_RQ 0
+#endif
+
 static uint32_t rng = 7;
 static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8; }
 
@@ -14,21 +18,24 @@ static int run1(size_t M, size_t K, int extreme)
     int8_t *w = malloc(M * K);
     uint8_t *x = malloc(K), *y0 = malloc(M), *y1 = malloc(M);
     int32_t *bias = malloc(4 * M), *mult = malloc(4 * M), *shift = malloc(4 * M);
+    float *scale = malloc(4 * M);
     for (size_t i = 0; i < M * K; i++) w[i] = extreme ? (int8_t)(i % 3 ? -128 : 127) : (int8_t)rnd();
     for (size_t k = 0; k < K; k++) x[k] = extreme ? (uint8_t)(k % 3 ? 255 : 0) : (uint8_t)rnd();
     for (size_t m = 0; m < M; m++) {
         bias[m] = (int32_t)(rnd() % 200001) - 100000;
         mult[m] = (int32_t)((1u << 30) + (rnd() % (1u << 22)) * 256u);
         shift[m] = 31 + (int32_t)(rnd() % 16);
+        const int e = 8 + (int)(rnd() % 10);
+        scale[m] = m % 2 ? (float)(rnd() % 4096 + 1) / 2048.0f / (float)(1 << e) : 1.0f / (float)(1 << e);
     }
-    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255, NULL};
+    q8_rq rq = {bias, mult, shift, (int32_t)(rnd() & 255), 0, 255, FP32_RQ ? scale : NULL};
     if (rnd() & 1) { rq.qmin = rq.zp; rq.qmax = 240; }
     q8_gemv__scalar(M, K, w, x, y0, &rq);
     KERNEL(M, K, w, x, y1, &rq);
     const int bad = memcmp(y0, y1, M) != 0;
     if (bad)
         printf("MISMATCH M=%zu K=%zu extreme=%d\n", M, K, extreme);
-    free(w); free(x); free(y0); free(y1); free(bias); free(mult); free(shift);
+    free(w); free(x); free(y0); free(y1); free(bias); free(mult); free(shift); free(scale);
     return bad;
 }
 
