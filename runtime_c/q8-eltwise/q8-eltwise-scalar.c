@@ -167,6 +167,20 @@ void q8_mul_outer_fx(size_t outer, size_t inner, const uint8_t *a, const uint8_t
             continue;
         }
         size_t i = 0;
+#if defined(__AVX512BW__)
+        { /* the AVX2 steps below on 64 bytes */
+            const __m512i zaw = _mm512_set1_epi16((short)za), mw = _mm512_set1_epi16((short)m),
+                          zyw = _mm512_set1_epi16((short)zy), zw = _mm512_setzero_si512();
+            const __m128i kw = _mm_cvtsi32_si128(k);
+            for (; i + 64 <= inner; i += 64) {
+                const __m512i x = _mm512_loadu_si512(ao + i);
+                const __m512i lo = _mm512_sll_epi16(_mm512_sub_epi16(_mm512_unpacklo_epi8(x, zw), zaw), kw);
+                const __m512i hi = _mm512_sll_epi16(_mm512_sub_epi16(_mm512_unpackhi_epi8(x, zw), zaw), kw);
+                _mm512_storeu_si512(yo + i, _mm512_packus_epi16(_mm512_adds_epi16(_mm512_mulhrs_epi16(lo, mw), zyw),
+                                                                _mm512_adds_epi16(_mm512_mulhrs_epi16(hi, mw), zyw)));
+            }
+        }
+#endif
 #if defined(__AVX2__)
         /* 32 bytes as two int16 halves (unpack and pack stay inside each 128-bit lane, so the order comes
          * back); |(a - za) << k| <= 32640, so vpmulhrsw cannot overflow and the saturating + zy only moves

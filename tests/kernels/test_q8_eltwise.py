@@ -201,11 +201,11 @@ def test_q8_mul_outer_vector_path_matches_float_formula(isa_name, extra, tmp_pat
 _MUL_FX = [(0.0123, 17, 0, 3), (0.000371, 128, 128, 0), (0.0731, 0, 200, 255), (1.5, 60, 61, 128), (0.25, 1, 3, 7)]
 
 
-@pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx2", SANITIZE), ("neon", ()),
-                                             ("armv7-neon", ())],
-                         ids=["scalar", "avx2", "avx2-asan-ubsan", "neon", "armv7-neon"])
+@pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx2", SANITIZE), ("avx512", ()),
+                                             ("neon", ()), ("armv7-neon", ())],
+                         ids=["scalar", "avx2", "avx2-asan-ubsan", "avx512", "neon", "armv7-neon"])
 def test_q8_mul_outer_fx_matches_float_formula(isa_name, extra, tmp_path):
-    """SE-block Mul in fixed point (q8_mul_outer_fx: vpmulhrsw on AVX2, vqrdmulh on NEON under qemu) with the
+    """SE-block Mul in fixed point (q8_mul_outer_fx: vpmulhrsw on AVX2 / AVX-512BW, vqrdmulh on NEON under qemu) with the
     compiler's table (qops.mul_fixed_point): every gate byte, exact and float-fallback planes, equals
     q8_mul_outer's float formula; a factor 64 off on one gate breaks it."""
     isa = ISAS[isa_name]
