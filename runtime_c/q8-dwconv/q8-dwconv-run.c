@@ -55,16 +55,20 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
     }
 }
 
+/* Work items of 16 planes: the pool calls dw_slice once per item, and the channel-lane kernel computes 16
+ * channels at a time (items of 4 left it 4 lanes in 16: 2 threads ran 1.8x slower than one) */
+#define DW_GRAIN 16
+
 void q8_dwconv_run(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
                    ec_pool *pool)
 {
     dw_job j = {fn, p, x, y, scratch, NULL, NULL};
-    ec_parallel_for_tid(pool, (size_t)p->batch * p->C, 4, dw_slice, &j);
+    ec_parallel_for_tid(pool, (size_t)p->batch * p->C, DW_GRAIN, dw_slice, &j);
 }
 
 void q8_dwconv_run_lut(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *lut, q8_dw_lut_fn lf,
                        const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool)
 {
     dw_job j = {fn, p, x, y, scratch, lut, lf};
-    ec_parallel_for_tid(pool, (size_t)p->batch * p->C, 4, dw_slice, &j);
+    ec_parallel_for_tid(pool, (size_t)p->batch * p->C, DW_GRAIN, dw_slice, &j);
 }
