@@ -2,20 +2,20 @@
  *
  * The pixel-lane kernels (q8-dwconv-avx512vnni.c) pay their setup per channel and fill 16-pixel
  * vectors badly on short rows: ppocr's 5x5 layers over 2-3 rows of 96 pixels ran at ~25 GMAC/s. Here a
- * group of 16 channels is transposed once into a zx-padded buffer of [rows][columns][16 channels] bytes,
- * so the 64 bytes at a column hold 4 neighbouring pixels of every channel: one vpermb turns them into
- * each channel's 4 taps ([channel][tap] bytes) and one vpdpbusd multiplies them by 4 taps of a kernel row
- * (taps 4q..4q+3, zero past kw), 16 channels x 4 taps per instruction, any horizontal stride. Kernel rows
- * wholly in the top / bottom padding are skipped, their zx * sum(w) added to the accumulator's start.
- * Requantization is fp32 with per-lane scales (p->scale; without it, or with a horizontal dilation, the
- * pixel-lane kernel runs). Outputs of a row are staged as [pixel][16 channels] and transposed back. */
+ * group of 16 channels is transposed once into zx-padded rows of [column][16 channels] bytes, so the 64
+ * bytes at a column hold 4 neighbouring pixels of every channel; one vpermb per column turns them into
+ * that column's window, each channel's 4 taps ([channel][tap] bytes), kept in a ring of the input rows
+ * one output row reads. One vpdpbusd then multiplies a window by 4 taps of a kernel row (taps 4q..4q+3,
+ * zero past kw): 16 channels x 4 taps per instruction, any horizontal stride. Kernel rows wholly in the
+ * top / bottom padding are skipped, their zx * sum(w) added to the accumulator's start. Requantization is
+ * fp32 with per-lane scales (p->scale; without it, with a horizontal dilation or buffers past
+ * Q8_DW_C16_MAX_BYTES, the pixel-lane kernel runs), 4 pixels at a time through the packs, whose order the
+ * transpose back to channel rows reads directly. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "q8-dwconv.h"
 #include "../ec_vnni.h"
-
-#define NQ_MAX ((Q8_DW_MAX_TAPS + 3) / 4 + 8) /* quads per kernel row: ceil(kw / 4) */
 
 static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
 
