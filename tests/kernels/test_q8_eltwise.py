@@ -18,29 +18,29 @@ from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 P = ctypes.c_void_p
 
 
+def _eltwise_lib(tmp_path_factory, isa_name: str):
+    """q8-eltwise-scalar.c as a shared library built for one ISA (its vector paths)."""
+    require(ISAS[isa_name])
+    so = build(ISAS[isa_name], tmp_path_factory.mktemp(f"q8e_{isa_name}") / "libq8e.so",
+               ["q8-eltwise/q8-eltwise-scalar.c"], extra=("-shared", "-fPIC"))
+    return ctypes.CDLL(str(so))
+
+
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    so = build(ISAS["scalar"], tmp_path_factory.mktemp("q8e") / "libq8e.so", ["q8-eltwise/q8-eltwise-scalar.c"],
-               extra=("-shared", "-fPIC"))
-    return ctypes.CDLL(str(so))
+    return _eltwise_lib(tmp_path_factory, "scalar")
 
 
 @pytest.fixture(scope="module")
 def lib_avx512(tmp_path_factory):
-    """The same file built for AVX-512BW (q8_add's 64-byte steps)."""
-    require(ISAS["avx512"])
-    so = build(ISAS["avx512"], tmp_path_factory.mktemp("q8e5") / "libq8e5.so", ["q8-eltwise/q8-eltwise-scalar.c"],
-               extra=("-shared", "-fPIC"))
-    return ctypes.CDLL(str(so))
+    """AVX-512BW: q8_add's 64-byte steps."""
+    return _eltwise_lib(tmp_path_factory, "avx512")
 
 
 @pytest.fixture(scope="module")
 def lib_avx2(tmp_path_factory):
-    """The same file built for AVX2 (its vector paths: Quantize, SE Mul, GlobalAveragePool)."""
-    require(ISAS["avx2"])
-    so = build(ISAS["avx2"], tmp_path_factory.mktemp("q8e2") / "libq8e2.so", ["q8-eltwise/q8-eltwise-scalar.c"],
-               extra=("-shared", "-fPIC"))
-    return ctypes.CDLL(str(so))
+    """AVX2: Quantize, SE Mul, GlobalAveragePool."""
+    return _eltwise_lib(tmp_path_factory, "avx2")
 
 
 def test_quantize_avx2_matches_onnxruntime(lib_avx2):
