@@ -15,7 +15,7 @@ static inline __m512i reduce16(const __m512i v[16])
     for (int i = 0; i < 8; i++) /* per 128-bit lane: (a02, b02, a13, b13) of v[2i], v[2i+1] */
         x[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
     for (int j = 0; j < 4; j++) /* per 128-bit lane: that lane's sums of v[4j .. 4j+3] */
-        y[j] = _mm512_add_epi64(_mm512_unpacklo_epi64(x[2 * j], x[2 * j + 1]), _mm512_unpackhi_epi64(x[2 * j], x[2 * j + 1]));
+        y[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(x[2 * j], x[2 * j + 1]), _mm512_unpackhi_epi64(x[2 * j], x[2 * j + 1]));
     /* across the 4 lanes: element 4j + t = v[4j + t]'s total */
     const __m512i u0 = _mm512_add_epi32(_mm512_shuffle_i32x4(y[0], y[1], 0x88), _mm512_shuffle_i32x4(y[0], y[1], 0xDD));
     const __m512i u1 = _mm512_add_epi32(_mm512_shuffle_i32x4(y[2], y[3], 0x88), _mm512_shuffle_i32x4(y[2], y[3], 0xDD));
