@@ -16,6 +16,7 @@
 
 #include "q8-dwconv.h"
 #include "../ec_vnni.h"
+#include "../q8-requant/q8-rq-avx512.h"
 
 static inline __mmask16 lanes(int n) { return (__mmask16)((1u << n) - 1u); }
 
@@ -108,23 +109,16 @@ static inline void from_lanes(const __m512i v[4], uint8_t *y, size_t cs, int n, 
     }
 }
 
-/* Requantization of 4 pixels' accumulators (16 channels each) to 64 bytes in the packs' order (see P1A):
- * rne(float(acc) * scale) through saturating int16 / u8 packs with zp added in between, then the clamp on
- * bytes: the same bytes as q8_requant1_fp32 (its clamp bounds are integers, so clamping before or after the
- * rounding agrees; |acc * scale| < 2^31, so the conversion cannot overflow), 19 instructions instead of 32 */
+/* the requantization's constants: per-lane scales, zp as int16, the clamp as bytes */
 typedef struct {
     __m512 scale;
     __m512i zp16, qmin, qmax;
 } rq_c16;
 
+/* 4 pixels' accumulators (16 channels each) to 64 bytes in the packs' order (see P1A) */
 static inline __m512i rq4(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const rq_c16 *k)
 {
-#define RQ_CVT(a) _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(a), k->scale), \
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(RQ_CVT(a0), RQ_CVT(a1)), k->zp16);
-    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(RQ_CVT(a2), RQ_CVT(a3)), k->zp16);
-#undef RQ_CVT
-    return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(ab, cd), k->qmin), k->qmax);
+    return q8_rq64_packs_fp32_avx512(a0, a1, a2, a3, k->scale, k->scale, k->zp16, k->qmin, k->qmax);
 }
 
 #define DW_TAP(a, b) a = ec_dpbusd512(a, _mm512_loadu_si512(src + (b) * step), w)

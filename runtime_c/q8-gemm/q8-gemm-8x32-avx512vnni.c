@@ -11,21 +11,13 @@
 #include "../ec_vnni.h"
 #include "../q8-requant/q8-rq-avx512.h"
 
-/* fp32 requantization of rows r, r + 1 (32 pixels each: a0 a1, b0 b1) through the saturating int16 / u8
- * packs with zp added in between, the clamp on bytes: q8_requant1_fp32's bytes (integer clamp bounds commute
- * with the rounding; |acc * scale| < 2^31) in 22 instructions instead of 36. Packs work per 128-bit lane:
- * dword 4L + t holds pixels 4L.. of (a0, a1, b0, b1)[t]; vpermd puts row r's 32 bytes, then row r + 1's. */
+/* fp32 requantization of rows r, r + 1 (32 pixels each: a0 a1, b0 b1) through the packs
+ * (q8_rq64_packs_fp32_avx512: 22 instructions instead of 36), one vpermd for row r's 32 bytes, then row r + 1's */
 static inline __m512i rq_pair(__m512i a0, __m512i a1, __m512i b0, __m512i b1, __m512 sa, __m512 sb, __m512i zp16,
                               __m512i lo, __m512i hi)
 {
-#define RQ_CVT(v, s) _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v), s), \
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-    const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(RQ_CVT(a0, sa), RQ_CVT(a1, sa)), zp16);
-    const __m512i b = _mm512_adds_epi16(_mm512_packs_epi32(RQ_CVT(b0, sb), RQ_CVT(b1, sb)), zp16);
-#undef RQ_CVT
-    const __m512i q = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
-                                               _mm512_packus_epi16(a, b));
-    return _mm512_min_epu8(_mm512_max_epu8(q, lo), hi);
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+                                    q8_rq64_packs_fp32_avx512(a0, a1, b0, b1, sa, sb, zp16, lo, hi));
 }
 
 /* rows (4 or 8) x nv (1 or 2) 16-pixel vectors at n0; constant after inlining */

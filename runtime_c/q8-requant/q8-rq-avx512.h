@@ -58,6 +58,23 @@ static inline __m128i q8_rq16_apply_avx512(__m512i acc, const q8_rq16_row *c)
     return _mm512_cvtepi32_epi8(q);
 }
 
+/* fp32 requantization of 4 accumulator vectors to 64 bytes: rne(float(acc) * scale) through the saturating
+ * int16 / u8 packs with zp (int16) added in between, then the clamp on bytes (lo, hi: qmin, qmax). The bytes of
+ * q8_requant1_fp32: its clamp bounds are integers, so clamping before or after the rounding agrees, and
+ * |acc * scale| < 2^31 cannot overflow the conversion. 19 instructions for 64 outputs, 32 one vector at a time.
+ * The packs work per 128-bit lane: dword 4L + t of the result holds lanes 4L..4L+3 of (a0, a1, a2, a3)[t]; a0, a1
+ * are scaled by s01, a2, a3 by s23 (per-lane scales, or one channel's). */
+static inline __m512i q8_rq64_packs_fp32_avx512(__m512i a0, __m512i a1, __m512i a2, __m512i a3, __m512 s01, __m512 s23,
+                                               __m512i zp16, __m512i lo, __m512i hi)
+{
+#define Q8_RQ_CVT(v, s) _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(v), s), \
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    const __m512i a = _mm512_adds_epi16(_mm512_packs_epi32(Q8_RQ_CVT(a0, s01), Q8_RQ_CVT(a1, s01)), zp16);
+    const __m512i b = _mm512_adds_epi16(_mm512_packs_epi32(Q8_RQ_CVT(a2, s23), Q8_RQ_CVT(a3, s23)), zp16);
+#undef Q8_RQ_CVT
+    return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(a, b), lo), hi);
+}
+
 static inline __m128i q8_rq16_avx512(__m512i acc, const q8_rq *rq, size_t m)
 {
     const q8_rq16_row c = q8_rq16_row_avx512(rq, m);
