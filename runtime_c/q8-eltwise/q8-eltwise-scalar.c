@@ -249,6 +249,13 @@ void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32
     for (size_t c = 0; c < channels; c++) {
         int32_t sum = 0;
         size_t i = 0;
+#if defined(__AVX512BW__)
+        /* 64 bytes -> 8 partial sums per step, then the AVX2 step for a last 32 */
+        __m512i acc5 = _mm512_setzero_si512();
+        for (; i + 64 <= hw; i += 64)
+            acc5 = _mm512_add_epi64(acc5, _mm512_sad_epu8(_mm512_loadu_si512(x + c * hw + i), _mm512_setzero_si512()));
+        sum = (int32_t)_mm512_reduce_add_epi64(acc5);
+#endif
 #if defined(__AVX2__)
         /* vpsadbw against zero: 32 bytes -> 4 partial sums per step */
         __m256i acc = _mm256_setzero_si256();
@@ -256,7 +263,7 @@ void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32
             acc = _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(x + c * hw + i)),
                                                         _mm256_setzero_si256()));
         __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-        sum = (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1));
+        sum += (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1));
 #endif
         for (; i < hw; i++)
             sum += x[c * hw + i];

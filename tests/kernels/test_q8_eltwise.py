@@ -230,17 +230,16 @@ def test_q8_mul_outer_fx_matches_float_formula(isa_name, extra, tmp_path):
     assert kinds == {True, False}  # fixed-point and float-fallback planes both ran
 
 
-def test_q8_gavgpool_avx2_path_equals_portable(lib, tmp_path):
-    """The vpsadbw sum (AVX2 build) gives the portable loop's bytes: plane sizes around 32, all-255 planes, and
-    the short planes summed across channels (hw 8-24, channel counts leaving a partial last step)."""
-    isa = ISAS["avx2"]
-    require(isa)
-    so = build(isa, tmp_path / "libq8e_avx2.so", ["q8-eltwise/q8-eltwise-scalar.c"], extra=("-shared", "-fPIC"))
-    vec = ctypes.CDLL(str(so))
+@pytest.mark.parametrize("isa_name", ["avx2", "avx512"])
+def test_q8_gavgpool_avx2_path_equals_portable(lib, isa_name, tmp_path_factory):
+    """The vpsadbw sums (AVX2 build: 32 bytes a step; AVX-512BW: 64, then 32) give the portable loop's bytes: plane
+    sizes around 32 and 64, all-255 planes, and the short planes summed across channels (hw 8-24, channel counts
+    leaving a partial last step)."""
+    vec = _eltwise_lib(tmp_path_factory, isa_name)
     rng = np.random.default_rng(5)
     mult, shift = quantize_multiplier(np.float32(0.05) / np.float32(0.02) / 1000)
-    for hw, ch in ((1, 5), (31, 5), (32, 5), (33, 5), (63, 5), (64, 5), (100, 5), (1000, 5), (4096, 5), (8, 5),
-                   (16, 64), (16, 7), (24, 5), (24, 3), (8, 1)):
+    for hw, ch in ((1, 5), (31, 5), (32, 5), (33, 5), (63, 5), (64, 5), (96, 5), (100, 5), (127, 5), (192, 5),
+                   (1000, 5), (4096, 5), (8, 5), (16, 64), (16, 7), (24, 5), (24, 3), (8, 1)):
         x = rng.integers(0, 256, (ch, hw)).astype(np.uint8)
         x[0] = 255
         ys = [np.empty(ch, np.uint8) for _ in range(2)]
@@ -249,10 +248,10 @@ def test_q8_gavgpool_avx2_path_equals_portable(lib, tmp_path):
                           y.ctypes.data_as(P))
         assert np.array_equal(ys[0], ys[1]), (hw, ch)
     m1, s1 = quantize_multiplier(np.float32(0.999))  # one unit of a sum moves the byte: every sum is checked
-    for hw, ch in ((16, 64), (8, 7), (24, 9)):
-        x = rng.integers(100, 116, (ch, hw)).astype(np.uint8)
+    for hw, ch in ((16, 64), (8, 7), (24, 9), (96, 5), (192, 7), (288, 3)):
+        x = rng.integers(106, 110, (ch, hw)).astype(np.uint8)
         ys = [np.empty(ch, np.uint8) for _ in range(2)]
         for f, y in zip((lib, vec), ys):
-            f.q8_gavgpool(ctypes.c_size_t(ch), ctypes.c_size_t(hw), x.ctypes.data_as(P), 108, m1, s1, 128,
+            f.q8_gavgpool(ctypes.c_size_t(ch), ctypes.c_size_t(hw), x.ctypes.data_as(P), 107, m1, s1, 60,
                           y.ctypes.data_as(P))
         assert np.array_equal(ys[0], ys[1]) and 0 < ys[0].min() and ys[0].max() < 255, (hw, ch)
