@@ -244,9 +244,8 @@ def dw_c16_bytes(H: int, W: int, k, s, d, pl: int, Wo: int) -> int | None:
     (q8_dw_c16_ok without the fp32-scales condition)."""
     if d[1] != 1 or k[0] * k[1] > 64:
         return None
-    wins = (Wo + 7) // 8 * 8 * s[1] + 4 * ((k[1] + 3) // 4 - 1)
-    cols = max(wins + 3, pl + (W + 15) // 16 * 16)
-    n = ((k[0] - 1) * d[0] + 1) * wins * 64 + H * cols * 16 + (Wo + 15) // 16 * 256
+    wins = (Wo + 15) // 16 * 16 * s[1] + 4 * ((k[1] + 3) // 4 - 1)
+    n = ((k[0] - 1) * d[0] + 1) * (wins + 4 + 16) * 64  # Q8_DW_C16_LEAD / _TAIL windows of slack per row
     return n if n <= DW_C16_MAX_BYTES else None
 
 

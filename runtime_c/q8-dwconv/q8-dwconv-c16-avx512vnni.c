@@ -2,17 +2,17 @@
  *
  * The pixel-lane kernels (q8-dwconv-avx512vnni.c) pay their setup per channel and fill 16-pixel
  * vectors badly on short rows: ppocr's 5x5 layers over 2-3 rows of 96 pixels ran at ~25 GMAC/s. Here a
- * group of 16 channels is transposed once into zx-padded rows of [column][16 channels] bytes, so the 64
- * bytes at a column hold 4 neighbouring pixels of every channel; one vpermb per column turns them into
- * that column's window, each channel's 4 taps ([channel][tap] bytes), kept in a ring of the input rows
- * one output row reads. One vpdpbusd then multiplies a window by 4 taps of a kernel row (taps 4q..4q+3,
- * zero past kw): 16 channels x 4 taps per instruction, any horizontal stride. Kernel rows wholly in the
- * top / bottom padding are skipped, their zx * sum(w) added to the accumulator's start. Requantization is
- * fp32 with per-lane scales (p->scale; without it, with a horizontal dilation or buffers past
- * Q8_DW_C16_MAX_BYTES, the pixel-lane kernel runs), 4 pixels at a time through the packs, whose order the
- * transpose back to channel rows reads directly. */
+ * group of 16 channels is transposed, 16 pixels of an input row at a time, into vectors of [4 pixels][16
+ * channels]; one vpermt2b over two neighbouring vectors gives the window at a column, each channel's 4
+ * taps ([channel][tap] bytes), kept in a ring of the input rows one output row reads. One vpdpbusd then
+ * multiplies a window by 4 taps of a kernel row (taps 4q..4q+3, zero past kw): 16 channels x 4 taps per
+ * instruction, any horizontal stride. Kernel rows wholly in the top / bottom padding are skipped, their
+ * zx * sum(w) added to the accumulator's start. Requantization is fp32 with per-lane scales (p->scale;
+ * without it, with a horizontal dilation or buffers past Q8_DW_C16_MAX_BYTES, the pixel-lane kernel
+ * runs), 16 pixels at a time through the packs, whose order the transpose back to channel rows reads
+ * directly. */
 #include <immintrin.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "q8-dwconv.h"
 #include "../ec_vnni.h"
@@ -59,29 +59,18 @@ static inline void transpose16(const __m512i v[4], __m512i t[4], const uint8_t *
     t[3] = _mm512_permutex2var_epi8(p1, d, q1);
 }
 
-/* channel rows (channel c's m bytes at x + c * cs, n channels; the rest zero) -> [4 pixels][16 channels]
- * for pixels 4k.. in t[k] */
-static inline void to_lanes(const uint8_t *x, size_t cs, int n, int m, __m512i t[4])
+/* 16 channel rows of 16 bytes (channel c at x + c * cs) -> [4 pixels][16 channels] for pixels 4k.. in t[k];
+ * the plain loads fold into the inserts (whose shuffle then needs no port 5) */
+static inline void to_lanes(const uint8_t *x, size_t cs, __m512i t[4])
 {
     __m512i a[4];
-    if (n == 16 && m == 16) { /* plain loads fold into the inserts (whose shuffle then needs no port 5) */
-        for (int g = 0; g < 4; g++) {
-            const uint8_t *r = x + (size_t)(4 * g) * cs;
-            a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(
-                                          _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)r)),
-                                          _mm_loadu_si128((const __m128i *)(r + cs)), 1),
-                                          _mm_loadu_si128((const __m128i *)(r + 2 * cs)), 2),
-                                      _mm_loadu_si128((const __m128i *)(r + 3 * cs)), 3);
-        }
-    } else {
-        const __mmask16 mm = lanes(m);
-        for (int g = 0; g < 4; g++) {
-            __m128i r[4];
-            for (int j = 0; j < 4; j++)
-                r[j] = 4 * g + j < n ? _mm_maskz_loadu_epi8(mm, x + (size_t)(4 * g + j) * cs) : _mm_setzero_si128();
-            a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(r[0]), r[1], 1),
-                                                         r[2], 2), r[3], 3);
-        }
+    for (int g = 0; g < 4; g++) {
+        const uint8_t *r = x + (size_t)(4 * g) * cs;
+        a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(
+                                      _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)r)),
+                                      _mm_loadu_si128((const __m128i *)(r + cs)), 1),
+                                      _mm_loadu_si128((const __m128i *)(r + 2 * cs)), 2),
+                                  _mm_loadu_si128((const __m128i *)(r + 3 * cs)), 3);
     }
     transpose16(a, t, T1A, T1B);
 }
@@ -123,51 +112,71 @@ static inline __m512i rq4(__m512i a0, __m512i a1, __m512i a2, __m512i a3, const 
 
 #define DW_TAP(a, b) a = ec_dpbusd512(a, _mm512_loadu_si512(src + (b) * step), w)
 
-/* 8 output pixels from ow: nr kernel rows (their rows of windows row[], weight vectors wv[r * nq + q]),
- * requantized to st + ow * 16 (two vectors of 4 pixels); named accumulators (an array of them was partly
- * kept on the stack) */
-static inline void px_block(int nr, const uint8_t *const *row, const __m512i *wv, int nq, int ow, int sw,
-                            __m512i acc0, const rq_c16 *k, uint8_t *st)
+/* 16 output pixels from ow: nr kernel rows (their rows of windows row[], weight vectors wv[r * nq + q]),
+ * requantized and transposed straight to channel rows at yr (m pixels of n channels, channel stride cs).
+ * Sixteen named accumulators: 16 independent vpdpbusd chains keep both ports busy where 8 did not, and
+ * the result needs no staging (an array of accumulators was partly kept on the stack). */
+static inline __attribute__((always_inline)) void px_block(int nr, const uint8_t *const *row, const __m512i *wv, int nq, int ow, int sw,
+                            __m512i acc0, const rq_c16 *k, uint8_t *yr, size_t cs, int n, int m)
 {
     const size_t step = (size_t)sw * 64;
     __m512i a0 = acc0, a1 = acc0, a2 = acc0, a3 = acc0, a4 = acc0, a5 = acc0, a6 = acc0, a7 = acc0;
+    __m512i a8 = acc0, a9 = acc0, a10 = acc0, a11 = acc0, a12 = acc0, a13 = acc0, a14 = acc0, a15 = acc0;
     for (int r = 0; r < nr; r++)
         for (int q = 0; q < nq; q++) {
             const __m512i w = wv[r * nq + q];
             const uint8_t *src = row[r] + ((size_t)ow * sw + 4 * (size_t)q) * 64;
             DW_TAP(a0, 0); DW_TAP(a1, 1); DW_TAP(a2, 2); DW_TAP(a3, 3);
             DW_TAP(a4, 4); DW_TAP(a5, 5); DW_TAP(a6, 6); DW_TAP(a7, 7);
+            DW_TAP(a8, 8); DW_TAP(a9, 9); DW_TAP(a10, 10); DW_TAP(a11, 11);
+            DW_TAP(a12, 12); DW_TAP(a13, 13); DW_TAP(a14, 14); DW_TAP(a15, 15);
         }
-    _mm512_storeu_si512(st + (size_t)ow * 16, rq4(a0, a1, a2, a3, k));
-    _mm512_storeu_si512(st + (size_t)ow * 16 + 64, rq4(a4, a5, a6, a7, k));
+    const __m512i t[4] = {rq4(a0, a1, a2, a3, k), rq4(a4, a5, a6, a7, k), rq4(a8, a9, a10, a11, k),
+                          rq4(a12, a13, a14, a15, k)};
+    from_lanes(t, yr + ow, cs, n, m);
 }
 #undef DW_TAP
 
-/* Input row ih of the group as 16-channel columns (input column c - pl at column c, zx around) */
-static void plain_row(const q8_dw_params *p, const uint8_t *xg, int n, int ih, uint8_t *plain)
+/* The windows of input row ih (window col = input pixels col - pl .. col - pl + 3, zx outside the row) into
+ * slot (Q8_DW_C16_LEAD windows of slack before, Q8_DW_C16_TAIL after), straight from the transposed
+ * registers: 4-pixel vectors A, B (pixels 4k - 4 .. 4k + 3) give the windows starting at 4k - 4 .. 4k - 1
+ * with one vpermt2b each, all 16 of a 16-pixel block stored. (Building them from a stored row instead made
+ * 64-byte loads straddle 64-byte stores still in flight, which cannot be forwarded.) */
+static void window_row(const q8_dw_params *p, const uint8_t *xg, int n, int ih, const __m512i idx[4], uint8_t *slot)
 {
-    const size_t cols = q8_dw_c16_cols(p), HW = (size_t)p->H * p->W;
-    const __m128i zx = _mm_set1_epi8((char)p->zx);
-    for (int px = 0; px < p->W; px += 16) {
+    const int nw = (int)q8_dw_c16_wins(p), pl = p->pl;
+    const __m512i zxv = _mm512_set1_epi8((char)p->zx);
+    const __m128i zx = _mm512_castsi512_si128(zxv);
+    for (int col = 0; col < pl - 4 && col < nw; col++) /* windows wholly in a wide left padding */
+        _mm512_storeu_si512(slot + (size_t)col * 64, zxv);
+    const uint8_t *xr = xg + (size_t)ih * p->W;
+    const size_t HW = (size_t)p->H * p->W;
+    __m512i prev = zxv; /* pixels -4 .. -1 */
+    for (int px = 0; px - 4 + pl < nw; px += 16) {
         __m512i t[4];
-        to_lanes(xg + (size_t)ih * p->W + px, HW, n, p->W - px < 16 ? p->W - px : 16, t);
-        for (int k = 0; k < 4; k++)
-            _mm512_storeu_si512(plain + ((size_t)p->pl + px + 4 * k) * 16, t[k]);
+        const int m = p->W - px < 0 ? 0 : p->W - px < 16 ? p->W - px : 16;
+        if (m == 16 && n == 16) {
+            to_lanes(xr + px, HW, t);
+        } else { /* zx past the row's end and in missing channels */
+            const __mmask16 mm = lanes(m);
+            __m512i a[4];
+            for (int g = 0; g < 4; g++) {
+                __m128i r[4];
+                for (int j = 0; j < 4; j++)
+                    r[j] = 4 * g + j < n ? _mm_mask_loadu_epi8(zx, mm, xr + px + (size_t)(4 * g + j) * HW) : zx;
+                a[g] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(r[0]), r[1], 1),
+                                                             r[2], 2), r[3], 3);
+            }
+            transpose16(a, t, T1A, T1B);
+        }
+        uint8_t *o = slot + (ptrdiff_t)(px - 4 + pl) * 64; /* the window starting at pixel px - 4 */
+        for (int k = 0; k < 4; k++) {
+            const __m512i A = k ? t[k - 1] : prev, B = t[k];
+            for (int j = 0; j < 4; j++)
+                _mm512_storeu_si512(o + (4 * k + j) * 64, _mm512_permutex2var_epi8(A, idx[j], B));
+        }
+        prev = t[3];
     }
-    for (int col = 0; col < p->pl; col++)
-        _mm_storeu_si128((__m128i *)(plain + (size_t)col * 16), zx);
-    for (size_t col = (size_t)p->pl + p->W; col < cols; col++)
-        _mm_storeu_si128((__m128i *)(plain + col * 16), zx);
-}
-
-/* the window at each column a kernel reads, from a row of plain_row (written a whole group earlier: a
- * 64-byte load straddling 16-byte-aligned 64-byte stores still in flight cannot be forwarded and waits) */
-static void window_row(const q8_dw_params *p, const uint8_t *plain, uint8_t *slot)
-{
-    const size_t nw = q8_dw_c16_wins(p);
-    const __m512i win = _mm512_loadu_si512(WIN);
-    for (size_t col = 0; col < nw; col++)
-        _mm512_storeu_si512(slot + col * 64, _mm512_permutexvar_epi8(win, _mm512_loadu_si512(plain + col * 16)));
 }
 
 void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch)
@@ -178,8 +187,11 @@ void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t 
         return;
     }
     const size_t nw = q8_dw_c16_wins(p), R = q8_dw_c16_ring(p), HW = (size_t)p->H * p->W, HWo = (size_t)p->Ho * p->Wo;
-    const size_t cols = q8_dw_c16_cols(p);
-    uint8_t *ring = scratch, *plain = ring + R * nw * 64, *st = plain + (size_t)p->H * cols * 16;
+    const size_t slot = (nw + Q8_DW_C16_LEAD + Q8_DW_C16_TAIL) * 64; /* a ring slot's bytes */
+    uint8_t *ring = scratch + Q8_DW_C16_LEAD * 64;
+    __m512i idx[4]; /* WIN for the windows starting j pixels into a pair of 4-pixel vectors */
+    for (int j = 0; j < 4; j++)
+        idx[j] = _mm512_add_epi8(_mm512_loadu_si512(WIN), _mm512_set1_epi8((char)(16 * j)));
     rq_c16 k;
     k.zp16 = _mm512_set1_epi16((short)p->zp);
     k.qmin = _mm512_set1_epi8((char)p->qmin);
@@ -222,13 +234,11 @@ void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t 
             }
             const __m512i bias = _mm512_maskz_loadu_epi32(lm, p->bias + c0);
             k.scale = _mm512_maskz_loadu_ps(lm, p->scale + c0);
-            for (int ih = 0; ih < p->H; ih++)
-                plain_row(p, xg, n, ih, plain + (size_t)ih * cols * 16);
             int next = 0; /* the next input row to build: rows are built once, in order, into slot ih % R */
             for (int oh = 0; oh < p->Ho; oh++) {
                 const int top = oh * p->sh - p->pt + (p->kh - 1) * p->dh; /* the band's last row */
                 for (; next <= top && next < p->H; next++)
-                    window_row(p, plain + (size_t)next * cols * 16, ring + (size_t)(next % (int)R) * nw * 64);
+                    window_row(p, xg, n, next, idx, ring + (size_t)(next % (int)R) * slot);
                 const uint8_t *row[Q8_DW_MAX_TAPS];
                 __m512i w[Q8_DW_MAX_TAPS];
                 __m512i acc0 = bias;
@@ -239,20 +249,18 @@ void q8_dwconv_c16__avx512vnni(const q8_dw_params *p, const uint8_t *x, uint8_t 
                         acc0 = _mm512_add_epi32(acc0, zr[i]);
                         continue;
                     }
-                    row[nr] = ring + (size_t)(ih % (int)R) * nw * 64;
+                    row[nr] = ring + (size_t)(ih % (int)R) * slot;
                     for (int q = 0; q < nq; q++)
                         w[nr * nq + q] = wv[i * nq + q];
                     nr++;
                 }
-                for (int ow = 0; ow < p->Wo; ow += 8) /* a last partial block reads the windows' slack */
-                    px_block(nr, row, w, nq, ow, p->sw, acc0, &k, st);
                 uint8_t *yr = yg + (size_t)oh * p->Wo;
-                for (int px = 0; px < p->Wo; px += 16) {
-                    const __m512i t[4] = {_mm512_loadu_si512(st + (size_t)px * 16),
-                                          _mm512_loadu_si512(st + (size_t)px * 16 + 64),
-                                          _mm512_loadu_si512(st + (size_t)px * 16 + 128),
-                                          _mm512_loadu_si512(st + (size_t)px * 16 + 192)};
-                    from_lanes(t, yr + px, HWo, n, p->Wo - px < 16 ? p->Wo - px : 16);
+                for (int ow = 0; ow < p->Wo; ow += 16) { /* a last partial block reads the windows' slack */
+                    const int m = p->Wo - ow < 16 ? p->Wo - ow : 16;
+                    if (p->sw == 1) /* a constant stride folds the 16 window offsets into displacements */
+                        px_block(nr, row, w, nq, ow, 1, acc0, &k, yr, HWo, n, m);
+                    else
+                        px_block(nr, row, w, nq, ow, p->sw, acc0, &k, yr, HWo, n, m);
                 }
             }
         }

@@ -69,25 +69,21 @@ static inline size_t q8_dw_flat_bytes(const q8_dw_params *p) { return q8_dw_rows
 
 /* The channel-lane kernel (q8-dwconv-c16-avx512vnni.c) keeps, per group of 16 channels, a ring of the
  * q8_dw_c16_ring input rows one output row reads, each as q8_dw_c16_wins 64-byte windows (4 taps of 16
- * channels), its input rows as q8_dw_c16_cols 16-channel columns (every column a window reads, whole
- * 16-pixel blocks of input) and one output row staged as 16-channel columns. It runs where the fp32
- * scales are set, the horizontal dilation is 1 and that stays within Q8_DW_C16_MAX_BYTES (in L2 per
- * thread); else the pixel-lane kernel. */
+ * channels). It runs where the fp32 scales are set, the
+ * horizontal dilation is 1 and that stays within Q8_DW_C16_MAX_BYTES (in L2 per thread); else the
+ * pixel-lane kernel. */
 #define Q8_DW_C16_MAX_BYTES 65536
-static inline size_t q8_dw_c16_wins(const q8_dw_params *p) /* for whole blocks of 8 output pixels */
+static inline size_t q8_dw_c16_wins(const q8_dw_params *p) /* for whole blocks of 16 output pixels */
 {
-    return ((size_t)p->Wo + 7) / 8 * 8 * p->sw + 4 * (size_t)((p->kw + 3) / 4 - 1);
+    return ((size_t)p->Wo + 15) / 16 * 16 * p->sw + 4 * (size_t)((p->kw + 3) / 4 - 1);
 }
 static inline size_t q8_dw_c16_ring(const q8_dw_params *p) { return (size_t)(p->kh - 1) * p->dh + 1; }
-static inline size_t q8_dw_c16_cols(const q8_dw_params *p)
-{
-    const size_t read = q8_dw_c16_wins(p) + 3, fill = (size_t)p->pl + ((size_t)p->W + 15) / 16 * 16;
-    return read > fill ? read : fill;
-}
+/* a ring slot's slack in windows: rows are built 16 windows at a time from the one starting 4 left of pad */
+#define Q8_DW_C16_LEAD 4
+#define Q8_DW_C16_TAIL 16
 static inline size_t q8_dw_c16_bytes(const q8_dw_params *p)
 {
-    return q8_dw_c16_ring(p) * q8_dw_c16_wins(p) * 64 + (size_t)p->H * q8_dw_c16_cols(p) * 16 +
-           ((size_t)p->Wo + 15) / 16 * 256;
+    return q8_dw_c16_ring(p) * (q8_dw_c16_wins(p) + Q8_DW_C16_LEAD + Q8_DW_C16_TAIL) * 64;
 }
 static inline int q8_dw_c16_ok(const q8_dw_params *p)
 {
