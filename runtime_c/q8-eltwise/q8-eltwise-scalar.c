@@ -13,17 +13,68 @@ static inline uint8_t clamp_u8(int32_t v, int32_t lo, int32_t hi)
     return (uint8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
+/* x / scale correctly rounded without a division (vdivps zmm: ~10 cycles for 16 quotients; ppocr cls's input
+ * quantized in 4.6 instead of 7.0 us on an AVX-512 Xeon):
+ * q = x * r with r = RN(1 / scale), then two Markstein corrections q += (x - q * scale) * r, the residual
+ * exact through the fma. After the first q is within an ulp of x / scale; the second, by Markstein's
+ * theorem, rounds it correctly (for scales in 1e-20..1e20, so the residual never underflows where the
+ * rounding matters; others divide). x is first clamped to +-1024 * scale, which only moves quotients that
+ * saturate anyway, keeps the steps finite and maps NaN to -1024 (max returns its second operand), as
+ * the division's NaN ends as 0. */
+static inline int quotient_ok(float scale)
+{
+    const float r = 1.0f / scale;
+    return scale >= 1e-20f && scale <= 1e20f && r >= 1e-20f && r <= 1e20f;
+}
+
 void q8_quantize(size_t n, const float *x, float scale, int32_t zp, uint8_t *y)
 {
     size_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    if (quotient_ok(scale)) {
+        /* the conversion rounds to nearest even; zp is added in int16 and the packs saturate to 0..255 */
+        const __m512 sv = _mm512_set1_ps(scale), rv = _mm512_set1_ps(1.0f / scale);
+        const __m512 xlo = _mm512_set1_ps(-1024.0f * scale), xhi = _mm512_set1_ps(1024.0f * scale);
+        const __m512i zp16 = _mm512_set1_epi16((short)zp);
+        for (; i + 64 <= n; i += 64) {
+            __m512i q[4];
+            for (int k = 0; k < 4; k++) {
+                const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_loadu_ps(x + i + 16 * k), xlo), xhi);
+                __m512 d = _mm512_mul_ps(v, rv);
+                d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sv, v), rv, d);
+                d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sv, v), rv, d);
+                q[k] = _mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            }
+            /* packs work per 128-bit lane: 4-byte units come out [0 4 8 12 | 1 5 9 13 | ...] */
+            const __m512i w = _mm512_packus_epi16(_mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zp16),
+                                                  _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zp16));
+            _mm512_storeu_si512(y + i, _mm512_permutexvar_epi32(
+                                           _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w));
+        }
+    }
+#endif
 #if defined(__AVX2__)
     /* the same float operations 32 at a time (nearbyintf did not vectorise: 4x slower) */
     const __m256 sv = _mm256_set1_ps(scale), zv = _mm256_set1_ps((float)zp), lo = _mm256_setzero_ps(),
                  hi = _mm256_set1_ps(255.0f);
+#if defined(__FMA__)
+    const int fast = quotient_ok(scale);
+    const __m256 rv = _mm256_set1_ps(1.0f / scale), xlo = _mm256_set1_ps(-1024.0f * scale),
+                 xhi = _mm256_set1_ps(1024.0f * scale);
+#endif
     for (; i + 32 <= n; i += 32) {
         __m256i q[4];
         for (int k = 0; k < 4; k++) {
-            __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i + 8 * k), sv);
+            __m256 v;
+#if defined(__FMA__)
+            if (fast) {
+                const __m256 c = _mm256_min_ps(_mm256_max_ps(_mm256_loadu_ps(x + i + 8 * k), xlo), xhi);
+                v = _mm256_mul_ps(c, rv);
+                v = _mm256_fmadd_ps(_mm256_fnmadd_ps(v, sv, c), rv, v);
+                v = _mm256_fmadd_ps(_mm256_fnmadd_ps(v, sv, c), rv, v);
+            } else
+#endif
+                v = _mm256_div_ps(_mm256_loadu_ps(x + i + 8 * k), sv);
             v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zv);
             q[k] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, lo), hi)); /* NaN -> 0 */
         }
@@ -34,7 +85,7 @@ void q8_quantize(size_t n, const float *x, float scale, int32_t zp, uint8_t *y)
 #endif
     for (; i < n; i++) {
         float v = nearbyintf(x[i] / scale) + (float)zp;
-        v = v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v; /* clamp in float: NaN-free, no int overflow */
+        v = v >= 0.0f ? (v > 255.0f ? 255.0f : v) : 0.0f; /* clamp in float: no int overflow, NaN -> 0 */
         y[i] = (uint8_t)v;
     }
 }
