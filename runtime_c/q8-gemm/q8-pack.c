@@ -24,31 +24,37 @@ void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp)
 #include <arm_neon.h>
 #endif
 
+#if defined(__AVX512BW__)
+/* 4 rows of 64 pixels -> 256 bytes of [pixel][4]: the byte / word unpacks work per 128-bit lane (u[t] lane L =
+ * pixels 16L + 4t ..), then a 4x4 transpose of lanes; a third of the SSE2 steps' instructions (K = 200 inputs:
+ * packing took as long as the VNNI GEMM) */
+static inline void interleave4_64(__m512i a, __m512i b, __m512i c, __m512i d, uint8_t *dst)
+{
+    const __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+    const __m512i cd0 = _mm512_unpacklo_epi8(c, d), cd1 = _mm512_unpackhi_epi8(c, d);
+    const __m512i u0 = _mm512_unpacklo_epi16(ab0, cd0), u1 = _mm512_unpackhi_epi16(ab0, cd0);
+    const __m512i u2 = _mm512_unpacklo_epi16(ab1, cd1), u3 = _mm512_unpackhi_epi16(ab1, cd1);
+    /* out block m = lanes m of u0..u3 */
+    const __m512i t0 = _mm512_shuffle_i32x4(u0, u1, 0x44), t1 = _mm512_shuffle_i32x4(u0, u1, 0xEE);
+    const __m512i t2 = _mm512_shuffle_i32x4(u2, u3, 0x44), t3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+    _mm512_storeu_si512(dst, _mm512_shuffle_i32x4(t0, t2, 0x88));
+    _mm512_storeu_si512(dst + 64, _mm512_shuffle_i32x4(t0, t2, 0xDD));
+    _mm512_storeu_si512(dst + 128, _mm512_shuffle_i32x4(t1, t3, 0x88));
+    _mm512_storeu_si512(dst + 192, _mm512_shuffle_i32x4(t1, t3, 0xDD));
+}
+#endif
+
 /* 4 rows of 16 (then 8) pixels -> [pixel][4] bytes: the packed layout is a 4-row byte interleave */
 static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
                          size_t N, uint8_t flip, uint8_t *dst)
 {
     size_t n = 0;
 #if defined(__AVX512BW__)
-    /* 64 pixels a step: the byte / word unpacks work per 128-bit lane (u[t] lane L = pixels 16L + 4t ..), then
-     * a 4x4 transpose of lanes; a third of the SSE2 steps' instructions (K = 200 inputs: packing took as long
-     * as the VNNI GEMM) */
     const __m512i fz = _mm512_set1_epi8((char)flip);
-    for (; n + 64 <= N; n += 64) {
-        const __m512i a = _mm512_xor_si512(_mm512_loadu_si512(r0 + n), fz), b = _mm512_xor_si512(_mm512_loadu_si512(r1 + n), fz);
-        const __m512i c = _mm512_xor_si512(_mm512_loadu_si512(r2 + n), fz), d = _mm512_xor_si512(_mm512_loadu_si512(r3 + n), fz);
-        const __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
-        const __m512i cd0 = _mm512_unpacklo_epi8(c, d), cd1 = _mm512_unpackhi_epi8(c, d);
-        const __m512i u0 = _mm512_unpacklo_epi16(ab0, cd0), u1 = _mm512_unpackhi_epi16(ab0, cd0);
-        const __m512i u2 = _mm512_unpacklo_epi16(ab1, cd1), u3 = _mm512_unpackhi_epi16(ab1, cd1);
-        /* out block m = lanes m of u0..u3 */
-        const __m512i t0 = _mm512_shuffle_i32x4(u0, u1, 0x44), t1 = _mm512_shuffle_i32x4(u0, u1, 0xEE);
-        const __m512i t2 = _mm512_shuffle_i32x4(u2, u3, 0x44), t3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
-        _mm512_storeu_si512(dst + n * 4, _mm512_shuffle_i32x4(t0, t2, 0x88));
-        _mm512_storeu_si512(dst + n * 4 + 64, _mm512_shuffle_i32x4(t0, t2, 0xDD));
-        _mm512_storeu_si512(dst + n * 4 + 128, _mm512_shuffle_i32x4(t1, t3, 0x88));
-        _mm512_storeu_si512(dst + n * 4 + 192, _mm512_shuffle_i32x4(t1, t3, 0xDD));
-    }
+    for (; n + 64 <= N; n += 64)
+        interleave4_64(_mm512_xor_si512(_mm512_loadu_si512(r0 + n), fz), _mm512_xor_si512(_mm512_loadu_si512(r1 + n), fz),
+                       _mm512_xor_si512(_mm512_loadu_si512(r2 + n), fz), _mm512_xor_si512(_mm512_loadu_si512(r3 + n), fz),
+                       dst + n * 4);
 #endif
 #if defined(__SSE2__)
     const __m128i f = _mm_set1_epi8((char)flip);
@@ -91,12 +97,32 @@ static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
     return n;
 }
 
-/* Stride 2: the even bytes of 32 (mask + pack) of each of 4 rows, interleaved as in pack4_simd. Reads
- * up to 31 bytes past a row's first pixel: the im2col buffer carries 32 bytes of slack. */
+/* Stride 2: the even bytes of each of 4 rows, interleaved as in pack4_simd; 64 pixels a step from 128 bytes
+ * (vpermt2b with VBMI, else two vpmovwb: the stem's im2col took 6 of its 10 us in 16-pixel SSE2 steps), then
+ * 16 from 32 (mask + pack). Reads the byte after a row's last pixel (the im2col buffer carries 32 bytes of
+ * slack). */
 static size_t pack4_s2_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
                             size_t N, uint8_t flip, uint8_t *dst)
 {
     size_t n = 0;
+#if defined(__AVX512BW__)
+    const __m512i fz = _mm512_set1_epi8((char)flip);
+#if defined(__AVX512VBMI__)
+    uint8_t ev[64];
+    for (int i = 0; i < 64; i++)
+        ev[i] = (uint8_t)(2 * i);
+    const __m512i even64 = _mm512_loadu_si512(ev);
+#define Q8_EVEN64(r) _mm512_xor_si512(_mm512_permutex2var_epi8(_mm512_loadu_si512((r) + 2 * n), even64, \
+                                                               _mm512_loadu_si512((r) + 2 * n + 64)), fz)
+#else
+#define Q8_EVEN64(r) _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8( \
+                                          _mm512_loadu_si512((r) + 2 * n))), \
+                                          _mm512_cvtepi16_epi8(_mm512_loadu_si512((r) + 2 * n + 64)), 1), fz)
+#endif
+    for (; n + 64 <= N; n += 64) /* the last byte read is pixel n + 63's */
+        interleave4_64(Q8_EVEN64(r0), Q8_EVEN64(r1), Q8_EVEN64(r2), Q8_EVEN64(r3), dst + n * 4);
+#undef Q8_EVEN64
+#endif
 #if defined(__SSE2__)
     const __m128i f = _mm_set1_epi8((char)flip), even = _mm_set1_epi16(0x00FF);
 #define Q8_EVEN16(r) _mm_xor_si128(_mm_packus_epi16(_mm_and_si128(_mm_loadu_si128((const __m128i *)((r) + 2 * n)), even), \

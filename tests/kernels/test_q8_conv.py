@@ -26,6 +26,8 @@ CASES = [
     (8, 6, 6, 8, 5, 1, 2, 1, 8, np.int8),
     (3, 9, 45, 8, 3, 2, 1, 1, 1, np.uint8),   # stride 2 over rows of >= 16 outputs: the vector im2col
     (5, 6, 66, 4, 5, 2, 2, 1, 1, np.int8),
+    (3, 5, 200, 8, 3, 2, 1, 1, 1, np.uint8),  # rows of >= 64 stride-2 outputs: the AVX-512 im2col steps
+    (2, 4, 150, 4, 5, 2, 2, 1, 1, np.int8),
 ]
 
 
@@ -138,15 +140,20 @@ def test_exact_reference_is_qlinearconv():
     assert d.max() <= 1 and np.mean(d == 0) > 0.995, (d.max(), np.mean(d == 0))
 
 
-def test_q8_conv_stride2_im2col_clean_under_sanitizers(tmp_path):
-    """The vector stride-2 im2col reads 32 bytes per row step: within the scratch's slack (ASan/UBSan)."""
-    isa = ISAS["avx2"]
+@pytest.mark.parametrize("name,extra", [("avx2", ()), ("avx512", ()), ("avx512vnni", ("-mavx512vbmi",))],
+                         ids=["avx2", "avx512bw", "avx512vbmi"])
+def test_q8_conv_stride2_im2col_clean_under_sanitizers(name, extra, tmp_path):
+    """The vector stride-2 im2col reads past a row's last pixel: within the scratch's slack (ASan/UBSan), with
+    the 16-pixel SSE2 steps and the 64-pixel AVX-512 ones (vpmovwb, or vpermt2b with VBMI)."""
+    isa = ISAS[name]
     require(isa)
-    fn, src, signed = VARIANTS["avx2"]
+    if extra:
+        require(ISAS["avx512vbmi"])
+    fn, src, signed = VARIANTS[name]
     exe = build(isa, tmp_path / "drv", ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c",
-                                        "ec_threadpool.c", src], {"KERNEL": fn}, SANITIZE)
+                                        "ec_threadpool.c", src], {"KERNEL": fn}, SANITIZE + extra)
     rng = np.random.default_rng(7)
-    for i, case in enumerate(CASES[-2:]):
+    for i, case in enumerate(CASES[-4:]):
         model, x, q = _model_and_data(case, rng)
         ref = exact_int8(model, {"x": x})[0]
         shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, bool(signed))
