@@ -30,6 +30,7 @@ class Target:
     pool_job_us: float = 5.0          # handing one job to the thread pool (codegen/ops/_par.py)
     f32_macs_per_us: float = 1000.0   # one core, small layers: the work a split must outweigh
     f32_floats_per_us: float = 500.0
+    q8_macs_per_us: float = 0.0       # int8 layers' rate; 0: f32_macs_per_us
     # the layout estimate's constants (costmodel.LAYOUT_KEYS -> ns), as (key, value) pairs: a Target stays hashable
     layout_cost: tuple = ()
 
@@ -161,4 +162,4 @@ def get_target(name: str = "native") -> Target:
                   qemu=tuple(d["qemu"]) if d.get("qemu") else None,
                   l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]),
                   layout_cost=_layout_cost(name, d.get("layout_cost")),
-                  **{k: float(d[k]) for k in ("pool_job_us", "f32_macs_per_us", "f32_floats_per_us") if k in d})
+                  **{k: float(d[k]) for k in ("pool_job_us", "f32_macs_per_us", "f32_floats_per_us", "q8_macs_per_us") if k in d})

@@ -30,9 +30,11 @@ def worth_splitting(target, work_us: float, jobs: int = 1, threads: int | None =
     return work_us * (1 - 1 / threads) > jobs * job_us(target)
 
 
-def layer_us(target, macs: int, floats: int) -> float:
-    """Estimated one-thread time of a layer that does `macs` multiply-adds and moves `floats` values."""
-    return max(macs / target.f32_macs_per_us, floats / target.f32_floats_per_us)
+def layer_us(target, macs: int, floats: float, int8: bool = False) -> float:
+    """Estimated one-thread time of a layer that does `macs` multiply-adds (int8 ones: target.q8_macs_per_us) and
+    moves `floats` values' worth of bytes."""
+    rate = target.q8_macs_per_us if int8 and target.q8_macs_per_us > 0 else target.f32_macs_per_us
+    return max(macs / rate, floats / target.f32_floats_per_us)
 
 
 def driver_pooled(target, info, threads: int) -> bool:
@@ -40,9 +42,10 @@ def driver_pooled(target, info, threads: int) -> bool:
     notes a layer kept on one thread. A partitioning forced by a tuning record or EDGEC_PAR stands."""
     if info.details.get("partition"):
         return True
-    floats = sum(t.size for t in info.node.operands() if not t.is_const) + \
-        sum(t.size for t in info.node.outputs if t is not None)
-    us = layer_us(target, info.macs, floats)
+    moved = [t for t in info.node.operands() if not t.is_const] + [t for t in info.node.outputs if t is not None]
+    floats = sum(t.size * t.dtype.itemsize for t in moved) / 4  # an int8 tensor moves a quarter of the bytes
+    int8 = any(t.dtype.itemsize == 1 for t in info.node.outputs if t is not None)
+    us = layer_us(target, info.macs, floats, int8)
     if worth_splitting(target, us, DRIVER_JOBS, threads):
         return True
     info.details["threads"] = (f"one: est. {us:.1f} us of work, below {DRIVER_JOBS} pool hand-offs of "

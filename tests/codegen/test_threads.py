@@ -179,6 +179,30 @@ def test_tiny_conv_layers_run_on_one_thread(tmp_path):
         np.testing.assert_allclose(got[1], want, rtol=1e-4, atol=1e-4)
 
 
+def test_int8_layers_timed_at_the_int8_rate():
+    """An int8 layer's split decision uses the target's int8 MAC rate and counts its bytes, not elements as
+    floats: ppocr cls's int8 1x1 conv (32 -> 200 channels over 2x96 pixels, 1.2 M MACs: ~6 us on a VNNI core)
+    stays on one thread where the same conv in fp32 is split (2 threads of the int8 build ran ppocr cls 1.6x
+    slower than one, every such layer handed to the pool)."""
+    from edgec.codegen.emit import LayerInfo
+    from edgec.codegen.ir import Node, Tensor
+    from edgec.codegen.ops import _par
+    from edgec.codegen.targets import get_target
+
+    t = get_target("x86_64-avx512-vnni")
+    assert t.q8_macs_per_us > t.f32_macs_per_us
+    assert get_target("generic").q8_macs_per_us in (0, get_target("generic").f32_macs_per_us)
+
+    def layer(dtype):
+        x, y = Tensor("x", (1, 32, 2, 96), dtype), Tensor("y", (1, 200, 2, 96), dtype)
+        return LayerInfo(Node("c", "QLinearConv" if dtype != np.float32 else "Conv", [x], [y]), macs=32 * 200 * 192)
+
+    q8, f32 = layer(np.uint8), layer(np.float32)
+    assert not _par.driver_pooled(t, q8, 2) and q8.details["threads"].startswith("one: est.")
+    assert _par.driver_pooled(t, f32, 2)
+    assert _par.layer_us(t, 10 ** 6, 0, int8=True) < _par.layer_us(t, 10 ** 6, 0)
+
+
 def test_hand_off_cost_fitted_to_tuned_layers():
     """edgec tune's records of layers timed on one thread and split fit the hand-off: kept where they agree with
     the target's value, moved to the value that contradicts them least where they do not."""
