@@ -42,11 +42,11 @@ def emit_qmaxpool(node: Node, ctx: EmitContext) -> str:
     s, d = list(node.attr("strides", [1, 1])), list(node.attr("dilations", [1, 1]))
     b, _ = window_pads(node, list(x.shape[2:]), list(y.shape[2:]), k, s, d)
     fn = "q8_maxpool"
-    if k == [2, 2] and s == [2, 2] and d == [1, 1] and ctx.target.arch == "x86_64":  # else the portable code
-        if "avx512bw" in ctx.target.features:
-            fn = "q8_maxpool__avx512"
-            ctx.require("q8-eltwise/q8-maxpool-avx512.c")
-        elif "avx2" in ctx.target.features:
+    if ctx.target.arch == "x86_64" and "avx512bw" in ctx.target.features:  # any window (its own fallback)
+        fn = "q8_maxpool__avx512"
+        ctx.require("q8-eltwise/q8-maxpool-avx512.c")
+    elif k == [2, 2] and s == [2, 2] and d == [1, 1] and ctx.target.arch == "x86_64":  # else the portable code
+        if "avx2" in ctx.target.features:
             fn = "q8_maxpool__avx2"
             ctx.require("q8-eltwise/q8-maxpool-avx2.c")
     ctx.require(*FILES)

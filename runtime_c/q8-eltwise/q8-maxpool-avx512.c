@@ -1,14 +1,115 @@
-/* Int8 2x2 stride-2 MaxPool (windows inside the image) with AVX-512BW: the max of a row pair, then of
+/* Int8 MaxPool with AVX-512BW. 2x2 stride 2 (windows inside the image): the max of a row pair, then of
  * adjacent bytes as u16 halves, 32 outputs per step, masked tails (narrow maps: no per-byte loop); rows of at
- * most 32 bytes several row pairs a step. Other shapes: the portable q8_maxpool. */
+ * most 32 bytes several row pairs a step. Any other window with horizontal stride 1 or 2 and no horizontal
+ * dilation: the outputs whose windows lie inside the image a vector at a time (stride 1: 64 bytes per tap;
+ * stride 2: 32 outputs in u16 lanes, a load's word o holding taps 2t and 2t + 1 of output o), the border ones
+ * one at a time (padding never wins a max of u8 values: it is skipped). SqueezeNet's 3x3 stride-2 pools ran
+ * the portable loop at ~2 bytes a ns. Other shapes: the portable q8_maxpool. */
 #include <immintrin.h>
 
 #include "q8-eltwise.h"
 
+#define Q8_POOL_MAX_KH 16
+
+/* one output, window clipped to the image */
+static uint8_t pool1(const q8_pool_shape *s, const uint8_t *xc, int oh, int ow)
+{
+    int m = 0;
+    for (int i = 0; i < s->kh; i++) {
+        const int ih = oh * s->sh + i * s->dh - s->pt;
+        if (ih < 0 || ih >= s->H)
+            continue;
+        for (int j = 0; j < s->kw; j++) {
+            const int iw = ow * s->sw + j * s->dw - s->pl;
+            if (iw >= 0 && iw < s->W && xc[(size_t)ih * s->W + iw] > m)
+                m = xc[(size_t)ih * s->W + iw];
+        }
+    }
+    return (uint8_t)m;
+}
+
+static inline __mmask64 first_bytes(size_t n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }
+
+/* outputs [o0, o1) of row oh, every window inside the image: rows r[0..kh) at the first output's first column */
+/* The window's rows max-ed first (one max per row and load), then its taps: the masks are per step, not per
+ * load (computed per load, the scalar work outran the vector work 3 to 1). */
+static void row_s1(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *yr)
+{
+    for (size_t o = 0; o < n; o += 64) {
+        const __mmask64 m = first_bytes(n - o);
+        __m512i acc = _mm512_setzero_si512();
+        for (int j = 0; j < kw; j++) {
+            __m512i v = _mm512_maskz_loadu_epi8(m, r[0] + o + (size_t)j);
+            for (int i = 1; i < kh; i++)
+                v = _mm512_max_epu8(v, _mm512_maskz_loadu_epi8(m, r[i] + o + (size_t)j));
+            acc = _mm512_max_epu8(acc, v);
+        }
+        _mm512_mask_storeu_epi8(yr + o, m, acc);
+    }
+}
+
+static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *yr)
+{
+    const __m512i lo = _mm512_set1_epi16(0xFF);
+    for (size_t o = 0; o < n; o += 32) {
+        const size_t k = n - o < 32 ? n - o : 32;
+        /* taps 2t, 2t + 1 of output o + q: word q at byte 2 (o + q) + 2t; a last tap alone leaves its pair's byte
+         * unread */
+        const __mmask64 mp = first_bytes(2 * k), ms = first_bytes(2 * k - 1);
+        __m512i acc = _mm512_setzero_si512();
+        for (int t = 0; 2 * t < kw; t++) {
+            const int pair = 2 * t + 1 < kw;
+            const __mmask64 m = pair ? mp : ms;
+            __m512i v = _mm512_maskz_loadu_epi8(m, r[0] + 2 * o + 2 * (size_t)t);
+            for (int i = 1; i < kh; i++)
+                v = _mm512_max_epu8(v, _mm512_maskz_loadu_epi8(m, r[i] + 2 * o + 2 * (size_t)t));
+            acc = _mm512_max_epu16(acc, _mm512_and_si512(v, lo));
+            if (pair)
+                acc = _mm512_max_epu16(acc, _mm512_srli_epi16(v, 8));
+        }
+        _mm256_mask_storeu_epi8(yr + o, (__mmask32)(((uint64_t)1 << k) - 1), _mm512_cvtepi16_epi8(acc));
+    }
+}
+
+static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
+{
+    const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo, span = s->kw - 1;
+    /* outputs whose columns / rows lie inside the image: [lo, hi) */
+    int lo = (s->pl + s->sw - 1) / s->sw, hi = W - span + s->pl > 0 ? (W - span + s->pl - 1) / s->sw + 1 : 0;
+    hi = hi < Wo ? hi : Wo;
+    lo = lo < hi ? lo : hi;
+    for (int p = 0; p < s->batch * s->C; p++) {
+        const uint8_t *xc = x + (size_t)p * H * W;
+        for (int oh = 0; oh < Ho; oh++) {
+            uint8_t *yr = y + ((size_t)p * Ho + oh) * Wo;
+            const int ih0 = oh * s->sh - s->pt, inside = ih0 >= 0 && ih0 + (s->kh - 1) * s->dh < H;
+            if (!inside || hi <= lo) {
+                for (int ow = 0; ow < Wo; ow++)
+                    yr[ow] = pool1(s, xc, oh, ow);
+                continue;
+            }
+            const uint8_t *r[Q8_POOL_MAX_KH];
+            for (int i = 0; i < s->kh; i++)
+                r[i] = xc + (size_t)(ih0 + i * s->dh) * W + (size_t)(lo * s->sw - s->pl);
+            for (int ow = 0; ow < lo; ow++)
+                yr[ow] = pool1(s, xc, oh, ow);
+            if (s->sw == 1)
+                row_s1(r, s->kh, s->kw, (size_t)(hi - lo), yr + lo);
+            else
+                row_s2(r, s->kh, s->kw, (size_t)(hi - lo), yr + lo);
+            for (int ow = hi; ow < Wo; ow++)
+                yr[ow] = pool1(s, xc, oh, ow);
+        }
+    }
+}
+
 void q8_maxpool__avx512(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
     if (!q8_maxpool_is_2x2s2(s)) {
-        q8_maxpool(s, x, y);
+        if ((s->sw == 1 || s->sw == 2) && s->dw == 1 && s->kh <= Q8_POOL_MAX_KH)
+            pool_strided(s, x, y);
+        else
+            q8_maxpool(s, x, y);
         return;
     }
     const size_t H = (size_t)s->H, W = (size_t)s->W, Ho = (size_t)s->Ho, Wo = (size_t)s->Wo;

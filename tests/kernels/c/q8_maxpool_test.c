@@ -1,6 +1,6 @@
 /* q8 MaxPool variant KERNEL vs the portable q8_maxpool, bit-exact: 2x2 stride 2 on odd and even sizes
- * (widths around the 16/32-output steps), plus shapes the variant hands to the portable code (pads,
- * 3x3, stride 1, dilation). */
+ * (widths around the 16/32-output steps), other windows (pads, 3x3, stride 1 and 2, dilation) on short and
+ * long rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +43,13 @@ int main(void)
     static const int other[][4] = {{2, 2, 1, 1}, {3, 2, 1, 1}, {2, 1, 1, 0}, {3, 1, 2, 0}, {2, 2, 2, 0}, {3, 3, 1, 1}};
     for (int o = 0; o < 6; o++, cases++)
         fails += run(2, 3, 9, 11, other[o][0], other[o][1], other[o][2], other[o][3]);
+    /* any window at horizontal stride 1 or 2 over rows long enough for the vector steps (64 bytes / 32 outputs)
+     * and their tails, padded or not: SqueezeNet's 3x3/2, ResNet's 3x3/2 pad 1, 3x3/1 pad 1, even and 1-wide windows */
+    static const int win[][3] = {{3, 2, 0}, {3, 2, 1}, {3, 1, 1}, {2, 1, 0}, {5, 2, 2}, {4, 2, 1}, {1, 2, 0}};
+    static const int wide[] = {5, 33, 65, 111, 130};
+    for (int o = 0; o < 7; o++)
+        for (int wi = 0; wi < 5; wi++, cases++)
+            fails += run(1, 2, 7, wide[wi], win[o][0], win[o][1], 1, win[o][2]);
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;
 }
