@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from edgec.codegen.ops.qlut import fuse_luts
+from edgec.codegen.ops.qlut import fuse_concats, fuse_luts
 from edgec.codegen.ops.qop import qoperator_to_qdq
 from edgec.errors import EdgecError
 from edgec.model import constant_tensors, tensor_shapes
@@ -300,6 +300,10 @@ def lower_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
         model = onnx.shape_inference.infer_shapes(model)
     g = _Graph(model)
     if fuse_luts(model, g.consts, g.shapes, g.new_inits):
+        model.graph.initializer.extend(g.new_inits)
+        _prune(model)
+        g = _Graph(model)
+    if fuse_concats(model, g.consts, g.shapes, g.new_inits):
         model.graph.initializer.extend(g.new_inits)
         _prune(model)
         g = _Graph(model)

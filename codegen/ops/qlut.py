@@ -7,6 +7,9 @@ int8 output is a function of one byte: onnxruntime evaluates the chain on all 25
 time and the node becomes EcQLut (one table lookup per element, exactly onnxruntime's float result).
 With per-channel constants (a standalone BatchNormalization, Mul/Add by a [C,1,1] constant) the
 output is a function of the byte and the channel: one table per channel, EcQLut's table is [C, 256].
+A Concat of dequantized int8 tensors quantized again (SqueezeNet's fire modules: each input has its own
+scale) becomes a Concat of the int8 tensors, each requantized to the output's scale by a table (none
+where it already has it): fuse_concats.
 """
 
 from __future__ import annotations
@@ -99,8 +102,8 @@ def _table(model, all_nodes, consts, shapes, src: str, cone: list, q) -> np.ndar
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the float ops as written
     y = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, {src: x})[0]
     y = y.reshape(256, -1).T  # [C, 256] per channel, else [1, 256]
-    return np.ascontiguousarray((y.astype(np.int16) + (128 if y.dtype == np.int8 else 0)).astype(np.uint8)
-                                .reshape(shape[1], 256) if per_channel else y.reshape(256))
+    y = (y.astype(np.int16) + (128 if y.dtype == np.int8 else 0)).astype(np.uint8)  # the u8 domain, both forms
+    return np.ascontiguousarray(y.reshape(shape[1], 256) if per_channel else y.reshape(256))
 
 
 def fuse_luts(model: onnx.ModelProto, consts: dict, shapes: dict, new_inits: list) -> int:
@@ -117,4 +120,56 @@ def fuse_luts(model: onnx.ModelProto, consts: dict, shapes: dict, new_inits: lis
     nodes = [repl.get(id(n), n) for n in all_nodes]
     del model.graph.node[:]
     model.graph.node.extend(nodes)
+    return len(repl)
+
+
+def fuse_concats(model: onnx.ModelProto, consts: dict, shapes: dict, new_inits: list) -> int:
+    """QuantizeLinear(Concat(DequantizeLinear(x_i), ...)), every scale and zero point per-tensor, the float
+    values used by nothing else: Concat(EcQLut(x_i, table_i), ...) on the int8 tensors, table_i onnxruntime's
+    DequantizeLinear -> QuantizeLinear of x_i's 256 values (x_i itself where its scale and zero point are the
+    output's). Returns how many Concats were rewritten; the float nodes are left for pruning."""
+    nodes = list(model.graph.node)
+    prod = {o: n for n in nodes for o in n.output}
+    uses: dict[str, int] = {}
+    for n in nodes:
+        for i in n.input:
+            uses[i] = uses.get(i, 0) + 1
+    for o in model.graph.output:
+        uses[o.name] = uses.get(o.name, 0) + 2
+    repl, infos = {}, []
+    for q in nodes:
+        c = prod.get(q.input[0]) if q.op_type == "QuantizeLinear" and _per_tensor(consts, q) else None
+        if c is None or c.op_type != "Concat" or uses.get(c.output[0]) != 1 or len(q.input) < 3:
+            continue
+        dqs = [prod.get(i) for i in c.input]
+        qdt = consts[q.input[2]].dtype
+        if not all(d is not None and d.op_type == "DequantizeLinear" and d.input[0] not in consts and
+                   _per_tensor(consts, d) and len(d.input) > 2 and uses.get(d.output[0]) == 1 and
+                   shapes.get(d.input[0]) is not None and np.dtype(shapes[d.input[0]].dtype) == qdt for d in dqs):
+            continue
+        ins, new = [], []
+        for k, d in enumerate(dqs):
+            if consts[d.input[1]].item() == consts[q.input[1]].item() and \
+                    consts[d.input[2]].item() == consts[q.input[2]].item():
+                ins.append(d.input[0])
+                continue
+            requant = helper.make_node("QuantizeLinear", [d.output[0], q.input[1], q.input[2]],
+                                       [f"{c.output[0]}__in{k}"])
+            lut = _table(model, nodes + [requant], consts, shapes, d.input[0], [d, requant], requant)
+            name = f"{c.output[0]}__in{k}__lut"
+            new_inits.append(numpy_helper.from_array(lut, name))
+            new.append(helper.make_node("EcQLut", [d.input[0], name], requant.output, name=requant.output[0]))
+            infos.append(helper.make_tensor_value_info(requant.output[0], helper.np_dtype_to_tensor_dtype(qdt),
+                                                       list(shapes[d.input[0]].shape)))
+            ins.append(requant.output[0])
+        new.append(helper.make_node("Concat", ins, [q.output[0]], name=c.name or q.output[0],
+                                    **{a.name: helper.get_attribute_value(a) for a in c.attribute}))
+        repl[id(q)] = new
+    if repl:
+        out = []
+        for n in nodes:
+            out.extend(repl.get(id(n), [n]))
+        del model.graph.node[:]
+        model.graph.node.extend(out)
+        model.graph.value_info.extend(infos)
     return len(repl)

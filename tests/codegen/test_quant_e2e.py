@@ -128,7 +128,9 @@ def _channelwise_model(kind: str, rng):
         first = helper.make_node("Conv", ["x", "w1"], ["h"], pads=[1, 1, 1, 1])
         last = helper.make_node("Conv", ["a", "w2"], ["y"])
         out = [2, 4, 7, 9]
-    if kind in ("bn", "bn1d"):
+    if kind == "sigmoid":  # per-tensor: one table of 256 bytes
+        mid = [helper.make_node("Sigmoid", ["h"], ["a"])]
+    elif kind in ("bn", "bn1d"):
         inits.update(g=rng.uniform(0.5, 2, C), b=rng.normal(0, 0.5, C), m=rng.normal(0, 0.5, C), v=rng.uniform(0.2, 2, C))
         mid = [helper.make_node("BatchNormalization", ["h", "g", "b", "m", "v"], ["n"]),
                helper.make_node("Relu", ["n"], ["a"])]
@@ -142,8 +144,10 @@ def _channelwise_model(kind: str, rng):
 
 
 @pytest.mark.parametrize("acts", ["u8", "s8"])
-@pytest.mark.parametrize("kind", ["bn", "bn1d", "mul-add"])
+@pytest.mark.parametrize("kind", ["bn", "bn1d", "mul-add", "sigmoid"])
 def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
+    """Per-channel float ops between quantized layers become one table per channel; a per-tensor one
+    (Sigmoid) one table, in the u8 domain for int8 activations too."""
     rng = np.random.default_rng(5)
     model, shape = _channelwise_model(kind, rng)
     src = tmp_path / "m.onnx"
@@ -154,6 +158,35 @@ def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     algos = [l["algo"] for l in b.layers]
     assert "q8-lut" in algos and algos.count("q8-dequantize") == 1 and algos.count("q8-quantize") == 1, algos
+    assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
+@pytest.mark.parametrize("acts", ["u8", "s8"])
+def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
+    """SqueezeNet's fire module: Concat of two convs with their own output scales, quantized again. The float
+    island (DequantizeLinear x2 -> Concat -> QuantizeLinear) becomes a Concat of the int8 tensors, one of them
+    through a requantization table (the other already has the output's scale): no float pass, and the output
+    equals the exact QDQ result (a 3x3 MaxPool after it runs on the bytes too)."""
+    rng = np.random.default_rng(8)
+    shape = (1, 8, 13, 13)
+    w1, w2, w3 = (rng.normal(0, 0.4, s).astype(np.float32) for s in ((16, 8, 1, 1), (16, 8, 3, 3), (4, 32, 1, 1)))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["b"], ["br"]),
+             helper.make_node("Concat", ["ar", "br"], ["c"], axis=1),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w3"], ["y"])]
+    g = helper.make_graph(nodes, "fire", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in (("w1", w1), ("w2", w2), ("w3", w3))])
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)],
+                 QuantType.QUInt8 if acts == "u8" else QuantType.QInt8)
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    b, y = _compile_run(q, "native", x, tmp_path, name="x")
+    algos = [l["algo"] for l in b.layers]
+    assert algos.count("q8-quantize") == 1 and algos.count("q8-dequantize") == 1, algos  # the model's edges only
+    assert algos.count("q8-lut") == 1 and "q8-maxpool" in algos, algos
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
