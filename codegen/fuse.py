@@ -150,7 +150,7 @@ def fuse_q8_adds(g: Graph) -> Graph:
     """An int8 residual Add (EcQAdd) one of whose operands is a 1x1 stride-1 ungrouped QLinearConv's output,
     used by it alone, the other computed before the conv, moves into the conv (attr ec_qadd = the Add, the
     other operand as epilogue.residual so it stays live): the GEMM applies it while storing (codegen/ops/
-    quant.py; kernels without that run q8_add on the conv's output right after)."""
+    quant.py; kernels without that run q8_add_f32 on the conv's output right after)."""
     users, prod = g.consumers(), g.producers()
     order = {id(n): i for i, n in enumerate(g.nodes)}
     for c in list(g.nodes):

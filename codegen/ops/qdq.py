@@ -151,7 +151,7 @@ def _fuse_linear(g: _Graph, n: onnx.NodeProto):
 
 
 def _fuse_other(g: _Graph, n: onnx.NodeProto):
-    if n.op_type == "Add":
+    if n.op_type == "Add" or (n.op_type == "Sum" and len(n.input) == 2):  # Sum: older ResNets' residual add
         a, b = g.dq_act(n.input[0]), g.dq_act(n.input[1])
         q, relu = g.after_relu(n.output[0])
         sa, sb = g.shapes.get(n.input[0]), g.shapes.get(n.input[1])

@@ -12,6 +12,7 @@ import numpy as np
 from edgec.codegen import costmodel
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
 from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, ceil4,
                                      gemm_variant, maddubs_exact, maddubs_target, pack_w, requant_scales, row_params,
@@ -141,6 +142,19 @@ def qadd_params(add: Node, first: Tensor | None = None) -> str:
     return f"{{{za}, {zb}, {ma}, {mb}, {shift}, {zy}, {lo}, {hi}}}"
 
 
+def qaddf_params(add: Node, first: Tensor | None = None) -> str:
+    """q8_addf_params of an EcQAdd (the float form, q8_add_f32: the oracle's rounding) as a C initializer; with
+    `first` (one of its operands) that operand is a."""
+    a, as_, az, b, bs, bz, ys, yz = add.inputs[:8]
+    if first is not None and first is b:
+        a, as_, az, b, bs, bz = b, bs, bz, a, as_, az
+    ys_f = _scalar(add, ys, "y_scale")
+    za, zb, zy = to_u8_domain(az.const, a.dtype), to_u8_domain(bz.const, b.dtype), to_u8_domain(yz.const, add.outputs[0].dtype)
+    lo, hi = act_clamp(add.attr("ec_act"), {}, ys_f, zy)
+    fs = [flt(float(np.float32(v))) for v in (_scalar(add, as_, "a_scale"), _scalar(add, bs, "b_scale"), ys_f)]
+    return f"{{{za}, {zb}, {zy}, {lo}, {hi}, {fs[0]}, {fs[1]}, {fs[2]}}}"
+
+
 def _fused_add(node: Node) -> tuple[Node, Tensor, Tensor] | None:
     """(EcQAdd, the conv's own output as the Add saw it, the other operand) of a residual Add fused into
     this conv (codegen/fuse.py fuse_q8_adds), or None."""
@@ -194,9 +208,9 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     if fused:  # a kernel without the Add in its store: the Add as its own pass, in place on the output
         add, mine, r = fused
         ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
-        ctx.note(residual_add="q8_add")
-        code = ("{\n" + code + f"}}\n{{\nconst q8_add_params ap = {qadd_params(add, mine)};\n"
-                f"q8_add({y.size}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y});\n}}\n")
+        ctx.note(residual_add="q8_add_f32")
+        code = ("{\n" + code + f"}}\n{{\nconst q8_addf_params ap = {qaddf_params(add, mine)};\n"
+                f"q8_add_f32({y.size}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y});\n}}\n")
     return code
 
 

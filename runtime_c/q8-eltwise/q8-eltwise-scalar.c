@@ -96,6 +96,80 @@ void q8_dequantize(size_t n, const uint8_t *x, float scale, int32_t zp, float *y
         y[i] = (float)((int32_t)x[i] - zp) * scale;
 }
 
+/* one element of q8_add_f32 */
+static inline uint8_t addf1(uint8_t a, uint8_t b, const q8_addf_params *p)
+{
+    const float da = (float)(a - p->za) * p->sa, db = (float)(b - p->zb) * p->sb;
+    float v = nearbyintf((da + db) / p->sy) + (float)p->zy;
+    v = v >= (float)p->qmin ? (v > (float)p->qmax ? (float)p->qmax : v) : (float)p->qmin;
+    return (uint8_t)v;
+}
+
+void q8_add_f32(size_t n, const uint8_t *a, const uint8_t *b, const q8_addf_params *p, uint8_t *y)
+{
+    size_t i = 0;
+    const q8_addf_params lp = *p; /* y (bytes) may alias *p */
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    if (quotient_ok(lp.sy)) { /* the quotient as in q8_quantize: a multiply and two Markstein corrections */
+        const __m512i za = _mm512_set1_epi32(lp.za), zb = _mm512_set1_epi32(lp.zb);
+        const __m512 sa = _mm512_set1_ps(lp.sa), sb = _mm512_set1_ps(lp.sb), sy = _mm512_set1_ps(lp.sy);
+        const __m512 ry = _mm512_set1_ps(1.0f / lp.sy), vlo = _mm512_set1_ps(-1024.0f * lp.sy),
+                     vhi = _mm512_set1_ps(1024.0f * lp.sy);
+        const __m512i zy16 = _mm512_set1_epi16((short)lp.zy);
+        const __m512i lo = _mm512_set1_epi8((char)lp.qmin), hi = _mm512_set1_epi8((char)lp.qmax);
+        for (; i + 64 <= n; i += 64) {
+            __m512i q[4];
+            for (int k = 0; k < 4; k++) {
+                const __m512i av = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i + 16 * k)));
+                const __m512i bv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i + 16 * k)));
+                const __m512 da = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(av, za)), sa);
+                const __m512 db = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(bv, zb)), sb);
+                const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(da, db), vlo), vhi);
+                __m512 d = _mm512_mul_ps(v, ry);
+                d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sy, v), ry, d);
+                d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sy, v), ry, d);
+                q[k] = _mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            }
+            const __m512i w = _mm512_packus_epi16(_mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zy16),
+                                                  _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zy16));
+            const __m512i o = _mm512_permutexvar_epi32(
+                _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
+            _mm512_storeu_si512(y + i, _mm512_min_epu8(_mm512_max_epu8(o, lo), hi));
+        }
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    if (quotient_ok(lp.sy)) {
+        const __m256i za = _mm256_set1_epi32(lp.za), zb = _mm256_set1_epi32(lp.zb);
+        const __m256 sa = _mm256_set1_ps(lp.sa), sb = _mm256_set1_ps(lp.sb), sy = _mm256_set1_ps(lp.sy);
+        const __m256 ry = _mm256_set1_ps(1.0f / lp.sy), vlo = _mm256_set1_ps(-1024.0f * lp.sy),
+                     vhi = _mm256_set1_ps(1024.0f * lp.sy);
+        const __m256i zy16 = _mm256_set1_epi16((short)lp.zy);
+        const __m256i lo = _mm256_set1_epi8((char)lp.qmin), hi = _mm256_set1_epi8((char)lp.qmax);
+        for (; i + 32 <= n; i += 32) {
+            __m256i q[4];
+            for (int k = 0; k < 4; k++) {
+                const __m256i av = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(a + i + 8 * k)));
+                const __m256i bv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + i + 8 * k)));
+                const __m256 da = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(av, za)), sa);
+                const __m256 db = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(bv, zb)), sb);
+                const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(da, db), vlo), vhi);
+                __m256 d = _mm256_mul_ps(v, ry);
+                d = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, sy, v), ry, d);
+                d = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, sy, v), ry, d);
+                q[k] = _mm256_cvtps_epi32(d); /* round to nearest even (the default rounding mode) */
+            }
+            /* packs work per 128-bit half: [0 1 4 5 | 2 3 6 7] in 8-byte units, then put in order */
+            const __m256i w = _mm256_packus_epi16(_mm256_adds_epi16(_mm256_packs_epi32(q[0], q[1]), zy16),
+                                                  _mm256_adds_epi16(_mm256_packs_epi32(q[2], q[3]), zy16));
+            const __m256i o = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(y + i), _mm256_min_epu8(_mm256_max_epu8(o, lo), hi));
+        }
+    }
+#endif
+    for (; i < n; i++)
+        y[i] = addf1(a[i], b[i], &lp);
+}
+
 void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y)
 {
     size_t i = 0;

@@ -18,6 +18,15 @@ typedef struct q8_add_params_s {
 } q8_add_params;
 void q8_add(size_t n, const uint8_t *a, const uint8_t *b, const q8_add_params *p, uint8_t *y);
 
+/* The same Add as the model's float arithmetic: DequantizeLinear -> Add -> QuantizeLinear in float32, i.e.
+ * y = clamp(rne(((float)(a - za) * sa + (float)(b - zb) * sb) / sy) + zy, qmin, qmax), each operation rounded
+ * as onnxruntime rounds it (no fused multiply-add); the int8 oracle's result bit for bit. Same-shape operands. */
+typedef struct {
+    int32_t za, zb, zy, qmin, qmax;
+    float sa, sb, sy;
+} q8_addf_params;
+void q8_add_f32(size_t n, const uint8_t *a, const uint8_t *b, const q8_addf_params *p, uint8_t *y);
+
 /* one element of q8_add (ties to even; >> of a negative int is arithmetic in gcc/clang) */
 static inline uint8_t q8_add1(int32_t a, int32_t b, const q8_add_params *p)
 {

@@ -190,6 +190,29 @@ def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
+def test_residual_sum_runs_as_the_float_add(tmp_path):
+    """Older ResNets add their residuals with a two-input Sum: it runs as the int8 Add (q8_add_f32, the float
+    arithmetic of DequantizeLinear -> Sum -> Relu -> QuantizeLinear), not as a float island."""
+    rng = np.random.default_rng(9)
+    shape = (1, 16, 9, 9)
+    w1, w2, w3 = (rng.normal(0, 0.3, s).astype(np.float32) for s in ((16, 16, 1, 1), (16, 16, 3, 3), (8, 16, 1, 1)))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1] * 4),
+             helper.make_node("Sum", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Conv", ["r", "w3"], ["y"])]
+    g = helper.make_graph(nodes, "res", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in (("w1", w1), ("w2", w2), ("w3", w3))])
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)])
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    b, y = _compile_run(q, "native", x, tmp_path, name="x")
+    adds = [l for l in b.layers if l["algo"] == "q8-add"]
+    assert len(adds) == 1 and adds[0]["details"]["kernel"] == "q8_add_f32", [l["algo"] for l in b.layers]
+    assert [l["algo"] for l in b.layers].count("q8-dequantize") == 1
+    assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
 @pytest.mark.parametrize("div,pool", [(6.0, dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
                                       (0.7, dict(kernel_shape=[2, 2], strides=[2, 2]))])
 def test_float_maxpool_after_rising_chain_runs_on_bytes(div, pool, tmp_path):

@@ -85,6 +85,39 @@ def test_quantize_quotient_is_the_division(isa, request):
             assert bad.size == 0, (isa, s, z, x[bad[:5]], y[bad[:5]], want[bad[:5]])
 
 
+class AddF(ctypes.Structure):
+    _fields_ = [(k, ctypes.c_int32) for k in ("za", "zb", "zy", "qmin", "qmax")] + \
+               [(k, ctypes.c_float) for k in ("sa", "sb", "sy")]
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_add_f32_is_the_float_qdq(isa, request):
+    """q8_add_f32 = DequantizeLinear -> Add -> QuantizeLinear in float32, bit for bit: every pair of bytes (the
+    vector steps and the tail), scales that make many exact and near ties, clamps (a fused ReLU), a tiny and a
+    huge output scale."""
+    lib_ = request.getfixturevalue({"scalar": "lib", "avx2": "lib_avx2", "avx512": "lib_avx512"}[isa])
+    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
+    b = np.tile(np.arange(256, dtype=np.uint8), 256)
+    cases = [(0.05, 0.02, 0.1, 128, 128, 128, 0, 255), (0.25, 0.5, 0.25, 3, 250, 7, 0, 255),
+             (0.0371, 0.0123, 0.0456, 0, 10, 0, 0, 255), (0.02, 0.02, 0.04, 128, 128, 100, 100, 255),
+             (1.0, 1.0, 1.0, 100, 100, 128, 20, 200), (3e-9, 4e-9, 1e-30, 0, 0, 128, 0, 255), (1e-3, 2e-3, 1e30, 5, 6, 9, 0, 255)]
+    for sa, sb, sy, za, zb, zy, lo, hi in cases:
+        sa, sb, sy = np.float32(sa), np.float32(sb), np.float32(sy)
+        with np.errstate(all="ignore"):
+            v = (a.astype(np.int32) - za).astype(np.float32) * sa + (b.astype(np.int32) - zb).astype(np.float32) * sb
+            want = np.clip(np.rint(v / sy) + np.float32(zy), lo, hi).astype(np.uint8)
+        y = np.empty(a.size, np.uint8)
+        p = AddF(za, zb, zy, lo, hi, sa, sb, sy)
+        lib_.q8_add_f32(ctypes.c_size_t(a.size), a.ctypes.data_as(P), b.ctypes.data_as(P), ctypes.byref(p),
+                        y.ctypes.data_as(P))
+        bad = np.flatnonzero(y != want)
+        assert bad.size == 0, (isa, sa, sb, sy, a[bad[:4]], b[bad[:4]], y[bad[:4]], want[bad[:4]])
+        y2 = np.empty(37, np.uint8)  # a short run: the scalar tail alone
+        lib_.q8_add_f32(ctypes.c_size_t(37), a[:37].ctypes.data_as(P), b[:37].ctypes.data_as(P), ctypes.byref(p),
+                        y2.ctypes.data_as(P))
+        assert np.array_equal(y2, want[:37])
+
+
 def _ort(nodes, inputs, inits, outs, feeds, ms=False):
     opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
     g = helper.make_graph(nodes, "t", inputs, outs, [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
