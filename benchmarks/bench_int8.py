@@ -1,7 +1,9 @@
 """int8 and fp16 in edgec's compiled C vs edgec fp32 and onnxruntime fp32 / int8, same run, same
 thread count, median of --runs runs after warm-up (not a timed test).
 
-Test models: the digits CNN (batch 1) and ppocr cls (1x3x48x192). int8 = onnxruntime
+Test models: the digits CNN (batch 1) and ppocr cls (1x3x48x192); on request (--models) SqueezeNet 1.1 and
+ResNet-50 (1x3x224x224) from the onnx zoo with random variance-preserving weights as in bench_models.py,
+calibrated on 4 random inputs (speed only: their outputs mean nothing, the oracle check still holds). int8 = onnxruntime
 quantize_static QDQ, per-channel int8 weights, uint8 activations (ppocr: BN folded by onnxruntime's
 pre-processing, opset 13); "7-bit" = the same with reduce_range (weights within +-64, what
 `edgec optimize --target` picks for AVX2 without VNNI: edgec then runs its vpmaddubsw kernels). fp16 = edgec.optimizer's fp16 conversion (weights stored as fp16 in the
@@ -77,6 +79,18 @@ def models(work: Path, which: list[str]) -> dict:
         q, q7 = (quantize_qdq(f32, work / f"ppocr_int8{t}.onnx", "x", cal, t == "_7bit") for t in ("", "_7bit"))
         out["ppocr"] = (f32, q, q7, "x", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32))
         evals["ppocr"] = (out["ppocr"][4], None)
+    for name in ("squeezenet", "resnet50"):
+        if name not in which:
+            continue
+        from bench_models import engine_model  # randomized weights: needs pytest (the test extra)
+        path, _ = engine_model(name, work)
+        quant_pre_process(str(path), str(work / f"{name}_pre.onnx"), skip_symbolic_shape=True)
+        f32 = work / f"{name}_pre.onnx"
+        iname = onnx.load(str(f32)).graph.input[0].name
+        cal = [rng.standard_normal((1, 3, 224, 224)).astype(np.float32) for _ in range(4)]
+        q, q7 = (quantize_qdq(f32, work / f"{name}_int8{t}.onnx", iname, cal, t == "_7bit") for t in ("", "_7bit"))
+        out[name] = (f32, q, q7, iname, rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
+        evals[name] = (out[name][4], None)
     for name, (f32, q, q7, iname, x) in list(out.items()):
         h = work / f"{name}_fp16.onnx"
         onnx.save(convert(onnx.load(str(f32)), []), str(h))
