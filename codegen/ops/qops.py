@@ -43,7 +43,7 @@ def emit_qmaxpool(node: Node, ctx: EmitContext) -> str:
     if ctx.target.arch == "x86_64" and "avx512bw" in ctx.target.features:  # any window (its own fallback)
         fn = "q8_maxpool__avx512"
         ctx.require("q8-eltwise/q8-maxpool-avx512.c")
-    elif k == [2, 2] and s == [2, 2] and d == [1, 1] and ctx.target.arch == "x86_64":  # else the portable code
+    elif ctx.target.arch == "x86_64":  # else the portable code
         if "avx2" in ctx.target.features:
             fn = "q8_maxpool__avx2"
             ctx.require("q8-eltwise/q8-maxpool-avx2.c")

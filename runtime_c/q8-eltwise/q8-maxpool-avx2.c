@@ -1,6 +1,8 @@
-/* Int8 2x2 stride-2 MaxPool (windows inside the image) with AVX2: the max of a row pair, then of
- * adjacent bytes as u16 halves, 16 outputs per step; a short tail goes through a copy.
- * Other shapes: the portable q8_maxpool. */
+/* Int8 MaxPool with AVX2. 2x2 stride 2 (windows inside the image): the max of a row pair, then of adjacent
+ * bytes as u16 halves, 16 outputs per step; a short tail goes through a copy. Any other window with horizontal
+ * stride 1 or 2 and no horizontal dilation: as q8-maxpool-avx512.c (rows max-ed first, stride 2 in u16 lanes),
+ * whole vectors only while their loads stay inside the row, the rest one output at a time. Other shapes: the
+ * portable q8_maxpool. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -13,10 +15,117 @@ static inline __m128i pool16(__m256i a, __m256i b)
     return _mm_packus_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
+#define Q8_POOL_MAX_KH 16
+
+/* one output, window clipped to the image */
+static uint8_t pool1(const q8_pool_shape *s, const uint8_t *xc, int oh, int ow)
+{
+    int m = 0;
+    for (int i = 0; i < s->kh; i++) {
+        const int ih = oh * s->sh + i * s->dh - s->pt;
+        if (ih < 0 || ih >= s->H)
+            continue;
+        for (int j = 0; j < s->kw; j++) {
+            const int iw = ow * s->sw + j * s->dw - s->pl;
+            if (iw >= 0 && iw < s->W && xc[(size_t)ih * s->W + iw] > m)
+                m = xc[(size_t)ih * s->W + iw];
+        }
+    }
+    return (uint8_t)m;
+}
+
+/* outputs [0, n) of a row whose windows lie inside the image, rows r[], `room` bytes readable from r[i]:
+ * returns how many were done (whole vectors) */
+static size_t row_s1(const uint8_t *const *r, int kh, int kw, size_t n, size_t room, uint8_t *yr)
+{
+    size_t o = 0;
+    for (; o + 32 <= n && o + 32 + (size_t)kw - 1 <= room; o += 32) {
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < kw; j++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(r[0] + o + j));
+            for (int i = 1; i < kh; i++)
+                v = _mm256_max_epu8(v, _mm256_loadu_si256((const __m256i *)(r[i] + o + j)));
+            acc = _mm256_max_epu8(acc, v);
+        }
+        _mm256_storeu_si256((__m256i *)(yr + o), acc);
+    }
+    return o;
+}
+
+static size_t row_s2(const uint8_t *const *r, int kh, int kw, size_t n, size_t room, uint8_t *yr)
+{
+    const __m256i lo = _mm256_set1_epi16(0xFF);
+    const size_t last = 2 * (size_t)((kw - 1) / 2) + 32; /* bytes a step reads past 2 o */
+    size_t o = 0;
+    for (; o + 16 <= n && 2 * o + last <= room; o += 16) {
+        __m256i acc = _mm256_setzero_si256();
+        for (int t = 0; 2 * t < kw; t++) { /* word q: taps 2t, 2t + 1 of output o + q */
+            __m256i v = _mm256_loadu_si256((const __m256i *)(r[0] + 2 * o + 2 * t));
+            for (int i = 1; i < kh; i++)
+                v = _mm256_max_epu8(v, _mm256_loadu_si256((const __m256i *)(r[i] + 2 * o + 2 * t)));
+            acc = _mm256_max_epu16(acc, _mm256_and_si256(v, lo));
+            if (2 * t + 1 < kw)
+                acc = _mm256_max_epu16(acc, _mm256_srli_epi16(v, 8));
+        }
+        _mm_storeu_si128((__m128i *)(yr + o), _mm_packus_epi16(_mm256_castsi256_si128(acc),
+                                                               _mm256_extracti128_si256(acc, 1)));
+    }
+    return o;
+}
+
+static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
+{
+    const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo, span = s->kw - 1;
+    int lo = (s->pl + s->sw - 1) / s->sw, hi = W - span + s->pl > 0 ? (W - span + s->pl - 1) / s->sw + 1 : 0;
+    hi = hi < Wo ? hi : Wo;
+    lo = lo < hi ? lo : hi;
+    for (int p = 0; p < s->batch * s->C; p++) {
+        const uint8_t *xc = x + (size_t)p * H * W;
+        for (int oh = 0; oh < Ho; oh++) {
+            uint8_t *yr = y + ((size_t)p * Ho + oh) * Wo;
+            const int ih0 = oh * s->sh - s->pt, inside = ih0 >= 0 && ih0 + (s->kh - 1) * s->dh < H;
+            int ow = 0;
+            if (inside && hi > lo) {
+                const uint8_t *r[Q8_POOL_MAX_KH];
+                const int c0 = lo * s->sw - s->pl; /* the first vector output's first column */
+                for (int i = 0; i < s->kh; i++)
+                    r[i] = xc + (size_t)(ih0 + i * s->dh) * W + (size_t)c0;
+                for (; ow < lo; ow++)
+                    yr[ow] = pool1(s, xc, oh, ow);
+                const size_t room = (size_t)(W - c0), n = (size_t)(hi - lo);
+                ow += (int)(s->sw == 1 ? row_s1(r, s->kh, s->kw, n, room, yr + lo)
+                                       : row_s2(r, s->kh, s->kw, n, room, yr + lo));
+                if (ow < hi) { /* inside the image, short of a whole vector: one step over copies of the rows */
+                    uint8_t buf[Q8_POOL_MAX_KH][96], out[32]; /* 32 + kw bytes a row: kw <= 64 */
+                    const uint8_t *t[Q8_POOL_MAX_KH];
+                    const size_t c = (size_t)(ow - lo) * (size_t)s->sw, m = (size_t)(hi - ow);
+                    const size_t len = (m - 1) * (size_t)s->sw + (size_t)s->kw; /* the window's bytes */
+                    for (int i = 0; i < s->kh; i++) {
+                        memcpy(buf[i], r[i] + c, len);
+                        memset(buf[i] + len, 0, sizeof buf[i] - len); /* read only by discarded lanes */
+                        t[i] = buf[i];
+                    }
+                    if (s->sw == 1)
+                        row_s1(t, s->kh, s->kw, 32, sizeof buf[0], out);
+                    else
+                        row_s2(t, s->kh, s->kw, 16, sizeof buf[0], out);
+                    memcpy(yr + ow, out, m);
+                    ow = hi;
+                }
+            }
+            for (; ow < Wo; ow++)
+                yr[ow] = pool1(s, xc, oh, ow);
+        }
+    }
+}
+
 void q8_maxpool__avx2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
     if (!q8_maxpool_is_2x2s2(s)) {
-        q8_maxpool(s, x, y);
+        if ((s->sw == 1 || s->sw == 2) && s->dw == 1 && s->kh <= Q8_POOL_MAX_KH && s->kw <= 64)
+            pool_strided(s, x, y);
+        else
+            q8_maxpool(s, x, y);
         return;
     }
     const size_t H = (size_t)s->H, W = (size_t)s->W, Ho = (size_t)s->Ho, Wo = (size_t)s->Wo;
