@@ -32,7 +32,8 @@ MNNConvert; a converter that cannot take the QDQ model is reported with its erro
 --rounds N measures only edgec's own builds (fp32, 8-bit int8, 7-bit int8 of each model), built once and run
 one after the other in each of N rounds, the order reversed every other round, so a change in the host's load
 reaches all of them alike. Each round takes the median of the bench program's per-run CPU time (--runs runs
-after warm-up; with one thread that leaves out the time others ran) per build; the table gives each build's
+after warm-up; with one thread that leaves out the time others ran; with more, wall-clock time, as CPU time would
+count the pool's spinning) per build; the table gives each build's
 median and fastest round and the per-round fp32 / int8 ratio's median, spread (min-max) and quartiles, with
 the load average seen at the start of the rounds.
 """
@@ -109,7 +110,9 @@ def edgec_ms(model: Path, out: Path, target: str, shapes: dict, threads: int, ru
 
 
 def _cpu_ms(bench: Path, threads: int, runs: int, warmup: int) -> float:
-    return median(time_edgec(bench, threads, runs, warmup)["runs_cpu_ms"])
+    """One thread: CPU time (leaves out the time others ran); more: wall time (CPU time would add the pool's
+    waiting threads' spinning)."""
+    return median(time_edgec(bench, threads, runs, warmup)["runs_cpu_ms" if threads == 1 else "runs_ms"])
 
 
 def _quartiles(xs: list[float]) -> tuple[float, float]:
@@ -120,7 +123,8 @@ def _quartiles(xs: list[float]) -> tuple[float, float]:
 def interleaved(model_list: dict, work: Path, int8_target: str, threads: int, runs: int, rounds: int) -> None:
     """fp32 and int8 builds of each model run alternately over `rounds` rounds, CPU time per run."""
     print(f"edgec builds interleaved: {rounds} rounds (order reversed every other round), threads {threads}, "
-          f"median CPU ms of {runs} runs per build and round; int8 target {int8_target}\n")
+          f"median {'CPU' if threads == 1 else 'wall-clock'} ms of {runs} runs per build and round; "
+          f"int8 target {int8_target}\n")
     print("| model | load (1 min) | fp32 median / fastest | int8 median / fastest | fp32 / int8: median | "
           "min-max | quartiles |")
     print("|---|---|---|---|---|---|---|")
