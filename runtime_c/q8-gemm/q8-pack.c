@@ -51,10 +51,10 @@ static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
     size_t n = 0;
 #if defined(__AVX512BW__)
     const __m512i fz = _mm512_set1_epi8((char)flip);
+#define Q8_ROW64(r) _mm512_xor_si512(_mm512_loadu_si512((r) + n), fz)
     for (; n + 64 <= N; n += 64)
-        interleave4_64(_mm512_xor_si512(_mm512_loadu_si512(r0 + n), fz), _mm512_xor_si512(_mm512_loadu_si512(r1 + n), fz),
-                       _mm512_xor_si512(_mm512_loadu_si512(r2 + n), fz), _mm512_xor_si512(_mm512_loadu_si512(r3 + n), fz),
-                       dst + n * 4);
+        interleave4_64(Q8_ROW64(r0), Q8_ROW64(r1), Q8_ROW64(r2), Q8_ROW64(r3), dst + n * 4);
+#undef Q8_ROW64
 #endif
 #if defined(__SSE2__)
     const __m128i f = _mm_set1_epi8((char)flip);
