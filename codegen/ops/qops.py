@@ -7,6 +7,7 @@ import numpy as np
 
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
+from edgec.codegen.ops import _par
 from edgec.codegen.ops.pool import window_pads
 from edgec.codegen.ops.qpack import act_clamp, quantize_multiplier, to_u8_domain
 from edgec.codegen.ops.quant import _scalar, lut_kernel, qaddf_params
@@ -49,9 +50,14 @@ def emit_qmaxpool(node: Node, ctx: EmitContext) -> str:
             ctx.require("q8-eltwise/q8-maxpool-avx2.c")
     ctx.require(*FILES)
     ctx.note(algo="q8-maxpool", macs=y.size * k[0] * k[1], kernel=fn)
-    shape = ", ".join(str(v) for v in (x.shape[0], x.shape[1], x.shape[2], x.shape[3], k[0], k[1], s[0], s[1],
-                                       d[0], d[1], b[0], b[1], y.shape[2], y.shape[3]))
-    return (f"const q8_pool_shape s = {{{shape}}};\n"
+    planes, hw, hwo = x.shape[0] * x.shape[1], x.shape[2] * x.shape[3], y.shape[2] * y.shape[3]
+    rest = ", ".join(str(v) for v in (x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], b[0], b[1],
+                                      y.shape[2], y.shape[3]))
+    # planes among the threads: a window's bytes cost about a float's worth of vector work per 16 outputs
+    if _par.split(ctx, planes, y.size * k[0] * k[1] // 16):
+        return (f"const q8_pool_shape s = {{1, (int)(ec_e - ec_b), {rest}}};\n"
+                f"{fn}(&s, (const uint8_t *){ctx.ptr(x)} + ec_b * {hw}u, (uint8_t *){ctx.ptr(y)} + ec_b * {hwo}u);\n")
+    return (f"const q8_pool_shape s = {{1, {planes}, {rest}}};\n"
             f"{fn}(&s, (const uint8_t *){ctx.ptr(x)}, (uint8_t *){ctx.ptr(y)});\n")
 
 
@@ -70,6 +76,9 @@ def emit_qgap(node: Node, ctx: EmitContext) -> str:
             f"{zy}, (uint8_t *){ctx.ptr(y)});\n")
 
 
+LUT_BLOCK = 4096  # bytes per parallel item of a table lookup (a multiple of every kernel's 64-byte step)
+
+
 @register("EcQLut")
 def emit_qlut(node: Node, ctx: EmitContext) -> str:
     x, lut = node.inputs[0], node.inputs[1]
@@ -77,6 +86,11 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
     fn = lut_kernel(ctx)
     ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
     if lut.size == 256:
+        if _par.split(ctx, _par.flat_items(y.size, LUT_BLOCK), y.size // 4):  # blocks among the threads
+            return (f"{{\n    const size_t b_ = ec_b * {LUT_BLOCK}u, e_ = ec_e * {LUT_BLOCK}u < {y.size}u ? "
+                    f"ec_e * {LUT_BLOCK}u : {y.size}u;\n"
+                    f"    {fn}(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {ctx.ptr(lut)}, "
+                    f"(uint8_t *){ctx.ptr(y)} + b_);\n}}\n")
         return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
     # one table per channel ([C, 256], codegen/ops/qlut.py) over NC... planes
     C = lut.shape[0]

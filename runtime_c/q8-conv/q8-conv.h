@@ -25,8 +25,8 @@ static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
     return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s) + 32;
 }
 
-/* pool may be NULL (serial); with threads the GEMM of each group is split over 32-pixel chunks
- * (packing stays on the calling thread). */
+/* pool may be NULL (serial); with threads the GEMM of each group is split over 32-pixel chunks, and its packing
+ * (from 64 KB packed) over channels / groups of 4 input rows. */
 void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 
 /* Y[rows][M] = A[rows][K] x B, B given as W[M][K] = B^T packed by q8_pack_w; scratch holds

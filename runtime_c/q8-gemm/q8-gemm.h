@@ -32,6 +32,9 @@ static inline size_t q8_pack_w_bytes(size_t M, size_t K) { return (M + 3) / 4 * 
 void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp);
 /* X [K][N] (rows x_stride apart) -> [K4][NP][4]; flip = 0x80 for signed-X kernels, else 0. */
 void q8_pack_x(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t flip, uint8_t *Xp);
+/* its k4 groups [k4b, k4e) (a share for one thread) */
+void q8_pack_x_k4(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t flip, uint8_t *Xp, size_t k4b,
+                  size_t k4e);
 
 typedef struct {
     int C, H, W;          /* input of one group */
@@ -49,6 +52,10 @@ static inline size_t q8_im2col_wp(const q8_conv_shape *s) { return (size_t)(s->W
  * correction); then 4 k-rows at a time are interleaved straight into place. */
 void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,
                     uint8_t *Xp, uint8_t *tmp);
+/* its two steps, for shares among threads: the padded copy of channels [c0, c1) into tmp, then the k4 groups
+ * [k4b, k4e) from a complete padded copy */
+void q8_im2col_pad(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *tmp, int c0, int c1);
+void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *tmp, size_t k4b, size_t k4e);
 
 void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                          size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

@@ -145,8 +145,14 @@ static size_t pack4_s2_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t 
 
 void q8_pack_x(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t flip, uint8_t *Xp)
 {
-    const size_t np = q8_pack_np(N), K4 = (K + 3) / 4;
-    for (size_t k4 = 0; k4 < K4; k4++) {
+    q8_pack_x_k4(K, N, X, x_stride, flip, Xp, 0, (K + 3) / 4);
+}
+
+void q8_pack_x_k4(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t flip, uint8_t *Xp, size_t k4b,
+                  size_t k4e)
+{
+    const size_t np = q8_pack_np(N);
+    for (size_t k4 = k4b; k4 < k4e; k4++) {
         uint8_t *dst = Xp + k4 * np * 4;
         const uint8_t *r[4];
         for (size_t j = 0; j < 4; j++)  /* rows past K read row 0: their weights are zero */
@@ -159,10 +165,12 @@ void q8_pack_x(size_t K, size_t N, const uint8_t *X, size_t x_stride, uint8_t fl
     }
 }
 
-/* The group's input padded with the zero point: every tap of the kernel window is then in bounds. */
-static void pad_input(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *dst, size_t hp, size_t wp)
+/* The group's input padded with the zero point (channels [c0, c1)): every tap of the kernel window is then in
+ * bounds. */
+void q8_im2col_pad(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *dst, int c0, int c1)
 {
-    for (int c = 0; c < s->C; c++)
+    const size_t hp = q8_im2col_hp(s), wp = q8_im2col_wp(s);
+    for (int c = c0; c < c1; c++)
         for (size_t r = 0; r < hp; r++) {
             uint8_t *d = dst + ((size_t)c * hp + r) * wp;
             const int ih = (int)r - s->pt;
@@ -189,10 +197,15 @@ static void pad_input(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uin
 void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,
                     uint8_t *Xp, uint8_t *tmp)
 {
+    q8_im2col_pad(s, x, pad, tmp, 0, s->C);
+    q8_im2col_k4(s, flip, Xp, tmp, 0, ((size_t)s->C * s->kh * s->kw + 3) / 4);
+}
+
+void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *tmp, size_t k4b, size_t k4e)
+{
     const size_t N = (size_t)s->Ho * s->Wo, np = q8_pack_np(N), K = (size_t)s->C * s->kh * s->kw;
     const size_t hp = q8_im2col_hp(s), wp = q8_im2col_wp(s), taps = (size_t)s->kh * s->kw;
-    pad_input(s, x, pad, tmp, hp, wp);
-    for (size_t k4 = 0; k4 < (K + 3) / 4; k4++) {
+    for (size_t k4 = k4b; k4 < k4e; k4++) {
         const uint8_t *b[4];
         for (size_t j = 0; j < 4; j++) { /* k = (c, i, jj); rows past K reuse k = 0 (zero weights) */
             const size_t k = k4 * 4 + j < K ? k4 * 4 + j : 0, c = k / taps, t = k % taps;

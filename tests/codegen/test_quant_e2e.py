@@ -190,6 +190,37 @@ def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
+def test_int8_split_ops_same_bytes_at_every_thread_count(tmp_path):
+    """With every layer split (learned hand-off 0): the int8 conv's packing (padding, im2col, 1x1 interleave),
+    the table lookups and the byte MaxPool over thread shares give the 1-thread bytes at 2 and 3 threads."""
+    from edgec.codegen import build_project
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.verifier import run_binary as run_threads
+
+    rng = np.random.default_rng(10)
+    shape = (1, 48, 40, 40)  # >= 64 KB packed for the 1x1 and the 3x3: their packing is split
+    w1, w2, w3 = (rng.normal(0, 0.2, s).astype(np.float32) for s in ((32, 48, 1, 1), (32, 48, 3, 3), (8, 64, 1, 1)))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1] * 4), helper.make_node("Relu", ["b"], ["br"]),
+             helper.make_node("Concat", ["ar", "br"], ["c"], axis=1),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w3"], ["y"])]
+    g = helper.make_graph(nodes, "fire", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in (("w1", w1), ("w2", w2), ("w3", w3))])
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(4)])
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    opts = CompileOptions(target="native", threads=3, learned=(("pool-job-us", 0.0),))
+    b = compile_model(q, tmp_path / "out", options=opts, input_shapes={"x": list(shape)})
+    assert "ec_b" in (b.dir / "model.c").read_text()  # the LUT / MaxPool bodies split
+    runner = build_project(b.dir, "native", jobs=2)["runner"]
+    got = {t: run_threads(runner, b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2, 3)}
+    assert np.array_equal(got[2], got[1]) and np.array_equal(got[3], got[1])
+    assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
 def test_residual_sum_runs_as_the_float_add(tmp_path):
     """Older ResNets add their residuals with a two-input Sum: it runs as the int8 Add (q8_add_f32, the float
     arithmetic of DequantizeLinear -> Sum -> Relu -> QuantizeLinear), not as a float island."""

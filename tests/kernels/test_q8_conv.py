@@ -28,6 +28,8 @@ CASES = [
     (5, 6, 66, 4, 5, 2, 2, 1, 1, np.int8),
     (3, 5, 200, 8, 3, 2, 1, 1, 1, np.uint8),  # rows of >= 64 stride-2 outputs: the AVX-512 im2col steps
     (2, 4, 150, 4, 5, 2, 2, 1, 1, np.int8),
+    (16, 20, 64, 8, 3, 1, 1, 1, 1, np.uint8),  # >= 64 KB packed: on 2 threads padding and im2col are split too
+    (64, 16, 80, 8, 1, 1, 0, 1, 1, np.int8),   # and the pointwise interleave
 ]
 
 
@@ -153,7 +155,7 @@ def test_q8_conv_stride2_im2col_clean_under_sanitizers(name, extra, tmp_path):
     exe = build(isa, tmp_path / "drv", ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c",
                                         "ec_threadpool.c", src], {"KERNEL": fn}, SANITIZE + extra)
     rng = np.random.default_rng(7)
-    for i, case in enumerate(CASES[-4:]):
+    for i, case in enumerate(CASES[-6:-2]):
         model, x, q = _model_and_data(case, rng)
         ref = exact_int8(model, {"x": x})[0]
         shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, bool(signed))
