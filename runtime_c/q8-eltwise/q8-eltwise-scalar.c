@@ -431,19 +431,7 @@ void q8_maxpool(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
     for (int p = 0; p < s->batch * s->C; p++) {
         const uint8_t *xc = x + (size_t)p * s->H * s->W;
         for (int oh = 0; oh < s->Ho; oh++)
-            for (int ow = 0; ow < s->Wo; ow++) {
-                int m = 0;
-                for (int i = 0; i < s->kh; i++) {
-                    int ih = oh * s->sh + i * s->dh - s->pt;
-                    if (ih < 0 || ih >= s->H)
-                        continue;
-                    for (int j = 0; j < s->kw; j++) {
-                        int iw = ow * s->sw + j * s->dw - s->pl;
-                        if (iw >= 0 && iw < s->W && xc[ih * s->W + iw] > m)
-                            m = xc[ih * s->W + iw];
-                    }
-                }
-                y[((size_t)p * s->Ho + oh) * s->Wo + ow] = (uint8_t)m;
-            }
+            for (int ow = 0; ow < s->Wo; ow++)
+                y[((size_t)p * s->Ho + oh) * s->Wo + ow] = q8_maxpool1(s, xc, oh, ow);
     }
 }

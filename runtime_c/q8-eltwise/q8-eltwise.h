@@ -116,6 +116,31 @@ static inline int q8_maxpool_is_2x2s2(const q8_pool_shape *s)
     return s->kh == 2 && s->kw == 2 && s->sh == 2 && s->sw == 2 && s->dh == 1 && s->dw == 1 && s->pt == 0 &&
            s->pl == 0 && 2 * s->Ho <= s->H && 2 * s->Wo <= s->W;
 }
+/* one output of plane xc, the window clipped to the image (padding never wins a max of u8 values) */
+static inline uint8_t q8_maxpool1(const q8_pool_shape *s, const uint8_t *xc, int oh, int ow)
+{
+    int m = 0;
+    for (int i = 0; i < s->kh; i++) {
+        const int ih = oh * s->sh + i * s->dh - s->pt;
+        if (ih < 0 || ih >= s->H)
+            continue;
+        for (int j = 0; j < s->kw; j++) {
+            const int iw = ow * s->sw + j * s->dw - s->pl;
+            if (iw >= 0 && iw < s->W && xc[(size_t)ih * s->W + iw] > m)
+                m = xc[(size_t)ih * s->W + iw];
+        }
+    }
+    return (uint8_t)m;
+}
+/* the output columns [*lo, *hi) whose windows lie inside the image's columns */
+static inline void q8_maxpool_cols(const q8_pool_shape *s, int *lo, int *hi)
+{
+    const int span = (s->kw - 1) * s->dw;
+    int l = (s->pl + s->sw - 1) / s->sw, h = s->W - span + s->pl > 0 ? (s->W - span + s->pl - 1) / s->sw + 1 : 0;
+    h = h < s->Wo ? h : s->Wo;
+    *lo = l < h ? l : h;
+    *hi = h;
+}
 void q8_maxpool__avx512(const q8_pool_shape *s, const uint8_t *x, uint8_t *y); /* AVX-512BW */
 void q8_maxpool__avx2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
 

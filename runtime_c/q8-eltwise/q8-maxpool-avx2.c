@@ -17,23 +17,6 @@ static inline __m128i pool16(__m256i a, __m256i b)
 
 #define Q8_POOL_MAX_KH 16
 
-/* one output, window clipped to the image */
-static uint8_t pool1(const q8_pool_shape *s, const uint8_t *xc, int oh, int ow)
-{
-    int m = 0;
-    for (int i = 0; i < s->kh; i++) {
-        const int ih = oh * s->sh + i * s->dh - s->pt;
-        if (ih < 0 || ih >= s->H)
-            continue;
-        for (int j = 0; j < s->kw; j++) {
-            const int iw = ow * s->sw + j * s->dw - s->pl;
-            if (iw >= 0 && iw < s->W && xc[(size_t)ih * s->W + iw] > m)
-                m = xc[(size_t)ih * s->W + iw];
-        }
-    }
-    return (uint8_t)m;
-}
-
 /* outputs [0, n) of a row whose windows lie inside the image, rows r[], `room` bytes readable from r[i]:
  * returns how many were done (whole vectors) */
 static size_t row_s1(const uint8_t *const *r, int kh, int kw, size_t n, size_t room, uint8_t *yr)
@@ -75,10 +58,9 @@ static size_t row_s2(const uint8_t *const *r, int kh, int kw, size_t n, size_t r
 
 static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
-    const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo, span = s->kw - 1;
-    int lo = (s->pl + s->sw - 1) / s->sw, hi = W - span + s->pl > 0 ? (W - span + s->pl - 1) / s->sw + 1 : 0;
-    hi = hi < Wo ? hi : Wo;
-    lo = lo < hi ? lo : hi;
+    const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo;
+    int lo, hi; /* the outputs whose window columns lie inside the image */
+    q8_maxpool_cols(s, &lo, &hi);
     for (int p = 0; p < s->batch * s->C; p++) {
         const uint8_t *xc = x + (size_t)p * H * W;
         for (int oh = 0; oh < Ho; oh++) {
@@ -91,7 +73,7 @@ static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
                 for (int i = 0; i < s->kh; i++)
                     r[i] = xc + (size_t)(ih0 + i * s->dh) * W + (size_t)c0;
                 for (; ow < lo; ow++)
-                    yr[ow] = pool1(s, xc, oh, ow);
+                    yr[ow] = q8_maxpool1(s, xc, oh, ow);
                 const size_t room = (size_t)(W - c0), n = (size_t)(hi - lo);
                 ow += (int)(s->sw == 1 ? row_s1(r, s->kh, s->kw, n, room, yr + lo)
                                        : row_s2(r, s->kh, s->kw, n, room, yr + lo));
@@ -114,7 +96,7 @@ static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
                 }
             }
             for (; ow < Wo; ow++)
-                yr[ow] = pool1(s, xc, oh, ow);
+                yr[ow] = q8_maxpool1(s, xc, oh, ow);
         }
     }
 }

@@ -11,23 +11,6 @@
 
 #define Q8_POOL_MAX_KH 16
 
-/* one output, window clipped to the image */
-static uint8_t pool1(const q8_pool_shape *s, const uint8_t *xc, int oh, int ow)
-{
-    int m = 0;
-    for (int i = 0; i < s->kh; i++) {
-        const int ih = oh * s->sh + i * s->dh - s->pt;
-        if (ih < 0 || ih >= s->H)
-            continue;
-        for (int j = 0; j < s->kw; j++) {
-            const int iw = ow * s->sw + j * s->dw - s->pl;
-            if (iw >= 0 && iw < s->W && xc[(size_t)ih * s->W + iw] > m)
-                m = xc[(size_t)ih * s->W + iw];
-        }
-    }
-    return (uint8_t)m;
-}
-
 static inline __mmask64 first_bytes(size_t n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }
 
 /* outputs [o0, o1) of row oh, every window inside the image: rows r[0..kh) at the first output's first column */
@@ -73,11 +56,9 @@ static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *y
 
 static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
-    const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo, span = s->kw - 1;
-    /* outputs whose columns / rows lie inside the image: [lo, hi) */
-    int lo = (s->pl + s->sw - 1) / s->sw, hi = W - span + s->pl > 0 ? (W - span + s->pl - 1) / s->sw + 1 : 0;
-    hi = hi < Wo ? hi : Wo;
-    lo = lo < hi ? lo : hi;
+    const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo;
+    int lo, hi; /* the outputs whose window columns lie inside the image */
+    q8_maxpool_cols(s, &lo, &hi);
     for (int p = 0; p < s->batch * s->C; p++) {
         const uint8_t *xc = x + (size_t)p * H * W;
         for (int oh = 0; oh < Ho; oh++) {
@@ -85,20 +66,20 @@ static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
             const int ih0 = oh * s->sh - s->pt, inside = ih0 >= 0 && ih0 + (s->kh - 1) * s->dh < H;
             if (!inside || hi <= lo) {
                 for (int ow = 0; ow < Wo; ow++)
-                    yr[ow] = pool1(s, xc, oh, ow);
+                    yr[ow] = q8_maxpool1(s, xc, oh, ow);
                 continue;
             }
             const uint8_t *r[Q8_POOL_MAX_KH];
             for (int i = 0; i < s->kh; i++)
                 r[i] = xc + (size_t)(ih0 + i * s->dh) * W + (size_t)(lo * s->sw - s->pl);
             for (int ow = 0; ow < lo; ow++)
-                yr[ow] = pool1(s, xc, oh, ow);
+                yr[ow] = q8_maxpool1(s, xc, oh, ow);
             if (s->sw == 1)
                 row_s1(r, s->kh, s->kw, (size_t)(hi - lo), yr + lo);
             else
                 row_s2(r, s->kh, s->kw, (size_t)(hi - lo), yr + lo);
             for (int ow = hi; ow < Wo; ow++)
-                yr[ow] = pool1(s, xc, oh, ow);
+                yr[ow] = q8_maxpool1(s, xc, oh, ow);
         }
     }
 }

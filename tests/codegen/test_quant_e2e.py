@@ -161,6 +161,23 @@ def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
+def _fire_model(path, shape, e: int, out: int, std: float, rng):
+    """SqueezeNet's fire module in float: 1x1 and 3x3 expand convs (e channels each, ReLU), their Concat, a 3x3
+    stride-2 MaxPool, a 1x1 conv to `out` channels; saved to path."""
+    C = shape[1]
+    w1, w2, w3 = (rng.normal(0, std, s).astype(np.float32) for s in ((e, C, 1, 1), (e, C, 3, 3), (out, 2 * e, 1, 1)))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1] * 4), helper.make_node("Relu", ["b"], ["br"]),
+             helper.make_node("Concat", ["ar", "br"], ["c"], axis=1),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w3"], ["y"])]
+    g = helper.make_graph(nodes, "fire", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, k) for k, v in (("w1", w1), ("w2", w2), ("w3", w3))])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
 @pytest.mark.parametrize("acts", ["u8", "s8"])
 def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
     """SqueezeNet's fire module: Concat of two convs with their own output scales, quantized again. The float
@@ -169,17 +186,7 @@ def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
     equals the exact QDQ result (a 3x3 MaxPool after it runs on the bytes too)."""
     rng = np.random.default_rng(8)
     shape = (1, 8, 13, 13)
-    w1, w2, w3 = (rng.normal(0, 0.4, s).astype(np.float32) for s in ((16, 8, 1, 1), (16, 8, 3, 3), (4, 32, 1, 1)))
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Relu", ["a"], ["ar"]),
-             helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["b"], ["br"]),
-             helper.make_node("Concat", ["ar", "br"], ["c"], axis=1),
-             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
-             helper.make_node("Conv", ["p", "w3"], ["y"])]
-    g = helper.make_graph(nodes, "fire", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                          [numpy_helper.from_array(v, k) for k, v in (("w1", w1), ("w2", w2), ("w3", w3))])
-    src = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    src = _fire_model(tmp_path / "m.onnx", shape, 16, 4, 0.4, rng)
     q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)],
                  QuantType.QUInt8 if acts == "u8" else QuantType.QInt8)
     x = rng.normal(0, 1, shape).astype(np.float32)
@@ -199,17 +206,7 @@ def test_int8_split_ops_same_bytes_at_every_thread_count(tmp_path):
 
     rng = np.random.default_rng(10)
     shape = (1, 48, 40, 40)  # >= 64 KB packed for the 1x1 and the 3x3: their packing is split
-    w1, w2, w3 = (rng.normal(0, 0.2, s).astype(np.float32) for s in ((32, 48, 1, 1), (32, 48, 3, 3), (8, 64, 1, 1)))
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Relu", ["a"], ["ar"]),
-             helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1] * 4), helper.make_node("Relu", ["b"], ["br"]),
-             helper.make_node("Concat", ["ar", "br"], ["c"], axis=1),
-             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
-             helper.make_node("Conv", ["p", "w3"], ["y"])]
-    g = helper.make_graph(nodes, "fire", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                          [numpy_helper.from_array(v, k) for k, v in (("w1", w1), ("w2", w2), ("w3", w3))])
-    src = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    src = _fire_model(tmp_path / "m.onnx", shape, 32, 8, 0.2, rng)
     q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(4)])
     x = rng.normal(0, 1, shape).astype(np.float32)
     opts = CompileOptions(target="native", threads=3, learned=(("pool-job-us", 0.0),))
