@@ -182,11 +182,13 @@ void q8_dwconv_run_lut(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *lu
 
 void q8_dwconv__avx2(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 /* vpmaddubsw: exact only when every tap pair (0,1), (2,3), ... of each channel keeps the u8 x s8 pair
- * sum within int16 (all 7-bit weights; see q8-dwconv-avx2-maddubs.c) */
+ * sum within int16 (all 7-bit weights; see q8-dwconv-avx2-tmpl.h) */
 void q8_dwconv__avx2_maddubs(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 /* the same, where every consecutive tap pair (t, t+1), odd t too, fits the pair sum (every 7-bit weight set):
  * output rows that read the same image rows (maps shorter than the window) share their taps' interleaving */
 void q8_dwconv__avx2_maddubs_shared(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
+/* AVX-VNNI (VEX vpdpbusd): the maddubs kernels' tiling with an exact 4-tap step, any int8 weights */
+void q8_dwconv__avxvnni(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__neon(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 void q8_dwconv__avx512(const q8_dw_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch);
 /* AVX-512 VNNI + VBMI (horizontal stride/dilation 1; else the AVX-512BW kernel) */

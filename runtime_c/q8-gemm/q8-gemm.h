@@ -90,6 +90,9 @@ void q8_gemm_4x8__scalar_maddubs_add(size_t M, size_t N, size_t K4, const int8_t
                                      const struct q8_add_params_s *ap);
 void q8_gemm_4x16__avx512bw(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                             size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* AVX-VNNI (VEX vpdpbusd, ymm): exact on any int8 weights */
+void q8_gemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                           size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
 /* 8 rows x 32 pixels (16 accumulators) */
 void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                               size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

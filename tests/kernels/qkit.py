@@ -53,6 +53,8 @@ ISAS = {
     "avx2": Isa("avx2", "gcc", ("-mavx2", "-mfma", "-mf16c"), (), ("avx2", "fma", "f16c")),
     "avx512vnni": Isa("avx512vnni", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl",
                                             "-mavx512vnni"), (), ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")),
+    # AVX-VNNI without any AVX-512 flag: what an Alder Lake / N100 build compiles to
+    "avxvnni": Isa("avxvnni", "gcc", ("-mavx2", "-mfma", "-mf16c", "-mavxvnni"), (), ("avx2", "fma", "avx_vnni")),
     "avx512": Isa("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl"), (),
                   ("avx512f", "avx512bw", "avx512vl")),
     "avx512vbmi": Isa("avx512vbmi", "gcc", ("-mavx512f", "-mavx512bw", "-mavx512vbmi"), (),

@@ -12,7 +12,7 @@ from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 from test_q8_conv import _model_and_data
 
 VARIANTS = {"scalar": "q8_dwconv__scalar", "avx2": "q8_dwconv__avx2", "avx512": "q8_dwconv__avx512",
-            "avx512vnni": "q8_dwconv__avx512vnni", "neon": "q8_dwconv__neon"}
+            "avx512vnni": "q8_dwconv__avx512vnni", "neon": "q8_dwconv__neon", "avxvnni": "q8_dwconv__avxvnni"}
 C16 = "q8_dwconv_c16__avx512vnni"  # 16 channels in the lanes; fp32 requantization only (else the VNNI kernel)
 VBMI = ("-mavx512vbmi",)  # the VNNI depthwise kernel also needs vpermb
 # (C, H, W, k, stride, pad, dilation, xdtype)
@@ -38,9 +38,10 @@ def _require(name):
 
 
 @pytest.mark.parametrize("name,extra", [("avx2", ()), ("avx2", SANITIZE), ("avx512", ()), ("avx512", SANITIZE),
-                                        ("avx512vnni", ()), ("avx512vnni", SANITIZE), ("neon", ())],
+                                        ("avx512vnni", ()), ("avx512vnni", SANITIZE), ("neon", ()), ("avxvnni", ()),
+                                        ("avxvnni", SANITIZE)],
                          ids=["avx2", "avx2-asan-ubsan", "avx512", "avx512-asan-ubsan", "avx512vnni",
-                              "avx512vnni-asan-ubsan", "neon"])
+                              "avx512vnni-asan-ubsan", "neon", "avxvnni", "avxvnni-asan-ubsan"])
 def test_q8_dwconv_matches_reference(name, extra, tmp_path):
     isa = ISAS[name]
     extra = extra + _require(name)
@@ -153,14 +154,16 @@ def test_q8_dwconv_vs_exact_qlinearconv(name, tmp_path):
         assert np.abs(y - ref.astype(np.int16)).max() <= 1, case
 
 
-LUTS = {"scalar": "q8_lut", "avx2": "q8_lut__avx2", "avx2_maddubs": "q8_lut__avx2", "neon": "q8_lut__neon"}
+LUTS = {"scalar": "q8_lut", "avx2": "q8_lut__avx2", "avx2_maddubs": "q8_lut__avx2", "avxvnni": "q8_lut__avx2",
+        "neon": "q8_lut__neon"}
 LUT_FILES = {"q8_lut__avx2": ["q8-eltwise/q8-lut-avx2.c"], "q8_lut__neon": ["q8-eltwise/q8-lut-neon.c"], "q8_lut": []}
 
 
 @pytest.mark.parametrize("name,extra", [("scalar", ()), ("avx2", SANITIZE), ("avx2_maddubs", ()),
-                                        ("avx2_maddubs", SANITIZE), ("neon", ()), ("c16", SANITIZE)],
-                         ids=["scalar", "avx2-asan-ubsan", "avx2_maddubs", "avx2_maddubs-asan-ubsan", "neon",
-                              "c16-asan-ubsan"])
+                                        ("avx2_maddubs", SANITIZE), ("avxvnni", SANITIZE), ("neon", ()),
+                                        ("c16", SANITIZE)],
+                         ids=["scalar", "avx2-asan-ubsan", "avx2_maddubs", "avx2_maddubs-asan-ubsan",
+                              "avxvnni-asan-ubsan", "neon", "c16-asan-ubsan"])
 def test_q8_dwconv_fused_lut_matches_separate_pass(name, extra, tmp_path):
     """The depthwise driver with a fused table (per chunk of channels, 1 and 2 threads) equals the kernel
     followed by the scalar table pass."""

@@ -55,7 +55,8 @@ def test_q8_gspc_fp32_requant_matches_reference(name, extra, tmp_path):
 
 @pytest.mark.parametrize("target,isa,w7,kernel", [
     ("x86_64-avx512-vnni", "avx512vnni", False, None), ("x86_64-avx2", "avx2", False, "q8_gspc_o8__avx2"),
-    ("x86_64-avx2", "avx2", True, "q8_gspc_o8__avx2_maddubs")], ids=["vnni", "avx2", "avx2-7bit"])
+    ("x86_64-avx2", "avx2", True, "q8_gspc_o8__avx2_maddubs"),
+    ("x86_64-avx2-vnni", "avxvnni", True, "q8_gspc_o8__avx2_maddubs")], ids=["vnni", "avx2", "avx2-7bit", "avxvnni-7bit"])
 @pytest.mark.parametrize("case", [(16, 9, 9, 32, 3, 1, 1, 1, 4, np.uint8), (12, 8, 11, 6, 3, 2, 1, 1, 2, np.int8),
                                   (18, 7, 13, 30, 3, 1, 2, 2, 3, np.uint8)])
 def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, w7, kernel, tmp_path, monkeypatch):
@@ -109,3 +110,7 @@ def test_choose_int8_conv_avx2_gspc_kernels():
         assert pick(3136, "q8_gspc_o8__avx2") == "q8-gspc"
     with using(CompileOptions(q8conv="q8-gemm")):
         assert pick(16, "q8_gspc_o8__avx2_maddubs") == "q8-gemm"
+    # AVX-VNNI: 8-bit weights take the vpdpbusd GEMM at any size, 7-bit ones keep the vpmaddubsw GSPC kernel
+    v = get_target("x86_64-avx2-vnni")
+    vpick = (lambda px, kern: costmodel.choose_int8_conv(v, 32, 32, 2, (3, 3), px, gspc=True, gspc_kernel=kern).algo)
+    assert vpick(16, "q8_gspc_o8__avx2") == "q8-gemm" and vpick(3136, "q8_gspc_o8__avx2_maddubs") == "q8-gspc"
