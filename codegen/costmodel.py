@@ -41,8 +41,9 @@ SPARSE_BREAK_EVEN = {
 SPARSE_BLOCKS = ("4x4", "1x4", "4x1", "1x1")
 # int8 (4x1 blocks, q8-spmm) vs the int8 dense GEMM, same layer and protocol (C microbenchmark of the two
 # kernels, 1x1 conv 128->128 at 28x28): AVX2 0.70 (vs the AVX2 GEMM), AVX-512BW 0.70, VNNI 0.90 (the
-# VNNI GEMM is 2x the AVX2 one). NEON: estimate, not measured.
-Q8_SPARSE_BREAK_EVEN = {"avx2": 0.70, "avx512": 0.70, "avx512vnni": 0.90, "neon": 0.70}
+# VNNI GEMM is 2x the AVX2 one). AVX-VNNI (ymm vpdpbusd against the AVX2 sparse kernel): the AVX-512 VNNI ratio,
+# an estimate. NEON: estimate, not measured.
+Q8_SPARSE_BREAK_EVEN = {"avx2": 0.70, "avx512": 0.70, "avx512vnni": 0.90, "avxvnni": 0.90, "neon": 0.70}
 
 
 @functools.lru_cache(maxsize=4)
@@ -117,6 +118,10 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
             return Choice("q8-gemm", f"{groups} groups, {pixels} pixels, 8-bit weights on AVX2: the packed GEMM "
                           f"(measured faster than the vpmaddwd GSPC kernel above {Q8_GSPC_VPMADDWD_MAX_PX} pixels)",
                           {"macs": macs})
+        if gspc_kernel == "q8_gspc_o8__avx2" and "avx_vnni" in target.features:
+            # the vpmaddwd GSPC kernel tied the vpmaddwd GEMM at <= 64 pixels; vpdpbusd does twice its products
+            return Choice("q8-gemm", f"{groups} groups, 8-bit weights on AVX-VNNI: the vpdpbusd GEMM (twice the "
+                          f"products per instruction of the vpmaddwd GSPC kernel)", {"macs": macs})
         return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, a tile of output channels per register",
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group
@@ -507,6 +512,8 @@ def fit_sparse(target, samples) -> dict[str, float]:
 
 def _q8_family(target) -> str:
     fam = _isa_family(target)
+    if fam == "avx2" and "avx_vnni" in target.features:
+        return "avxvnni"
     return "avx512vnni" if fam == "avx512" and "avx512_vnni" in target.features else fam
 
 

@@ -93,7 +93,8 @@ def detect_native(arch: str | None = None, flags: frozenset[str] | None = None) 
                 return "x86_64-avx512-vnni"
             return "x86_64-avx512"
         if "avx2" in flags and "fma" in flags:
-            return "x86_64-avx2"
+            # AVX-VNNI without AVX-512 (Alder Lake, N100): int8 GEMMs on VEX vpdpbusd, 8-bit weights
+            return "x86_64-avx2-vnni" if "avx_vnni" in flags else "x86_64-avx2"
         return "generic"
     if arch == "aarch64":
         return "aarch64-v82" if {"asimddp", "asimdhp"} <= flags else "aarch64-neon"

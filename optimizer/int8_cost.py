@@ -30,12 +30,17 @@ from edgec.optimizer.runner import session, with_outputs
 RATES = {
     "x86_64-avx2": {"gemm": (25.7, 19.9), "depthwise": (10.9, 16.2), "grouped": (19.5, 13.3)},
     "x86_64-avx2/7-bit": {"gemm": (25.7, 38.8), "depthwise": (10.9, 21.5), "grouped": (19.5, 13.2)},
+    # Intel Xeon Emerald Rapids running the x86_64-avx2-vnni build (AVX2 + AVX-VNNI on a Raptor Cove core, the
+    # Alder / Raptor Lake P-core), 29 Nov 2026, `bench_accuracy.py --rates --target x86_64-avx2-vnni`: 8-bit
+    # weights (grouped: the 7-bit GSPC kernel's rate; 8-bit grouped layers run the vpdpbusd GEMM, 60 GMAC/s)
+    "x86_64-avx2-vnni": {"gemm": (33.2, 60.6), "depthwise": (32.1, 33.5), "grouped": (23.5, 48.3)},
     # not measured per path here (no AVX-512 on this host): ppocr cls int8 0.428 ms vs fp32 0.708 ms
     "x86_64-avx512-vnni": {"gemm": (1.0, 1.65), "depthwise": (1.0, 1.65), "grouped": (1.0, 1.65)},
 }
 SOURCES = {
     "x86_64-avx2": "measured per kernel path on AMD Zen 3 (x86_64-avx2, 8-bit weights)",
     "x86_64-avx2/7-bit": "measured per kernel path on AMD Zen 3 (x86_64-avx2, 7-bit weights)",
+    "x86_64-avx2-vnni": "measured per kernel path on an Intel Xeon (Emerald Rapids) core running x86_64-avx2-vnni",
     "x86_64-avx512-vnni": "estimate: the whole-model ppocr cls int8/fp32 ratio (docs/benchmarks.md) for every path",
 }
 # ns per output element (same measurements)
@@ -54,7 +59,9 @@ def rates_for(target: str | None, reduce_range: bool) -> tuple[str | None, dict 
         t = get_target(target or "native")
     except Exception:
         return target, None
-    if t.isa == "avx2" and t.arch == "x86_64":
+    if t.isa == "avx2" and t.arch == "x86_64" and "avx_vnni" in t.features:
+        key = "x86_64-avx2-vnni"  # vpdpbusd: 8-bit weights at full rate, 7-bit ones gain nothing there
+    elif t.isa == "avx2" and t.arch == "x86_64":
         key = "x86_64-avx2/7-bit" if reduce_range else "x86_64-avx2"
     elif t.isa == "avx512" and "avx512_vnni" in t.features:
         key = "x86_64-avx512-vnni"

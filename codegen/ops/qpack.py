@@ -20,6 +20,7 @@ Q8_GEMM = {
     "avx2": ("q8_gemm_4x8__avx2", "q8-gemm/q8-gemm-4x8-avx2.c", False),
     "avx512": ("q8_gemm_4x16__avx512bw", "q8-gemm/q8-gemm-4x16-avx512bw.c", False),
     "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8-gemm/q8-gemm-8x32-avx512vnni.c", False),
+    "avxvnni": ("q8_gemm_4x16__avxvnni", "q8-gemm/q8-gemm-4x16-avxvnni.c", False),
     "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", True),
     "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", True),
 }
@@ -76,16 +77,29 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
         return Q8_GEMM["scalar"]
     if target.isa == "avx512" and "avx512_vnni" in target.features:
         return Q8_GEMM["avx512vnni"]
+    if avx_vnni(target):
+        return Q8_GEMM["avxvnni"]
     if target.isa == "avx512" and "avx512bw" not in target.features:
         return Q8_GEMM["avx2"]
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
 
 
-def maddubs_target(target) -> bool:
-    """x86 whose best q8 GEMM would be the vpmaddwd one: AVX2, or AVX-512 without BW / VNNI."""
+def maddubs_kernels(target) -> bool:
+    """x86 that runs the AVX2 vpmaddubsw kernels (GEMM, depthwise, GSPC): AVX2, or AVX-512 without BW."""
     if target.arch != "x86_64":
         return False
     return target.isa == "avx2" or (target.isa == "avx512" and "avx512bw" not in target.features)
+
+
+def avx_vnni(target) -> bool:
+    """AVX2 x86 with AVX-VNNI (VEX vpdpbusd on ymm): its int8 GEMM is exact on 8-bit weights."""
+    return target.arch == "x86_64" and target.isa == "avx2" and "avx_vnni" in target.features
+
+
+def maddubs_target(target) -> bool:
+    """x86 whose int8 GEMM without the vpmaddubsw kernel would be the vpmaddwd one (so 7-bit weights pay): AVX2
+    without AVX-VNNI, or AVX-512 without BW / VNNI."""
+    return maddubs_kernels(target) and not avx_vnni(target)
 
 
 def quantize_multiplier(scale: float) -> tuple[int, int]:

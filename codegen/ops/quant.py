@@ -14,9 +14,9 @@ from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, ceil4,
-                                     gemm_variant, maddubs_exact, maddubs_target, pack_w, requant_scales, row_params,
-                                     to_u8_domain)
+from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, avx_vnni,
+                                     ceil4, gemm_variant, maddubs_exact, maddubs_kernels, pack_w, requant_scales,
+                                     row_params, to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -25,6 +25,7 @@ DW_FILES = {"avx2": ("q8-dwconv/q8-dwconv-avx2.c",), "avx512": ("q8-dwconv/q8-dw
             "avx512vnni": ("q8-dwconv/q8-dwconv-avx512vnni.c", "q8-dwconv/q8-dwconv-avx512.c",
                            "q8-dwconv/q8-dwconv-c16-avx512vnni.c"),
             "neon": ("q8-dwconv/q8-dwconv-neon.c",), "avx2_maddubs": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",),
+            "avxvnni": ("q8-dwconv/q8-dwconv-avxvnni.c",),
             "avx2_maddubs_shared": ("q8-dwconv/q8-dwconv-avx2-maddubs.c",)}
 
 
@@ -39,6 +40,8 @@ def _dw_isa(target) -> str:
         return "avx512vnni"
     if target.arch == "x86_64" and target.isa == "avx512" and "avx512bw" in target.features:
         return "avx512"
+    if avx_vnni(target):
+        return "avxvnni"
     if target.arch == "x86_64" and target.isa in ("avx2", "avx512"):
         return "avx2"
     return "neon" if target.arch == "aarch64" else "scalar"
@@ -280,7 +283,7 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
     isa = _dw_isa(ctx.target)
-    if isa == "avx2" and maddubs_target(ctx.target) and maddubs_exact(wq.reshape(C, -1)):
+    if isa == "avx2" and maddubs_kernels(ctx.target) and maddubs_exact(wq.reshape(C, -1)):
         isa = "avx2_maddubs"  # tap pairs cannot saturate vpmaddubsw's int16 sums (7-bit weights)
         if maddubs_exact(wq.reshape(C, -1)[:, 1:]):  # the odd pairs (t, t+1) too: output rows may share taps
             isa = "avx2_maddubs_shared"
@@ -382,7 +385,7 @@ def _gspc_variant(target, kpg: int = 16, wq: np.ndarray | None = None):
     if target.arch == "x86_64" and "avx512_vnni" in target.features:
         return GSPC["vnni-o8" if kpg <= 8 else "vnni"]  # <= 8 channels per group: ymm, no idle lanes
     if target.arch == "x86_64" and "avx2" in target.features:
-        if wq is not None and maddubs_target(target) and gspc_maddubs_exact(wq):
+        if wq is not None and maddubs_kernels(target) and gspc_maddubs_exact(wq):
             return GSPC["avx2-maddubs"]
         return GSPC["avx2"]
     return GSPC["neon"] if target.arch == "aarch64" else None

@@ -107,6 +107,8 @@ def test_targets_are_data():
     vnni = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "avx512vbmi", "avx2", "fma"}
     assert detect_native("x86_64", frozenset(vnni)) == "x86_64-avx512-vnni"
     assert detect_native("x86_64", frozenset({"avx2", "fma"})) == "x86_64-avx2"
+    assert detect_native("x86_64", frozenset({"avx2", "fma", "avx_vnni"})) == "x86_64-avx2-vnni"  # Alder Lake, N100
+    assert detect_native("x86_64", frozenset(vnni | {"avx_vnni"})) == "x86_64-avx512-vnni"
     assert detect_native("x86_64", frozenset({"sse2"})) == "generic"
     assert detect_native("aarch64", frozenset({"asimd"})) == "aarch64-neon"
     assert detect_native("aarch64", frozenset({"asimd", "asimddp", "asimdhp"})) == "aarch64-v82"

@@ -520,6 +520,31 @@ def test_reduce_range_model_runs_maddubs_gemm_exactly(digits_cnn, reduce_range, 
     assert abs((y.argmax(1) == labels).mean() - (ref.argmax(1) == labels).mean()) <= 1 / len(labels) + 1e-9
 
 
+def test_ppocr_8bit_on_avx_vnni_runs_vpdpbusd_kernels(ppocr_cls, tmp_path):
+    """x86_64-avx2-vnni (AVX-VNNI, no AVX-512): 8-bit weights, no 7-bit restriction. Every 1x1 conv runs the ymm
+    vpdpbusd GEMM and every depthwise layer the vpdpbusd depthwise kernel (with the HardSwish tables fused), the
+    output bit-identical to the scalar reference kernels' build and within 1 LSB of the exact QDQ result; the
+    optimizer keeps 8-bit weights for the target."""
+    from edgec.optimizer.quantize import reduce_range_for
+
+    assert not reduce_range_for("x86_64-avx2-vnni")[0] and reduce_range_for("x86_64-avx2")[0]
+    if not get_target("x86_64-avx2-vnni").runs_natively():
+        pytest.skip("this CPU lacks AVX-VNNI")
+    q = _ppocr_int8(ppocr_cls, tmp_path)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+    b, y = _compile_run(q, "x86_64-avx2-vnni", x, tmp_path / "vnni", name="x")
+    kernels = {l["algo"]: set() for l in b.layers}
+    for l in b.layers:
+        kernels[l["algo"]].add(l.get("details", {}).get("kernel"))
+    assert kernels["q8-dwconv"] == {"q8_dwconv__avxvnni"} and kernels["q8-gemm"] == {"q8_gemm_4x16__avxvnni"}, kernels
+    fused = [l["details"].get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
+    assert fused.count("q8_lut__avx2") == 8, fused
+    _, y_ref = _compile_run(q, "generic", x, tmp_path / "generic", name="x")
+    assert np.array_equal(y, y_ref)
+    ref = exact(q, {"x": x})
+    assert np.abs(y - ref).max() <= 1.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()
+
+
 def test_optimize_target_picks_7bit_weights(digits_cnn, tmp_path, capsys):
     """`edgec optimize --target x86_64-avx2` writes 7-bit weights (and says why); aarch64-neon and an explicit
     --full-range keep 8 bits; an unknown target is one clear error line."""
