@@ -16,9 +16,10 @@ interleaved rounds in the same run (fp32 ms / int8 ms, 1 thread).
 
 --rates measures what optimizer/int8_cost.py's RATES hold: per-layer profiles (minimum of 5 runs) of fp32,
 int8 8-bit and int8 7-bit builds of both models, MAC rates per kernel path and ns per element of the rest.
+--target builds for another target this CPU runs (x86_64-avx2-vnni on an AVX-512 host, say) instead of native.
 
-    python benchmarks/bench_accuracy.py [--sets ppocr,digits] [--rounds 3] [--runs 50]
-    python benchmarks/bench_accuracy.py --rates
+    python benchmarks/bench_accuracy.py [--sets ppocr,digits] [--rounds 3] [--runs 50] [--target native]
+    python benchmarks/bench_accuracy.py --rates [--target x86_64-avx2-vnni]
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def _top1(path, data) -> float:
     return accuracy(predict(onnx.load(str(path)), data), data.labels)["top1"] * 100
 
 
+TARGET = ["native"]  # --target
+
+
 def _build(model: Path, d: Path, shape: list, profile: bool = False) -> Path:
     from edgec.codegen.project import compile_model
     from edgec.model import parse_input_shapes
@@ -90,7 +94,7 @@ def _build(model: Path, d: Path, shape: list, profile: bool = False) -> Path:
     out = d / ("c_" + model.stem + ("_prof" if profile else ""))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         compile_model(model, out, input_shapes=parse_input_shapes(shape[1:]) if shape else None, build=True,
-                      profile=profile)
+                      profile=profile, target=TARGET[0])
     return out / "bench"
 
 
@@ -152,7 +156,9 @@ def run_set(name: str, d: Path, rounds: int, runs: int) -> list[dict]:
 
 # --- --rates: the per-path MAC rates of optimizer/int8_cost.py ---
 
-PATHS = {"gemm": ("gemm-", "q8-gemm"), "depthwise": ("dwconv-", "q8-dwconv"), "grouped": ("gspc-", "q8-gspc")}
+# path -> (fp32 algo prefixes, int8 algo prefix); the fp32 1x1 convs of the channel-blocked layout are GEMMs too
+PATHS = {"gemm": (("gemm-", "conv1x1-"), "q8-gemm"), "depthwise": (("dwconv-",), "q8-dwconv"),
+         "grouped": (("gspc-",), "q8-gspc")}
 
 
 def _profile(bench: Path, n: int = 5) -> list[dict]:
@@ -205,11 +211,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--rates", action="store_true")
+    ap.add_argument("--target", default="native")
     a = ap.parse_args()
+    TARGET[0] = a.target
     logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's pre-processing hint
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model_name = next((ln.split(":", 1)[1].strip() for ln in cpu.splitlines() if ln.startswith("Model name")), "?")
-    print(f"host: {model_name}; load average at start: {Path('/proc/loadavg').read_text().split()[:3]}")
+    print(f"host: {model_name}; target {a.target}; load average at start: "
+          f"{Path('/proc/loadavg').read_text().split()[:3]}")
     with tempfile.TemporaryDirectory() as tmp:
         if a.rates:
             rates(Path(tmp))
