@@ -118,10 +118,6 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
             return Choice("q8-gemm", f"{groups} groups, {pixels} pixels, 8-bit weights on AVX2: the packed GEMM "
                           f"(measured faster than the vpmaddwd GSPC kernel above {Q8_GSPC_VPMADDWD_MAX_PX} pixels)",
                           {"macs": macs})
-        if gspc_kernel == "q8_gspc_o8__avx2" and "avx_vnni" in target.features:
-            # the vpmaddwd GSPC kernel tied the vpmaddwd GEMM at <= 64 pixels; vpdpbusd does twice its products
-            return Choice("q8-gemm", f"{groups} groups, 8-bit weights on AVX-VNNI: the vpdpbusd GEMM (twice the "
-                          f"products per instruction of the vpmaddwd GSPC kernel)", {"macs": macs})
         return Choice("q8-gspc", f"{groups} groups: GSPC, no im2col, a tile of output channels per register",
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group

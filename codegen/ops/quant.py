@@ -368,6 +368,7 @@ GSPC = {  # (C function, file, T_O, T_I)
     "vnni-o8": ("q8_gspc_o8__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 8, 4),
     "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
     "avx2-maddubs": ("q8_gspc_o8__avx2_maddubs", "q8-gspc/q8-gspc-o8-avx2-maddubs.c", 8, 4),
+    "avxvnni": ("q8_gspc_o8__avxvnni", "q8-gspc/q8-gspc-o8-avxvnni.c", 8, 4),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
@@ -384,6 +385,8 @@ def _gspc_variant(target, kpg: int = 16, wq: np.ndarray | None = None):
     """The target's int8 GSPC kernel; wq (the layer's weights) allows the vpmaddubsw one where it is exact."""
     if target.arch == "x86_64" and "avx512_vnni" in target.features:
         return GSPC["vnni-o8" if kpg <= 8 else "vnni"]  # <= 8 channels per group: ymm, no idle lanes
+    if avx_vnni(target):
+        return GSPC["avxvnni"]  # the maddubs kernel's tiling, exact on any weights
     if target.arch == "x86_64" and "avx2" in target.features:
         if wq is not None and maddubs_kernels(target) and gspc_maddubs_exact(wq):
             return GSPC["avx2-maddubs"]

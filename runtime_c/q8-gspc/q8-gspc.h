@@ -58,6 +58,8 @@ void q8_gspc_o8__avx2(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uin
  * weights [ceil(K_PG/8)][ceil(cpg/4)][kh][kw][8][4]; scratch: slices of q8_gspc_scratch_bytes */
 void q8_gspc_o8__avx2_maddubs(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch,
                               ec_pool *pool);
+/* the same tiling with VEX vpdpbusd (AVX-VNNI): exact on any int8 weights */
+void q8_gspc_o8__avxvnni(const q8_gspc_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 
 /* pack one group's input (cpg x H x W) padded with zx into [cpg/4][hp][wp][4] */
 void q8_gspc_pack_input(const q8_gspc_params *p, const uint8_t *xg, uint8_t *dst);

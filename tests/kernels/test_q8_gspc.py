@@ -19,15 +19,17 @@ VARIANTS = {  # isa -> (function, file, T_O, T_I)
     "avx512vnni-o8": ("q8_gspc_o8__avx512vnni", "q8-gspc/q8-gspc-o16-avx512vnni.c", 8, 4),
     "avx2": ("q8_gspc_o8__avx2", "q8-gspc/q8-gspc-o8-avx2.c", 8, 2),
     "avx2-maddubs": ("q8_gspc_o8__avx2_maddubs", "q8-gspc/q8-gspc-o8-avx2-maddubs.c", 8, 4),
+    "avxvnni": ("q8_gspc_o8__avxvnni", "q8-gspc/q8-gspc-o8-avxvnni.c", 8, 4),
     "neon": ("q8_gspc_o8__neon", "q8-gspc/q8-gspc-o8-neon.c", 8, 1),
 }
 
 
 @pytest.mark.parametrize("name,extra", [("avx512vnni", ()), ("avx512vnni", SANITIZE), ("avx512vnni-o8", ()),
                                         ("avx512vnni-o8", SANITIZE), ("avx2", ()), ("avx2", SANITIZE),
-                                        ("avx2-maddubs", ()), ("avx2-maddubs", SANITIZE), ("neon", ())],
+                                        ("avx2-maddubs", ()), ("avx2-maddubs", SANITIZE), ("neon", ()),
+                                        ("avxvnni", ()), ("avxvnni", SANITIZE)],
                          ids=["vnni", "vnni-asan-ubsan", "vnni-o8", "vnni-o8-asan-ubsan", "avx2", "avx2-asan-ubsan",
-                              "avx2-maddubs", "avx2-maddubs-asan-ubsan", "neon-a72"])
+                              "avx2-maddubs", "avx2-maddubs-asan-ubsan", "neon-a72", "avxvnni", "avxvnni-asan-ubsan"])
 def test_q8_gspc_matches_reference(name, extra, tmp_path):
     isa = ISAS[name.split("-")[0]]
     require(isa)
@@ -56,7 +58,7 @@ def test_q8_gspc_fp32_requant_matches_reference(name, extra, tmp_path):
 @pytest.mark.parametrize("target,isa,w7,kernel", [
     ("x86_64-avx512-vnni", "avx512vnni", False, None), ("x86_64-avx2", "avx2", False, "q8_gspc_o8__avx2"),
     ("x86_64-avx2", "avx2", True, "q8_gspc_o8__avx2_maddubs"),
-    ("x86_64-avx2-vnni", "avxvnni", True, "q8_gspc_o8__avx2_maddubs")], ids=["vnni", "avx2", "avx2-7bit", "avxvnni-7bit"])
+    ("x86_64-avx2-vnni", "avxvnni", False, "q8_gspc_o8__avxvnni")], ids=["vnni", "avx2", "avx2-7bit", "avxvnni"])
 @pytest.mark.parametrize("case", [(16, 9, 9, 32, 3, 1, 1, 1, 4, np.uint8), (12, 8, 11, 6, 3, 2, 1, 1, 2, np.int8),
                                   (18, 7, 13, 30, 3, 1, 2, 2, 3, np.uint8)])
 def test_q8_gspc_model_vs_exact_qlinearconv(case, target, isa, w7, kernel, tmp_path, monkeypatch):
@@ -110,7 +112,9 @@ def test_choose_int8_conv_avx2_gspc_kernels():
         assert pick(3136, "q8_gspc_o8__avx2") == "q8-gspc"
     with using(CompileOptions(q8conv="q8-gemm")):
         assert pick(16, "q8_gspc_o8__avx2_maddubs") == "q8-gemm"
-    # AVX-VNNI: 8-bit weights take the vpdpbusd GEMM at any size, 7-bit ones keep the vpmaddubsw GSPC kernel
+    # AVX-VNNI: its vpdpbusd GSPC kernel at any size, whatever the weights
+    from edgec.codegen.ops.quant import _gspc_variant
     v = get_target("x86_64-avx2-vnni")
-    vpick = (lambda px, kern: costmodel.choose_int8_conv(v, 32, 32, 2, (3, 3), px, gspc=True, gspc_kernel=kern).algo)
-    assert vpick(16, "q8_gspc_o8__avx2") == "q8-gemm" and vpick(3136, "q8_gspc_o8__avx2_maddubs") == "q8-gspc"
+    assert _gspc_variant(v, 8, np.zeros((8, 4, 3, 3), np.int8))[0] == "q8_gspc_o8__avxvnni"
+    assert costmodel.choose_int8_conv(v, 32, 32, 2, (3, 3), 3136, gspc=True,
+                                      gspc_kernel="q8_gspc_o8__avxvnni").algo == "q8-gspc"
