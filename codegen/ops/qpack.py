@@ -137,7 +137,8 @@ def pack_w(w: np.ndarray) -> np.ndarray:
 # kernels whose requantization can run in fp32 (q8_rq.scale / q8_dw_params.scale; runtime_c/q8-requant): the
 # AVX-512 ones, where the fixed-point path's 64-bit multiplies and shifts compete with vpdpbusd for a port
 # (the VNNI GEMM on ppocr cls's 1x1 shapes at K <= 32: 1.1-1.5x; docs/benchmarks.md, int8 on the VNNI host)
-FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_4x16__avx512bw", "q8_dwconv__avx512vnni",
+FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_4x16__avx512bw", "q8_gemm_4x16__avxvnni",
+                             "q8_dwconv__avx512vnni",
                              "q8_dwconv__avx512", "q8_dwconv_c16__avx512vnni", "q8_gspc_o16__avx512vnni",
                              "q8_gspc_o8__avx512vnni", "q8_gemv__avx512vnni"})
 

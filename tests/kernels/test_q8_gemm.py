@@ -42,10 +42,11 @@ def test_q8_gemm_matches_reference(name, tmp_path):
     assert "3240/3240 cases match" in r.stdout
 
 
-@pytest.mark.parametrize("name,extra", [("avx512", ()), ("avx512vnni", ()), ("avx512vnni", SANITIZE)],
-                         ids=["avx512", "avx512vnni", "avx512vnni-asan-ubsan"])
+@pytest.mark.parametrize("name,extra", [("avx512", ()), ("avx512vnni", ()), ("avx512vnni", SANITIZE), ("avxvnni", ()),
+                                        ("avxvnni", SANITIZE)],
+                         ids=["avx512", "avx512vnni", "avx512vnni-asan-ubsan", "avxvnni", "avxvnni-asan-ubsan"])
 def test_q8_gemm_fp32_requant_matches_reference(name, extra, tmp_path):
-    """rq.scale set: the AVX-512 kernels' fp32 requantization bit-exact against q8_rq1 (ties included)."""
+    """rq.scale set: the AVX-512 and AVX-VNNI kernels' fp32 requantization bit-exact against q8_rq1 (ties included)."""
     isa = ISAS[name]
     require(isa)
     fn, src, signed = VARIANTS[name]
