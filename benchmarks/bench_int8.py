@@ -8,7 +8,8 @@ quantize_static QDQ, per-channel int8 weights, uint8 activations (ppocr: BN fold
 pre-processing, opset 13); "7-bit" = the same with reduce_range (weights within +-64, what
 `edgec optimize --target` picks for AVX2 without VNNI: edgec then runs its vpmaddubsw kernels). fp16 = edgec.optimizer's fp16 conversion (weights stored as fp16 in the
 compiled model, fp32 arithmetic). The int8 target is the best this CPU has: x86_64-avx512-vnni when
-/proc/cpuinfo lists avx512_vnni, else native.
+/proc/cpuinfo lists avx512_vnni, else native; `--target T` builds fp32 and int8 for T instead (a target this CPU
+runs: x86_64-avx2-vnni or x86_64-avx2 on an AVX-512 host, as a stand-in for a core without AVX-512).
 
 Accuracy (second table) is measured against the exact QDQ arithmetic of the int8 model (edgec verify's
 int8 oracle: onnxruntime with graph optimizations off), the same on every CPU: max error of edgec's
@@ -120,17 +121,18 @@ def _quartiles(xs: list[float]) -> tuple[float, float]:
     return s[(len(s) - 1) // 4], s[(3 * (len(s) - 1) + 3) // 4]
 
 
-def interleaved(model_list: dict, work: Path, int8_target: str, threads: int, runs: int, rounds: int) -> None:
+def interleaved(model_list: dict, work: Path, int8_target: str, threads: int, runs: int, rounds: int,
+                fp32_target: str = "native") -> None:
     """fp32 and int8 builds of each model run alternately over `rounds` rounds, CPU time per run."""
     print(f"edgec builds interleaved: {rounds} rounds (order reversed every other round), threads {threads}, "
           f"median {'CPU' if threads == 1 else 'wall-clock'} ms of {runs} runs per build and round; "
-          f"int8 target {int8_target}\n")
+          f"int8 target {int8_target}, fp32 target {fp32_target}\n")
     print("| model | load (1 min) | fp32 median / fastest | int8 median / fastest | fp32 / int8: median | "
           "min-max | quartiles |")
     print("|---|---|---|---|---|---|---|")
     for name, (f32, q, q7, _h, iname, x, _xe, _labels) in model_list.items():
         shapes = {iname: list(x.shape)}
-        builds = {"fp32": compile_model(f32, work / f"{name}_r32", target="native", build=True, input_shapes=shapes,
+        builds = {"fp32": compile_model(f32, work / f"{name}_r32", target=fp32_target, build=True, input_shapes=shapes,
                                         threads=threads).binaries["bench"]}
         for tag, qm in (("8-bit", q), ("7-bit", q7)):
             builds[tag] = compile_model(qm, work / f"{name}_r8{tag}", target=int8_target, build=True,
@@ -239,11 +241,16 @@ def main() -> None:
                     help="only edgec's fp32 and int8 builds, interleaved over this many rounds (CPU time)")
     ap.add_argument("--engine-lsb", type=float, default=16.0,
                     help="an engine more than this many output LSB off the exact QDQ result is not timed")
+    ap.add_argument("--target", default=None, help="build fp32 and int8 for this target (default: fp32 native, "
+                    "int8 the best this CPU has)")
     a = ap.parse_args()
     if a.micro:
         micro()
         return
-    int8_target = "x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native"
+    int8_target = a.target or ("x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native")
+    fp32_target = a.target or "native"
+    if a.target and not get_target(a.target).runs_natively():
+        ap.error(f"--target {a.target}: this CPU cannot run it")
     eng = [n.strip() for n in a.engines.split(",") if n.strip()]
     if eng:
         import engines as E
@@ -254,7 +261,8 @@ def main() -> None:
         ap.error("--rounds must be >= 0 and --runs >= 1")
     if a.rounds:
         with tempfile.TemporaryDirectory() as tmp:
-            interleaved(models(Path(tmp), a.models.split(",")), Path(tmp), int8_target, a.threads, a.runs, a.rounds)
+            interleaved(models(Path(tmp), a.models.split(",")), Path(tmp), int8_target, a.threads, a.runs, a.rounds,
+                        fp32_target)
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -262,13 +270,14 @@ def main() -> None:
         for name, (f32, q, q7, h, iname, x, xe, labels) in models(work, a.models.split(",")).items():
             shapes = {iname: list(x.shape)}
             base = {"ort_fp32": median(time_onnxruntime(f32, {iname: x}, a.threads, a.runs, 10))}
-            base["edgec_fp32"], base["w_fp32"] = edgec_ms(f32, work / f"{name}_e32", "native", shapes, a.threads, a.runs)
+            base["edgec_fp32"], base["w_fp32"] = edgec_ms(f32, work / f"{name}_e32", fp32_target, shapes, a.threads,
+                                                        a.runs)
             for tag, qm in (("", q), (" 7-bit", q7)):
                 r = dict(base, model=name + tag)
                 r["ort_int8"] = median(time_onnxruntime(qm, {iname: x}, a.threads, a.runs, 10))
                 r["edgec_int8"], r["w_int8"] = edgec_ms(qm, work / f"{name}_e8{tag.strip()}", int8_target, shapes,
                                                         a.threads, a.runs)
-                r["edgec_fp16w"], r["w_fp16"] = (edgec_ms(h, work / f"{name}_e16", "native", shapes, a.threads, a.runs)
+                r["edgec_fp16w"], r["w_fp16"] = (edgec_ms(h, work / f"{name}_e16", fp32_target, shapes, a.threads, a.runs)
                                                   if not tag else (None, None))
                 r.update(int8_accuracy(qm, work / f"{name}_acc{tag.strip()}", int8_target, iname, xe, labels))
                 r["edgec_int8_best"] = _BEST[work / f"{name}_e8{tag.strip()}"]
