@@ -23,17 +23,7 @@ static inline void out2_fp32(__m256i a0, __m256i a1, __m256i b0, __m256i b1, __m
     __m256i v = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ta, tb), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     if (clamp)
         v = _mm256_min_epu8(_mm256_max_epu8(v, lo), hi);
-    if (n >= 16) {
-        _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(v));
-        if (rows > 1)
-            _mm_storeu_si128((__m128i *)(y + y_stride), _mm256_extracti128_si256(v, 1));
-        return;
-    }
-    uint8_t t[32];
-    _mm256_storeu_si256((__m256i *)t, v);
-    memcpy(y, t, n);
-    if (rows > 1)
-        memcpy(y + y_stride, t + 16, n);
+    q8_store2x16_avx2(v, rows, n, y, y_stride);
 }
 
 #define Q8_VNNI_ROW(r)                                                                                  \

@@ -69,6 +69,22 @@ static inline __m256i q8_rq32_row(__m256i acc, const q8_rowrq *r)
     return _mm256_sra_epi32(_mm256_add_epi32(hi, r->rnd), r->cnt);
 }
 
+/* bytes of two rows (low half: row 0, high half: row 1; rows of them) to y and y + y_stride, the first n <= 16 */
+static inline void q8_store2x16_avx2(__m256i v, size_t rows, size_t n, uint8_t *y, size_t y_stride)
+{
+    if (n >= 16) {
+        _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(v));
+        if (rows > 1)
+            _mm_storeu_si128((__m128i *)(y + y_stride), _mm256_extracti128_si256(v, 1));
+        return;
+    }
+    uint8_t t[32];
+    _mm256_storeu_si256((__m256i *)t, v);
+    memcpy(y, t, n);
+    if (rows > 1)
+        memcpy(y + y_stride, t + 16, n);
+}
+
 /* q8_maddubs_out2 with the row constants given (zero point already added: saturating to int16 and
  * then to u8 clamps v + zp as adding it after the int16 step did); the clamp only for fused activations */
 static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m256i b1, const q8_rowrq *ra,
@@ -84,17 +100,7 @@ static inline void q8_maddubs_out2_rows(__m256i a0, __m256i a1, __m256i b0, __m2
         v = _mm256_min_epu8(_mm256_max_epu8(v, lo), hi);
     if (r) /* the residual Add on the conv's bytes while they are in a register */
         v = q8_add32_avx2(v, q8_load_res2(r, y_stride, rows, n), ak);
-    if (n >= 16) {
-        _mm_storeu_si128((__m128i *)y, _mm256_castsi256_si128(v));
-        if (rows > 1)
-            _mm_storeu_si128((__m128i *)(y + y_stride), _mm256_extracti128_si256(v, 1));
-        return;
-    }
-    uint8_t t[32];
-    _mm256_storeu_si256((__m256i *)t, v);
-    memcpy(y, t, n);
-    if (rows > 1)
-        memcpy(y + y_stride, t + 16, n);
+    q8_store2x16_avx2(v, rows, n, y, y_stride);
 }
 
 /* The 4-row block's constants from row m0 on: 1 when every stored row takes the short form */
