@@ -150,6 +150,8 @@ def choose_profile(rec: dict) -> tuple[str, str]:
         if {"asimddp", "asimdhp"} <= feats:
             return "pi5", "ARMv8.2 with dotprod and fp16 (no profile for this core; the closest)"
         return "pi4", "ARMv8.0 NEON (no profile for this core; the closest)"
+    elif arch == "x86_64" and {"avx2", "fma", "avx_vnni"} <= feats and "avx512f" not in feats:
+        return "x86-avxvnni", "x86-64 with AVX2, FMA and AVX-VNNI"
     elif arch == "x86_64" and {"avx2", "fma"} <= feats:
         return "x86-avx2", "x86-64 with AVX2 and FMA"
     raise EdgecError(f"no built-in profile fits {rec.get('device')}: {rec.get('arch') or 'unknown architecture'}"

@@ -13,7 +13,7 @@ from edgec.errors import EdgecError
 
 
 def test_builtin_profiles_are_complete():
-    assert {"pi3", "pi4", "pi5", "jetson-nano", "x86-avx2", "local", "pi-armv7"} <= set(profile_names())
+    assert {"pi3", "pi4", "pi5", "jetson-nano", "x86-avx2", "x86-avxvnni", "local", "pi-armv7"} <= set(profile_names())
     from edgec.codegen.targets import get_target
     for name in profile_names():
         p = get_profile(name)

@@ -217,5 +217,9 @@ def test_profile_chosen_from_a_probed_pi4():
     assert choose_profile({**rec, "userland_bits": 32})[0] == "pi-armv7"  # 64-bit kernel, 32-bit OS
     assert choose_profile({**rec, "cpu_part": "0xd4f"})[0] == "pi4"     # unknown ARMv8.0 core: closest
     assert choose_profile({**rec, "cpu_part": "0xd4f", "features": info["features"] + ["asimddp", "asimdhp"]})[0] == "pi5"
+    x86 = {**rec, "arch": "x86_64", "cpu_part": None, "features": ["sse4_2", "avx2", "fma"]}
+    assert choose_profile(x86)[0] == "x86-avx2"
+    assert choose_profile({**x86, "features": x86["features"] + ["avx_vnni"]})[0] == "x86-avxvnni"  # N100-class
+    assert choose_profile({**x86, "features": x86["features"] + ["avx_vnni", "avx512f"]})[0] == "x86-avx2"
     with pytest.raises(EdgecError, match="no built-in profile fits b: x86_64"):
         choose_profile({**rec, "arch": "x86_64", "cpu_part": None, "features": ["sse4_2"]})
