@@ -26,6 +26,25 @@ Q8_GEMM = {
 }
 
 
+# implicit GEMMs for stride-1 convs (runtime_c/q8-conv/q8-conv.h): the GEMM function -> its implicit form. Where the
+# padded input copy is read in place instead of the im2col (SqueezeNet's int8 3x3 convs: im2col was ~30% of them)
+Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni"}
+# output columns from which a kxk conv takes the implicit path: it computes wp - Wo = (kw - 1) * dw extra columns per
+# row, 2 of 14 for a 3x3 at 12 columns (ResNet's 7x7 maps, 2 of 9, keep the im2col: it is small there)
+Q8_IGEMM_MIN_WO = 12
+
+
+def pack_w_implicit(w: np.ndarray) -> np.ndarray:
+    """int8 conv weights [M][C][kh][kw] -> the implicit GEMM's packed weights: k = (c4, tap, 4 channels), channels
+    padded to a multiple of 4 with zero weights, then pack_w."""
+    m, c = w.shape[:2]
+    taps = w[0, 0].size
+    c4 = (c + 3) // 4
+    z = np.zeros((m, c4 * 4, taps), np.int8)
+    z[:, :c] = w.reshape(m, c, taps)
+    return pack_w(np.ascontiguousarray(z.reshape(m, c4, 4, taps).transpose(0, 1, 3, 2)).reshape(m, -1))
+
+
 # one-pixel convs / one-row GEMMs (runtime_c/q8-gemm/q8-gemv.h): ISA -> (function, file); the scalar
 # reference q8_gemv__scalar (q8-gemv-scalar.c) is what the tests compare each one with
 Q8_GEMV = {"avx2": ("q8_gemv__avx2", "q8-gemm/q8-gemv-avx2.c"),

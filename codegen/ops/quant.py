@@ -14,9 +14,9 @@ from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, act_clamp, add_multipliers, avx_vnni,
-                                     ceil4, gemm_variant, maddubs_exact, maddubs_kernels, pack_w, requant_scales,
-                                     row_params, to_u8_domain)
+from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM, Q8_IGEMM_MIN_WO, act_clamp,
+                                     add_multipliers, avx_vnni, ceil4, gemm_variant, maddubs_exact, maddubs_kernels,
+                                     pack_w, pack_w_implicit, requant_scales, row_params, to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -348,17 +348,27 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     wgs = [wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1) for j in range(g)]
     brs = [row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], signed)
            for j, wg in enumerate(wgs)]
-    wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w(wg) for wg in wgs]))
+    K = cg * k[0] * k[1]
+    hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
+    igemm = Q8_IGEMM.get(fn) if s == [1, 1] and k[0] * k[1] > 1 and Wo >= Q8_IGEMM_MIN_WO else None
+    if igemm:  # no im2col: the padded copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
+        c4n = (cg + 3) // 4
+        wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_implicit(wq[j * ocg:(j + 1) * ocg])
+                                                           for j in range(g)]))
+        scr = ctx.scratch(c4n * hp * wp_ * 4 + 4 * (32 + k[1] * d[1]) + 64 + ocg * Ho * wp_ + 4 * c4n * k[0] * k[1]
+                          + 64)
+        ctx.note(algo="q8-gemm", macs=macs, kernel=igemm, why=choice.why,
+                 im2col=f"none: the padded input read in place, {wp_ - Wo} extra columns a row")
+    else:
+        wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w(wg) for wg in wgs]))
+        scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32)  # packed + padded input
+        ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
     bp, mp, sp = (ctx.weight(f"{node.name}:{f}", np.concatenate([getattr(r, f) for r in brs]))
                   for f in ("bias", "mult", "shift"))
     scp = _scale_ptr(ctx, node.name, fn, np.concatenate([r.scale for r in brs]))
-    K = cg * k[0] * k[1]
-    hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
-    scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32)  # packed + padded input + slack
-    ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 

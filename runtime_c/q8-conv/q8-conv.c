@@ -55,6 +55,68 @@ static void gemm_chunk(void *ctx, size_t begin, size_t end)
     j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0, j->y_stride, j->rq);
 }
 
+static void pad4_task(void *ctx, size_t begin, size_t end)
+{
+    const pack_job *j = (const pack_job *)ctx;
+    q8_pack_pad4(&j->p->s, j->x, j->p->zx, j->p->flip, j->xp, begin, end);
+}
+
+typedef struct {
+    q8_igemm_fn igemm;
+    size_t M, N, K4;
+    const int8_t *wp;
+    const uint8_t *x;
+    const int32_t *koff;
+    uint8_t *y;
+    const q8_rq *rq;
+} igemm_job;
+
+static void igemm_chunk(void *ctx, size_t begin, size_t end)
+{
+    const igemm_job *j = (const igemm_job *)ctx;
+    const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
+    j->igemm(j->M, n1 - n0, j->K4, j->wp, j->x + n0 * 4, j->koff, j->y + n0, j->N, j->rq);
+}
+
+typedef struct {
+    const q8_conv_shape *s;
+    const uint8_t *ye; /* extended rows, wp pixels each */
+    uint8_t *y;
+} compact_job;
+
+static void compact_task(void *ctx, size_t begin, size_t end)
+{
+    const compact_job *j = (const compact_job *)ctx;
+    const size_t Ho = (size_t)j->s->Ho, Wo = (size_t)j->s->Wo, wp = q8_im2col_wp(j->s);
+    for (size_t m = begin; m < end; m++)
+        for (size_t oh = 0; oh < Ho; oh++)
+            memcpy(j->y + (m * Ho + oh) * Wo, j->ye + (m * Ho + oh) * wp, Wo);
+}
+
+/* The implicit GEMM over the padded copy (see q8-conv.h) for group input xg, output yg. */
+static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *yg, const q8_rq *rq, const int8_t *wg,
+                          uint8_t *scratch, ec_pool *pool)
+{
+    const q8_conv_shape *s = &p->s;
+    const size_t c4n = (size_t)(s->C + 3) / 4, taps = (size_t)s->kh * s->kw, hp = q8_im2col_hp(s);
+    const size_t wp = q8_im2col_wp(s), plane = hp * wp * 4, ne = (size_t)s->Ho * wp, pad = q8_conv_pad4_bytes(s);
+    uint8_t *xp = scratch, *ye = scratch + pad;
+    int32_t *koff = (int32_t *)(void *)(ye + (size_t)p->ocg * ne + (-(uintptr_t)(ye + (size_t)p->ocg * ne) & 3));
+    for (size_t c4 = 0; c4 < c4n; c4++) /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this */
+        for (size_t t = 0; t < taps; t++)
+            koff[c4 * taps + t] = (int32_t)(c4 * plane + ((t / s->kw) * s->dh * wp + (t % s->kw) * s->dw) * 4);
+    pack_job pj = {p, xg, xp, NULL};
+    if (ec_pool_threads(pool) <= 1 || c4n * plane < Q8_PACK_PAR_BYTES)
+        q8_pack_pad4(s, xg, p->zx, p->flip, xp, 0, c4n);
+    else
+        ec_parallel_for(pool, c4n, 1, pad4_task, &pj);
+    memset(xp + c4n * plane, p->zx ^ p->flip, pad - c4n * plane); /* what the last tiles read past the copy */
+    igemm_job j = {p->igemm, (size_t)p->ocg, ne, c4n * taps, wg, xp, koff, ye, rq};
+    ec_parallel_for(pool, (ne + Q8_CHUNK - 1) / Q8_CHUNK, 1, igemm_chunk, &j);
+    compact_job cj = {s, ye, yg};
+    ec_parallel_for(pool, (size_t)p->ocg, 1, compact_task, &cj);
+}
+
 void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool)
 {
     const q8_conv_shape *s = &p->s;
@@ -64,6 +126,13 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
     for (int b = 0; b < p->batch; b++)
         for (int g = 0; g < p->groups; g++) {
             const uint8_t *xg = x + ((size_t)b * p->groups + g) * in_g;
+            if (q8_conv_implicit(p)) {
+                const size_t wgi = q8_pack_w_bytes((size_t)p->ocg, (size_t)(s->C + 3) / 4 * 4 * s->kh * s->kw);
+                q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax,
+                            p->scale ? p->scale + g * mg : NULL};
+                conv_implicit(p, xg, y + ((size_t)b * p->groups + g) * out_g, &rq, p->wp + g * wgi, scratch, pool);
+                continue;
+            }
             pack_job pj = {p, xg, scratch, scratch + q8_pack_x_bytes(K, N)};
             if (ec_pool_threads(pool) <= 1 || q8_pack_x_bytes(K, N) < Q8_PACK_PAR_BYTES) {
                 if (is_pointwise(s))

@@ -20,17 +20,20 @@ static inline __m512i rq_pair(__m512i a0, __m512i a1, __m512i b0, __m512i b1, __
                                     q8_rq64_packs_fp32_avx512(a0, a1, b0, b1, sa, sb, zp16, lo, hi));
 }
 
-/* rows (4 or 8) x nv (1 or 2) 16-pixel vectors at n0; constant after inlining */
+/* rows (4 or 8) x nv (1 or 2) 16-pixel vectors at n0; constant after inlining. koff (implicit GEMM): k4 step k
+ * reads at Xp + koff[k] + 4 n0, else at Xp + (k np + n0) 4. */
 static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t mr, size_t N, size_t n0, size_t K4,
                                                        const int8_t *w0, const uint8_t *Xp, size_t np, uint8_t *Y,
-                                                       size_t y_stride, const q8_rq *rq, size_t m0)
+                                                       size_t y_stride, const q8_rq *rq, size_t m0,
+                                                       const int32_t *koff)
 {
     __m512i acc[8][2];
     for (int r = 0; r < rows; r++)
         acc[r][0] = acc[r][1] = _mm512_set1_epi32(rq->bias[m0 + (size_t)r]);
-    const uint8_t *x = Xp + n0 * 4;
+    const uint8_t *xs = Xp + n0 * 4;
     const int8_t *w1 = w0 + K4 * 16; /* rows 4..7: the next panel */
-    for (size_t k4 = 0; k4 < K4; k4++, x += np * 4) {
+    for (size_t k4 = 0; k4 < K4; k4++) {
+        const uint8_t *x = koff ? xs + koff[k4] : xs + k4 * np * 4;
         const __m512i x0 = _mm512_loadu_si512((const void *)x);
         const __m512i x1 = nv > 1 ? _mm512_loadu_si512((const void *)(x + 64)) : x0;
         for (int r = 0; r < rows; r++) {
@@ -71,8 +74,9 @@ static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t 
     }
 }
 
-void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
-                              size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+static inline __attribute__((always_inline)) void gemm(size_t M, size_t N, size_t K4, const int8_t *Wp,
+                                                       const uint8_t *Xp, size_t np, uint8_t *Y, size_t y_stride,
+                                                       const q8_rq *rq, const int32_t *koff)
 {
     for (size_t m0 = 0; m0 < M; m0 += 8) {
         const size_t mr = M - m0 < 8 ? M - m0 : 8;
@@ -81,14 +85,26 @@ void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, c
         /* np is a multiple of 16: a 32-pixel step must not read past it */
         if (mr > 4) {
             for (; n0 < N && n0 + 32 <= np; n0 += 32)
-                tile(8, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0);
+                tile(8, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
             if (n0 < N)
-                tile(8, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0);
+                tile(8, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
         } else {
             for (; n0 < N && n0 + 32 <= np; n0 += 32)
-                tile(4, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0);
+                tile(4, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
             if (n0 < N)
-                tile(4, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0);
+                tile(4, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
         }
     }
+}
+
+void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                              size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL);
+}
+
+void q8_igemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                               uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm(M, N, K4, Wp, x, q8_pack_np(N), Y, y_stride, rq, koff);
 }

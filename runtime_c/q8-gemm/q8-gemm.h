@@ -52,6 +52,10 @@ static inline size_t q8_im2col_wp(const q8_conv_shape *s) { return (size_t)(s->W
  * correction); then 4 k-rows at a time are interleaved straight into place. */
 void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,
                     uint8_t *Xp, uint8_t *tmp);
+/* The implicit GEMM's input (q8-conv.h): channels [4 c4b, 4 c4e) of one group's input, zero-point padded, as
+ * [C/4][hp][wp][4] (bytes past C: pad); flip as in q8_pack_x. */
+void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip, uint8_t *dst, size_t c4b,
+                  size_t c4e);
 /* its two steps, for shares among threads: the padded copy of channels [c0, c1) into tmp, then the k4 groups
  * [k4b, k4e) from a complete padded copy */
 void q8_im2col_pad(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *tmp, int c0, int c1);
@@ -93,6 +97,14 @@ void q8_gemm_4x16__avx512bw(size_t M, size_t N, size_t K4, const int8_t *Wp, con
 /* AVX-VNNI (VEX vpdpbusd, ymm): exact on any int8 weights */
 void q8_gemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                            size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* Implicit GEMM (q8_conv's stride-1 path): k4 step k of pixel n reads its 4 bytes at x + koff[k] + 4 n, the
+ * input read in place instead of packed; reads reach up to 128 bytes past the last pixel's. */
+typedef void (*q8_igemm_fn)(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                            uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_igemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                          uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_igemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                               uint8_t *Y, size_t y_stride, const q8_rq *rq);
 /* 8 rows x 32 pixels (16 accumulators) */
 void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                               size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

@@ -225,3 +225,37 @@ void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8
         memset(dst + N * 4, 0, (np - N) * 4);
     }
 }
+
+void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip, uint8_t *dst, size_t c4b,
+                  size_t c4e)
+{
+    const size_t hp = q8_im2col_hp(s), wp = q8_im2col_wp(s), W = (size_t)s->W, HW = (size_t)s->H * W;
+    const size_t pl = (size_t)s->pl < wp ? (size_t)s->pl : wp, wi = W < wp - pl ? W : wp - pl; /* columns copied */
+    const uint8_t pv = (uint8_t)(pad ^ flip);
+    for (size_t c4 = c4b; c4 < c4e; c4++) {
+        uint8_t *d0 = dst + c4 * hp * wp * 4;
+        const uint8_t *src[4];
+        int whole = 1; /* all 4 channels exist: rows interleaved by pack4_simd */
+        for (size_t j = 0; j < 4; j++) {
+            const size_t c = c4 * 4 + j;
+            src[j] = c < (size_t)s->C ? x + c * HW : NULL;
+            whole &= src[j] != NULL;
+        }
+        for (size_t r = 0; r < hp; r++) {
+            uint8_t *d = d0 + r * wp * 4;
+            const long ih = (long)r - s->pt;
+            if (ih < 0 || ih >= s->H) {
+                memset(d, pv, wp * 4);
+                continue;
+            }
+            memset(d, pv, pl * 4);
+            memset(d + (pl + wi) * 4, pv, (wp - pl - wi) * 4);
+            const size_t ro = (size_t)ih * W;
+            uint8_t *di = d + pl * 4;
+            size_t i = whole ? pack4_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro, wi, flip, di) : 0;
+            for (; i < wi; i++)
+                for (size_t j = 0; j < 4; j++)
+                    di[i * 4 + j] = src[j] ? (uint8_t)(src[j][ro + i] ^ flip) : pv;
+        }
+    }
+}

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgec.codegen.ops.qpack import pack_w, requant_scales, row_params, to_u8_domain
+from edgec.codegen.ops.qpack import pack_w, pack_w_implicit, requant_scales, row_params, to_u8_domain
 from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 from test_q8_gemm import VARIANTS
 
@@ -54,7 +54,7 @@ def _model_and_data(case, rng):
     return model, x, dict(w=w, w_s=w_s, x_s=x_s, y_s=y_s, x_zp=x_zp, y_zp=y_zp, b=b)
 
 
-def _problem_file(path, case, x, q, x_signed):
+def _problem_file(path, case, x, q, x_signed, implicit=False):
     C, H, W, OC, k, s, p, d, g, xdt = case
     Ho, Wo = ((H + 2 * p - d * (k - 1) - 1) // s + 1), ((W + 2 * p - d * (k - 1) - 1) // s + 1)
     zx, zy = to_u8_domain(q["x_zp"], xdt), to_u8_domain(q["y_zp"], xdt)
@@ -63,7 +63,8 @@ def _problem_file(path, case, x, q, x_signed):
     for j in range(g):
         wg = q["w"][j * ocg:(j + 1) * ocg].reshape(ocg, -1)
         rp = row_params(wg, q["b"][j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], x_signed)
-        blobs["w"].append(pack_w(wg).tobytes())
+        blobs["w"].append((pack_w_implicit(q["w"][j * ocg:(j + 1) * ocg]) if implicit and s == 1 else pack_w(wg))
+                          .tobytes())
         for key in ("bias", "mult", "shift"):
             blobs[key].append(getattr(rp, key).tobytes())
     hdr = [1, g, C // g, H, W, ocg, k, k, s, s, d, d, p, p, Ho, Wo, zy, 0, 255, zx, 0x80 if x_signed else 0]
@@ -108,6 +109,42 @@ def test_q8_conv_vs_exact_qlinearconv(name, drivers, tmp_path):
         diffs.append(d)
     allq = np.concatenate([d.ravel() for d in diffs])
     print(f"{name}: {allq.size} outputs, {np.mean(allq == 0) * 100:.3f}% equal to the exact reference, rest 1 LSB")
+
+
+IGEMMS = {"scalar": ("q8_gemm_4x8__scalar", "q8_igemm_4x8__scalar", ()),
+          "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8_igemm_8x32__avx512vnni", ()),
+          "avx512vnni-asan-ubsan": ("q8_gemm_8x32__avx512vnni", "q8_igemm_8x32__avx512vnni", SANITIZE)}
+# stride-1 cases of every kind the implicit path takes: channels not a multiple of 4, 1 channel, dilation, 5x5,
+# pads wider than the window's reach, kw = 1 (k x 1 pad-free), groups, maps narrower than a 32-pixel tile
+IMPLICIT_CASES = CASES + [
+    (5, 7, 19, 9, 3, 1, 1, 1, 1, np.uint8), (1, 12, 40, 4, 3, 1, 1, 1, 1, np.int8), (7, 9, 9, 6, 5, 1, 2, 1, 1, np.uint8),
+    (6, 13, 17, 12, 3, 1, 3, 2, 1, np.int8), (12, 6, 7, 8, 3, 1, 1, 1, 2, np.uint8), (33, 15, 30, 20, 3, 1, 1, 1, 1, np.uint8)]
+
+
+@pytest.mark.parametrize("name", list(IGEMMS))
+def test_q8_conv_implicit_gemm_vs_exact_qlinearconv(name, tmp_path):
+    """Stride-1 convs through the implicit GEMM (the padded copy read in place, extended rows compacted): within 1 LSB
+    of the exact QLinearConv, bit-identical with 1 and 2 threads and to the im2col path's bytes (same GEMM)."""
+    isa = ISAS["avx512vnni" if name.startswith("avx512vnni") else "scalar"]
+    require(isa)
+    gemm, igemm, extra = IGEMMS[name]
+    files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c",
+             "q8-gemm/q8-gemm-4x8-scalar.c"] + (["q8-gemm/q8-gemm-8x32-avx512vnni.c"] if gemm != "q8_gemm_4x8__scalar" else [])
+    exe = build(isa, tmp_path / "imp", files, {"KERNEL": gemm, "IGEMM": igemm}, extra)
+    ref_exe = build(isa, tmp_path / "ref", files, {"KERNEL": gemm}, extra)
+    rng = np.random.default_rng(9)
+    for i, case in enumerate(IMPLICIT_CASES):
+        model, x, q = _model_and_data(case, rng)
+        shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, False, implicit=True)
+        _problem_file(tmp_path / f"r{i}.bin", case, x, q, False)
+        outs = []
+        for tag, exe_, prob, threads in (("y", exe, "p", ()), ("t", exe, "p", ("2",)), ("z", ref_exe, "r", ())):
+            r = run(isa, exe_, str(tmp_path / f"{prob}{i}.bin"), str(tmp_path / f"{tag}{i}.bin"), *threads)
+            assert r.returncode == 0, (case, r.stderr[-3000:])
+            outs.append((tmp_path / f"{tag}{i}.bin").read_bytes())
+        assert outs[0] == outs[1] == outs[2], case
+        y = np.frombuffer(outs[0], np.uint8).reshape(shape).astype(np.int16) - (128 if case[-1] == np.int8 else 0)
+        assert np.abs(y - exact_int8(model, {"x": x})[0].astype(np.int16)).max() <= 1, case
 
 
 def _qlinearconv_int(case, x, q):

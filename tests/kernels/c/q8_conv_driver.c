@@ -1,4 +1,5 @@
-/* Runs q8_conv with the GEMM variant KERNEL on a problem read from argv[1]; writes y to argv[2].
+/* Runs q8_conv with the GEMM variant KERNEL (and, where IGEMM is defined, its implicit form for stride-1 layers,
+ * whose weights the file then holds in that layout) on a problem read from argv[1]; writes y to argv[2].
  * File: int32 header[21] = batch groups C H W ocg kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx flip,
  * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8).
  * Optional argv[3]: threads. */
@@ -29,8 +30,13 @@ int main(int argc, char **argv)
         return 2;
     q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
                         h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
-                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL};
-    const size_t K = (size_t)p.s.C * p.s.kh * p.s.kw, mg = ((size_t)p.ocg + 3) / 4 * 4;
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL};
+#ifdef IGEMM
+    p.igemm = IGEMM;
+#endif
+    const size_t K = q8_conv_implicit(&p) ? (size_t)(p.s.C + 3) / 4 * 4 * p.s.kh * p.s.kw
+                                          : (size_t)p.s.C * p.s.kh * p.s.kw;
+    const size_t mg = ((size_t)p.ocg + 3) / 4 * 4;
     p.wp = slurp(f, q8_pack_w_bytes((size_t)p.ocg, K) * (size_t)p.groups);
     p.bias = slurp(f, 4 * mg * (size_t)p.groups);
     p.mult = slurp(f, 4 * mg * (size_t)p.groups);
