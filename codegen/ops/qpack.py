@@ -28,21 +28,37 @@ Q8_GEMM = {
 
 # implicit GEMMs for stride-1 convs (runtime_c/q8-conv/q8-conv.h): the GEMM function -> its implicit form. Where the
 # padded input copy is read in place instead of the im2col (SqueezeNet's int8 3x3 convs: im2col was ~30% of them)
-Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni"}
+Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni", "q8_gemm_4x16__avxvnni": "q8_igemm_4x16__avxvnni",
+            "q8_gemm_4x16__avx2_maddubs": "q8_igemm_4x16__avx2_maddubs"}
 # output columns from which a kxk conv takes the implicit path: it computes wp - Wo = (kw - 1) * dw extra columns per
 # row, 2 of 14 for a 3x3 at 12 columns (ResNet's 7x7 maps, 2 of 9, keep the im2col: it is small there)
 Q8_IGEMM_MIN_WO = 12
 
 
-def pack_w_implicit(w: np.ndarray) -> np.ndarray:
-    """int8 conv weights [M][C][kh][kw] -> the implicit GEMM's packed weights: k = (c4, tap, 4 channels), channels
-    padded to a multiple of 4 with zero weights, then pack_w."""
+def implicit_matrix(w: np.ndarray) -> np.ndarray:
+    """int8 conv weights [M][C][kh][kw] -> the implicit GEMM's weight matrix [M][K]: k = (c4, tap, 4 channels),
+    channels padded to a multiple of 4 with zero weights."""
     m, c = w.shape[:2]
     taps = w[0, 0].size
     c4 = (c + 3) // 4
     z = np.zeros((m, c4 * 4, taps), np.int8)
     z[:, :c] = w.reshape(m, c, taps)
-    return pack_w(np.ascontiguousarray(z.reshape(m, c4, 4, taps).transpose(0, 1, 3, 2)).reshape(m, -1))
+    return np.ascontiguousarray(z.reshape(m, c4, 4, taps).transpose(0, 1, 3, 2)).reshape(m, -1)
+
+
+def pack_w_implicit(w: np.ndarray) -> np.ndarray:
+    """The implicit GEMM's packed weights (implicit_matrix, then pack_w)."""
+    return pack_w(implicit_matrix(w))
+
+
+def igemm_variant(fn: str, w: np.ndarray, groups: int) -> str | None:
+    """The implicit form of GEMM fn for conv weights [M][C/g][kh][kw], or None. The vpmaddubsw kernel pairs
+    neighbouring k, which the implicit order changes: its pair bound is checked again in that order."""
+    ig = Q8_IGEMM.get(fn)
+    if ig is None or fn != Q8_GEMM_MADDUBS[0]:
+        return ig
+    ocg = w.shape[0] // groups
+    return ig if all(maddubs_exact(implicit_matrix(w[j * ocg:(j + 1) * ocg])) for j in range(groups)) else None
 
 
 # one-pixel convs / one-row GEMMs (runtime_c/q8-gemm/q8-gemv.h): ISA -> (function, file); the scalar

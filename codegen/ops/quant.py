@@ -14,9 +14,9 @@ from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM, Q8_IGEMM_MIN_WO, act_clamp,
-                                     add_multipliers, avx_vnni, ceil4, gemm_variant, maddubs_exact, maddubs_kernels,
-                                     pack_w, pack_w_implicit, requant_scales, row_params, to_u8_domain)
+from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM_MIN_WO, act_clamp,
+                                     add_multipliers, avx_vnni, ceil4, gemm_variant, igemm_variant, maddubs_exact,
+                                     maddubs_kernels, pack_w, pack_w_implicit, requant_scales, row_params, to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -234,7 +234,7 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
     ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
     shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL}};\n"
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL}};\n"
             f"const q8_add_params ap = {qadd_params(add, mine)};\n"
             f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
@@ -350,7 +350,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
            for j, wg in enumerate(wgs)]
     K = cg * k[0] * k[1]
     hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
-    igemm = Q8_IGEMM.get(fn) if s == [1, 1] and k[0] * k[1] > 1 and Wo >= Q8_IGEMM_MIN_WO else None
+    igemm = igemm_variant(fn, wq, g) if s == [1, 1] and k[0] * k[1] > 1 and Wo >= Q8_IGEMM_MIN_WO else None
     if igemm:  # no im2col: the padded copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
         c4n = (cg + 3) // 4
         wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_implicit(wq[j * ocg:(j + 1) * ocg])

@@ -63,7 +63,7 @@ static inline uint64_t q8_pair_mask(const int8_t *w, size_t K4)
  * entry point below is compiled for its own case) */
 static inline __attribute__((always_inline)) void
 gemm_body(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np, uint8_t *Y,
-          size_t y_stride, const q8_rq *rq, const uint8_t *R, const q8_add_avx2 *ak)
+          size_t y_stride, const q8_rq *rq, const uint8_t *R, const q8_add_avx2 *ak, const int32_t *koff)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i lo = _mm256_set1_epi8((char)rq->qmin);
@@ -82,14 +82,16 @@ gemm_body(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, si
         for (size_t n0 = 0; n0 < N; n0 += 16) { /* np is a multiple of 16: padding lanes are zero */
             /* accumulators start at the rows' biases */
             __m256i a00 = b0, a01 = b0, a10 = b1, a11 = b1, a20 = b2, a21 = b2, a30 = b3, a31 = b3;
-            const uint8_t *x = Xp + n0 * 4;
+            const uint8_t *xs = Xp + n0 * 4; /* k4 step k at xs + koff[k] (implicit GEMM), else xs + k np 4 */
             size_t k4 = 0;
-            for (; k4 + 1 < K4p; k4 += 2, x += np * 8) {
+            for (; k4 + 1 < K4p; k4 += 2) {
                 const int8_t *wk = w + k4 * 16;
+                const uint8_t *x = koff ? xs + koff[k4] : xs + k4 * np * 4;
+                const uint8_t *xy = koff ? xs + koff[k4 + 1] : x + np * 4;
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
                 const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
-                const __m256i y0 = _mm256_loadu_si256((const __m256i *)(x + np * 4));
-                const __m256i y1 = _mm256_loadu_si256((const __m256i *)(x + np * 4 + 32));
+                const __m256i y0 = _mm256_loadu_si256((const __m256i *)xy);
+                const __m256i y1 = _mm256_loadu_si256((const __m256i *)(xy + 32));
                 if (pm >> (k4 / 2) & 1) {
                     Q8_MADDUBS_ROW2(0);
                     Q8_MADDUBS_ROW2(1);
@@ -110,7 +112,8 @@ gemm_body(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, si
                     }
                 }
             }
-            for (; k4 < K4; k4++, x += np * 4) {
+            for (; k4 < K4; k4++) {
+                const uint8_t *x = koff ? xs + koff[k4] : xs + k4 * np * 4;
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
                 const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
                 /* 4 rows x 4 weights; each row's broadcast straight from memory (a load, where an int32
@@ -130,7 +133,13 @@ gemm_body(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, si
 void q8_gemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                                 size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
 {
-    gemm_body(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL, NULL);
+    gemm_body(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL, NULL, NULL);
+}
+
+void q8_igemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x,
+                                 const int32_t *koff, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm_body(M, N, K4, Wp, x, q8_pack_np(N), Y, y_stride, rq, NULL, NULL, koff);
 }
 
 void q8_gemm_4x16__avx2_maddubs_add(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
@@ -138,5 +147,5 @@ void q8_gemm_4x16__avx2_maddubs_add(size_t M, size_t N, size_t K4, const int8_t 
                                     const q8_add_params *ap)
 {
     const q8_add_avx2 ak = q8_add_avx2_init(ap);
-    gemm_body(M, N, K4, Wp, Xp, np, Y, y_stride, rq, R, &ak);
+    gemm_body(M, N, K4, Wp, Xp, np, Y, y_stride, rq, R, &ak, NULL);
 }

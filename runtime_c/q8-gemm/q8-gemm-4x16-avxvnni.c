@@ -33,8 +33,10 @@ static inline void out2_fp32(__m256i a0, __m256i a1, __m256i b0, __m256i b1, __m
         a##r##1 = ec_dpbusd256_vex(a##r##1, x1, wr);                                                    \
     } while (0)
 
-void q8_gemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np,
-                           uint8_t *Y, size_t y_stride, const q8_rq *rq)
+/* koff: the implicit GEMM (k4 step k at Xp + koff[k] + 4 n0), else the packed layout */
+static inline __attribute__((always_inline)) void gemm(size_t M, size_t N, size_t K4, const int8_t *Wp,
+                                                       const uint8_t *Xp, size_t np, uint8_t *Y, size_t y_stride,
+                                                       const q8_rq *rq, const int32_t *koff)
 {
     const __m256i lo = _mm256_set1_epi8((char)rq->qmin), hi = _mm256_set1_epi8((char)rq->qmax);
     const int clamp = rq->qmin > 0 || rq->qmax < 255;
@@ -51,8 +53,9 @@ void q8_gemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, cons
         const __m256i b2 = _mm256_set1_epi32(rq->bias[m0 + 2]), b3 = _mm256_set1_epi32(rq->bias[m0 + 3]);
         for (size_t n0 = 0; n0 < N; n0 += 16) { /* np is a multiple of 16: padding lanes are zero */
             __m256i a00 = b0, a01 = b0, a10 = b1, a11 = b1, a20 = b2, a21 = b2, a30 = b3, a31 = b3;
-            const uint8_t *x = Xp + n0 * 4;
-            for (size_t k4 = 0; k4 < K4; k4++, x += np * 4) {
+            const uint8_t *xs = Xp + n0 * 4;
+            for (size_t k4 = 0; k4 < K4; k4++) {
+                const uint8_t *x = koff ? xs + koff[k4] : xs + k4 * np * 4;
                 const __m256i x0 = _mm256_loadu_si256((const __m256i *)x);
                 const __m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
                 const int8_t *wk = w + k4 * 16;
@@ -74,4 +77,16 @@ void q8_gemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, cons
                             rq, NULL, NULL);
         }
     }
+}
+
+void q8_gemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np,
+                           uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL);
+}
+
+void q8_igemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                            uint8_t *Y, size_t y_stride, const q8_rq *rq)
+{
+    gemm(M, N, K4, Wp, x, q8_pack_np(N), Y, y_stride, rq, koff);
 }

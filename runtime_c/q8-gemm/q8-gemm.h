@@ -103,6 +103,10 @@ typedef void (*q8_igemm_fn)(size_t M, size_t N, size_t K4, const int8_t *Wp, con
                             uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_igemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
                           uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_igemm_4x16__avx2_maddubs(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x,
+                                 const int32_t *koff, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_igemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                            uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_igemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
                                uint8_t *Y, size_t y_stride, const q8_rq *rq);
 /* 8 rows x 32 pixels (16 accumulators) */

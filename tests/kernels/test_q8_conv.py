@@ -111,9 +111,19 @@ def test_q8_conv_vs_exact_qlinearconv(name, drivers, tmp_path):
     print(f"{name}: {allq.size} outputs, {np.mean(allq == 0) * 100:.3f}% equal to the exact reference, rest 1 LSB")
 
 
-IGEMMS = {"scalar": ("q8_gemm_4x8__scalar", "q8_igemm_4x8__scalar", ()),
-          "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8_igemm_8x32__avx512vnni", ()),
-          "avx512vnni-asan-ubsan": ("q8_gemm_8x32__avx512vnni", "q8_igemm_8x32__avx512vnni", SANITIZE)}
+IGEMMS = {  # name -> (isa, GEMM, its implicit form, its file, extra flags)
+    "scalar": ("scalar", "q8_gemm_4x8__scalar", "q8_igemm_4x8__scalar", None, ()),
+    "avx512vnni": ("avx512vnni", "q8_gemm_8x32__avx512vnni", "q8_igemm_8x32__avx512vnni",
+                   "q8-gemm/q8-gemm-8x32-avx512vnni.c", ()),
+    "avx512vnni-asan-ubsan": ("avx512vnni", "q8_gemm_8x32__avx512vnni", "q8_igemm_8x32__avx512vnni",
+                              "q8-gemm/q8-gemm-8x32-avx512vnni.c", SANITIZE),
+    "avxvnni-asan-ubsan": ("avxvnni", "q8_gemm_4x16__avxvnni", "q8_igemm_4x16__avxvnni", "q8-gemm/q8-gemm-4x16-avxvnni.c",
+                           SANITIZE),
+    # 7-bit weights (the vpmaddubsw kernel's bound holds in either k order)
+    "avx2-maddubs": ("avx2", "q8_gemm_4x16__avx2_maddubs", "q8_igemm_4x16__avx2_maddubs",
+                     "q8-gemm/q8-gemm-4x16-avx2-maddubs.c", ()),
+    "avx2-maddubs-asan-ubsan": ("avx2", "q8_gemm_4x16__avx2_maddubs", "q8_igemm_4x16__avx2_maddubs",
+                                "q8-gemm/q8-gemm-4x16-avx2-maddubs.c", SANITIZE)}
 # stride-1 cases of every kind the implicit path takes: channels not a multiple of 4, 1 channel, dilation, 5x5,
 # pads wider than the window's reach, kw = 1 (k x 1 pad-free), groups, maps narrower than a 32-pixel tile
 IMPLICIT_CASES = CASES + [
@@ -125,16 +135,20 @@ IMPLICIT_CASES = CASES + [
 def test_q8_conv_implicit_gemm_vs_exact_qlinearconv(name, tmp_path):
     """Stride-1 convs through the implicit GEMM (the padded copy read in place, extended rows compacted): within 1 LSB
     of the exact QLinearConv, bit-identical with 1 and 2 threads and to the im2col path's bytes (same GEMM)."""
-    isa = ISAS["avx512vnni" if name.startswith("avx512vnni") else "scalar"]
+    isa_name, gemm, igemm, src, extra = IGEMMS[name]
+    isa = ISAS[isa_name]
     require(isa)
-    gemm, igemm, extra = IGEMMS[name]
     files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c",
-             "q8-gemm/q8-gemm-4x8-scalar.c"] + (["q8-gemm/q8-gemm-8x32-avx512vnni.c"] if gemm != "q8_gemm_4x8__scalar" else [])
+             "q8-gemm/q8-gemm-4x8-scalar.c"] + ([src] if src else [])
     exe = build(isa, tmp_path / "imp", files, {"KERNEL": gemm, "IGEMM": igemm}, extra)
     ref_exe = build(isa, tmp_path / "ref", files, {"KERNEL": gemm}, extra)
     rng = np.random.default_rng(9)
     for i, case in enumerate(IMPLICIT_CASES):
         model, x, q = _model_and_data(case, rng)
+        if "maddubs" in name:  # 7-bit weights, as onnxruntime's reduce_range makes them
+            wi = [t for t in model.graph.initializer if t.name == "w"][0]
+            q["w"] = np.clip(q["w"].astype(np.int16) // 2, -64, 64).astype(np.int8)
+            wi.CopyFrom(numpy_helper.from_array(q["w"], "w"))
         shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, False, implicit=True)
         _problem_file(tmp_path / f"r{i}.bin", case, x, q, False)
         outs = []

@@ -262,3 +262,19 @@ def test_q8_gemv_vnni_fp32_requant_matches_reference(extra, tmp_path):
                 {"KERNEL": fn, "KERNEL_NAME": '"avx512vnni-fp32"', "FP32_RQ": "1"}, extra)
     r = run(isa, exe)
     assert r.returncode == 0 and "147/147 cases match" in r.stdout, r.stdout + r.stderr
+
+
+def test_implicit_gemm_rechecks_the_maddubs_pair_bound():
+    """The implicit GEMM's k order (4 channels of one tap) pairs other weights than the im2col order (taps of one
+    channel): weights within vpmaddubsw's pair bound in one order may break it in the other, and then the im2col
+    path is kept."""
+    from edgec.codegen.ops.qpack import Q8_GEMM_MADDUBS, igemm_variant, implicit_matrix, maddubs_exact
+
+    w = np.zeros((4, 4, 1, 2), np.int8)  # [M][C][kh][kw]
+    w[0, 0, 0] = (127, 1)   # im2col pair (c0 t0, c0 t1): 128, exact
+    w[0, 1, 0, 0] = 127     # implicit pair (c0 t0, c1 t0): 254, not
+    assert maddubs_exact(w.reshape(4, -1)) and not maddubs_exact(implicit_matrix(w))
+    assert igemm_variant(Q8_GEMM_MADDUBS[0], w, 1) is None
+    assert igemm_variant(Q8_GEMM_MADDUBS[0], w // 2, 1) == "q8_igemm_4x16__avx2_maddubs"
+    assert igemm_variant("q8_gemm_8x32__avx512vnni", w, 1) == "q8_igemm_8x32__avx512vnni"
+    assert igemm_variant("q8_gemm_4x8__avx2", w, 1) is None  # no implicit form
