@@ -26,12 +26,12 @@ Q8_GEMM = {
 }
 
 
-# implicit GEMMs for stride-1 convs (runtime_c/q8-conv/q8-conv.h): the GEMM function -> its implicit form. Where the
-# padded input copy is read in place instead of the im2col (SqueezeNet's int8 3x3 convs: im2col was ~30% of them)
+# implicit GEMMs for kxk convs (runtime_c/q8-conv/q8-conv.h): the GEMM function -> its implicit form, which reads
+# the padded, phase-split input copy in place instead of an im2col (SqueezeNet's int8 3x3 convs: im2col was ~30%)
 Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni", "q8_gemm_4x16__avxvnni": "q8_igemm_4x16__avxvnni",
             "q8_gemm_4x16__avx2_maddubs": "q8_igemm_4x16__avx2_maddubs"}
-# output columns from which a kxk conv takes the implicit path: it computes wp - Wo = (kw - 1) * dw extra columns per
-# row, 2 of 14 for a 3x3 at 12 columns (ResNet's 7x7 maps, 2 of 9, keep the im2col: it is small there)
+# output columns from which a kxk conv takes the implicit path: it computes ceil(wp / sw) - Wo extra columns per row
+# (stride 1: (kw - 1) * dw), 2 of 14 for a 3x3 at 12 columns (ResNet's 7x7 maps, 2 of 9, keep the im2col: small there)
 Q8_IGEMM_MIN_WO = 12
 
 

@@ -87,10 +87,10 @@ typedef struct {
 static void compact_task(void *ctx, size_t begin, size_t end)
 {
     const compact_job *j = (const compact_job *)ctx;
-    const size_t Ho = (size_t)j->s->Ho, Wo = (size_t)j->s->Wo, wp = q8_im2col_wp(j->s);
+    const size_t Ho = (size_t)j->s->Ho, Wo = (size_t)j->s->Wo, wq = q8_pad4_wq(j->s);
     for (size_t m = begin; m < end; m++)
         for (size_t oh = 0; oh < Ho; oh++)
-            memcpy(j->y + (m * Ho + oh) * Wo, j->ye + (m * Ho + oh) * wp, Wo);
+            memcpy(j->y + (m * Ho + oh) * Wo, j->ye + (m * Ho + oh) * wq, Wo);
 }
 
 /* The implicit GEMM over the padded copy (see q8-conv.h) for group input xg, output yg. */
@@ -98,13 +98,16 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
                           uint8_t *scratch, ec_pool *pool)
 {
     const q8_conv_shape *s = &p->s;
-    const size_t c4n = (size_t)(s->C + 3) / 4, taps = (size_t)s->kh * s->kw, hp = q8_im2col_hp(s);
-    const size_t wp = q8_im2col_wp(s), plane = hp * wp * 4, ne = (size_t)s->Ho * wp, pad = q8_conv_pad4_bytes(s);
+    const size_t c4n = (size_t)(s->C + 3) / 4, taps = (size_t)s->kh * s->kw, sh = (size_t)s->sh, sw = (size_t)s->sw;
+    const size_t wq = q8_pad4_wq(s), phase = q8_pad4_hq(s) * wq * 4, plane = sh * sw * phase;
+    const size_t ne = (size_t)s->Ho * wq, pad = q8_conv_pad4_bytes(s);
     uint8_t *xp = scratch, *ye = scratch + pad;
     int32_t *koff = (int32_t *)(void *)(ye + (size_t)p->ocg * ne + (-(uintptr_t)(ye + (size_t)p->ocg * ne) & 3));
     for (size_t c4 = 0; c4 < c4n; c4++) /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this */
-        for (size_t t = 0; t < taps; t++)
-            koff[c4 * taps + t] = (int32_t)(c4 * plane + ((t / s->kw) * s->dh * wp + (t % s->kw) * s->dw) * 4);
+        for (size_t t = 0; t < taps; t++) {
+            const size_t di = (t / s->kw) * s->dh, dj = (t % s->kw) * s->dw;
+            koff[c4 * taps + t] = (int32_t)(c4 * plane + ((di % sh) * sw + dj % sw) * phase + ((di / sh) * wq + dj / sw) * 4);
+        }
     pack_job pj = {p, xg, xp, NULL};
     if (ec_pool_threads(pool) <= 1 || c4n * plane < Q8_PACK_PAR_BYTES)
         q8_pack_pad4(s, xg, p->zx, p->flip, xp, 0, c4n);

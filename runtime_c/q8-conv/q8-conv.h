@@ -1,11 +1,12 @@
 /* Int8 convolution (any kxk, stride, dilation, pads, groups) and MatMul as packed GEMM.
  * Activations u8 domain NCHW (see q8-requant.h). Per group: im2col straight into the q8 GEMM's
  * packed layout (a plain interleave for 1x1 stride 1), then the target's q8 GEMM.
- * Stride 1 with an implicit GEMM (igemm set): no im2col. The input is copied once, zero-point padded, as
- * [C/4][hp][wp][4 channels]; output pixel n = oh * wp + ow of an "extended" row wp wide then reads tap (i, j) of
- * channels 4c..4c+3 at a fixed offset from pixel n (q8_conv_koff), so the GEMM walks the copy in place. The wp - Wo
- * extra columns per row are computed and dropped (rows are compacted into y). Weights for it: k = (c4, tap, 4
- * channels), channels padded to a multiple of 4 with zero weights (codegen's qpack.pack_w_implicit). */
+ * With an implicit GEMM (igemm set): no im2col. The input is copied once, zero-point padded and split into the
+ * stride's phases, as [C/4][sh][sw][hq][wq][4 channels] (q8_pack_pad4); output pixel n = oh * wq + ow of an
+ * "extended" row wq wide then reads tap (i, j) of channels 4c..4c+3 at a fixed offset from pixel n (in phase
+ * (i dh % sh, j dw % sw), (i dh / sh) rows and (j dw / sw) columns on), so the GEMM walks the copy in place. The
+ * wq - Wo extra columns per row are computed and dropped (rows are compacted into y). Weights for it: k = (c4, tap,
+ * 4 channels), channels padded to a multiple of 4 with zero weights (codegen's qpack.pack_w_implicit). */
 #ifndef Q8_CONV_H
 #define Q8_CONV_H
 
@@ -21,15 +22,16 @@ typedef struct {
     uint8_t zx, flip;      /* input zero point (padding value); 0x80 if the GEMM reads signed X */
     q8_gemm_fn gemm;
     const float *scale;    /* like mult, or NULL: fp32 requantization (kernels that support it, q8-requant.h) */
-    q8_igemm_fn igemm;     /* non-NULL (stride 1 only): the implicit path above, wp holding its weights */
+    q8_igemm_fn igemm;     /* non-NULL: the implicit path above, wp holding its weights */
 } q8_conv_params;
 
-static inline int q8_conv_implicit(const q8_conv_params *p) { return p->igemm && p->s.sh == 1 && p->s.sw == 1; }
+static inline int q8_conv_implicit(const q8_conv_params *p) { return p->igemm != NULL; }
 
-/* the implicit path's padded copy: [C/4][hp][wp][4] and the slack the GEMM's last 32-pixel tile reads past it */
+/* the implicit path's padded copy (q8_pack_pad4) and the slack the GEMM's last 32-pixel tile reads past it */
 static inline size_t q8_conv_pad4_bytes(const q8_conv_shape *s)
 {
-    return (size_t)(s->C + 3) / 4 * q8_im2col_hp(s) * q8_im2col_wp(s) * 4 + 4 * (32 + (size_t)s->kw * s->dw) + 64;
+    return (size_t)(s->C + 3) / 4 * s->sh * s->sw * q8_pad4_hq(s) * q8_pad4_wq(s) * 4 + 4 * (32 + (size_t)s->kw * s->dw) +
+           64;
 }
 
 /* scratch: one group's packed input, then its zero-point padded copy; implicit: the padded copy, the extended
@@ -38,7 +40,7 @@ static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
 {
     const size_t K = (size_t)p->s.C * p->s.kh * p->s.kw, N = (size_t)p->s.Ho * p->s.Wo;
     if (q8_conv_implicit(p))
-        return q8_conv_pad4_bytes(&p->s) + (size_t)p->ocg * p->s.Ho * q8_im2col_wp(&p->s) +
+        return q8_conv_pad4_bytes(&p->s) + (size_t)p->ocg * p->s.Ho * q8_pad4_wq(&p->s) +
                4 * ((size_t)(p->s.C + 3) / 4 * p->s.kh * p->s.kw) + 64;
     return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s) + 32;
 }

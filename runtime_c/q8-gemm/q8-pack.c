@@ -229,33 +229,45 @@ void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8
 void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip, uint8_t *dst, size_t c4b,
                   size_t c4e)
 {
-    const size_t hp = q8_im2col_hp(s), wp = q8_im2col_wp(s), W = (size_t)s->W, HW = (size_t)s->H * W;
-    const size_t pl = (size_t)s->pl < wp ? (size_t)s->pl : wp, wi = W < wp - pl ? W : wp - pl; /* columns copied */
+    const size_t sh = (size_t)s->sh, sw = (size_t)s->sw, hq = q8_pad4_hq(s), wq = q8_pad4_wq(s);
+    const size_t W = (size_t)s->W, HW = (size_t)s->H * W, pl = (size_t)s->pl;
     const uint8_t pv = (uint8_t)(pad ^ flip);
     for (size_t c4 = c4b; c4 < c4e; c4++) {
-        uint8_t *d0 = dst + c4 * hp * wp * 4;
         const uint8_t *src[4];
-        int whole = 1; /* all 4 channels exist: rows interleaved by pack4_simd */
+        int whole = 1; /* all 4 channels exist: rows interleaved by the SIMD steps */
         for (size_t j = 0; j < 4; j++) {
             const size_t c = c4 * 4 + j;
             src[j] = c < (size_t)s->C ? x + c * HW : NULL;
             whole &= src[j] != NULL;
         }
-        for (size_t r = 0; r < hp; r++) {
-            uint8_t *d = d0 + r * wp * 4;
-            const long ih = (long)r - s->pt;
-            if (ih < 0 || ih >= s->H) {
-                memset(d, pv, wp * 4);
-                continue;
+        for (size_t py = 0; py < sh; py++)
+            for (size_t px = 0; px < sw; px++) {
+                uint8_t *d0 = dst + ((c4 * sh + py) * sw + px) * hq * wq * 4;
+                /* columns [c0, c1) of this phase fall inside the image, from image column c0 sw + px - pl on */
+                size_t c0 = pl > px ? (pl - px + sw - 1) / sw : 0, c1 = W + pl > px ? (W + pl - px + sw - 1) / sw : 0;
+                c1 = c1 < wq ? c1 : wq;
+                c0 = c0 < c1 ? c0 : c1;
+                for (size_t r = 0; r < hq; r++) {
+                    uint8_t *d = d0 + r * wq * 4;
+                    const long ih = (long)(r * sh + py) - s->pt;
+                    if (ih < 0 || ih >= s->H || c0 == c1) {
+                        memset(d, pv, wq * 4);
+                        continue;
+                    }
+                    memset(d, pv, c0 * 4);
+                    memset(d + c1 * 4, pv, (wq - c1) * 4);
+                    const size_t col = c0 * sw + px - pl, ro = (size_t)ih * W + col, n = c1 - c0;
+                    uint8_t *di = d + c0 * 4;
+                    size_t i = 0;
+                    if (whole && sw == 1)
+                        i = pack4_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro, n, flip, di);
+                    else if (whole && sw == 2) /* its steps read one byte past their last pixel: stay in the row */
+                        i = pack4_s2_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro,
+                                          n < (W - 1 - col) / 2 ? n : (W - 1 - col) / 2, flip, di);
+                    for (; i < n; i++)
+                        for (size_t j = 0; j < 4; j++)
+                            di[i * 4 + j] = src[j] ? (uint8_t)(src[j][ro + i * sw] ^ flip) : pv;
+                }
             }
-            memset(d, pv, pl * 4);
-            memset(d + (pl + wi) * 4, pv, (wp - pl - wi) * 4);
-            const size_t ro = (size_t)ih * W;
-            uint8_t *di = d + pl * 4;
-            size_t i = whole ? pack4_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro, wi, flip, di) : 0;
-            for (; i < wi; i++)
-                for (size_t j = 0; j < 4; j++)
-                    di[i * 4 + j] = src[j] ? (uint8_t)(src[j][ro + i] ^ flip) : pv;
-        }
     }
 }

@@ -63,8 +63,7 @@ def _problem_file(path, case, x, q, x_signed, implicit=False):
     for j in range(g):
         wg = q["w"][j * ocg:(j + 1) * ocg].reshape(ocg, -1)
         rp = row_params(wg, q["b"][j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], x_signed)
-        blobs["w"].append((pack_w_implicit(q["w"][j * ocg:(j + 1) * ocg]) if implicit and s == 1 else pack_w(wg))
-                          .tobytes())
+        blobs["w"].append((pack_w_implicit(q["w"][j * ocg:(j + 1) * ocg]) if implicit else pack_w(wg)).tobytes())
         for key in ("bias", "mult", "shift"):
             blobs[key].append(getattr(rp, key).tobytes())
     hdr = [1, g, C // g, H, W, ocg, k, k, s, s, d, d, p, p, Ho, Wo, zy, 0, 255, zx, 0x80 if x_signed else 0]
@@ -124,17 +123,19 @@ IGEMMS = {  # name -> (isa, GEMM, its implicit form, its file, extra flags)
                      "q8-gemm/q8-gemm-4x16-avx2-maddubs.c", ()),
     "avx2-maddubs-asan-ubsan": ("avx2", "q8_gemm_4x16__avx2_maddubs", "q8_igemm_4x16__avx2_maddubs",
                                 "q8-gemm/q8-gemm-4x16-avx2-maddubs.c", SANITIZE)}
-# stride-1 cases of every kind the implicit path takes: channels not a multiple of 4, 1 channel, dilation, 5x5,
-# pads wider than the window's reach, kw = 1 (k x 1 pad-free), groups, maps narrower than a 32-pixel tile
+# cases of every kind the implicit path takes (the CASES' strides 1 and 2 with it): channels not a multiple of 4,
+# 1 channel, dilation, 5x5, pads wider than the window's reach, groups, maps narrower than a 32-pixel tile, stride 3,
+# stride 2 with dilation 2, a 3-channel stem at stride 2 over rows of >= 64 outputs (the vector phase split)
 IMPLICIT_CASES = CASES + [
     (5, 7, 19, 9, 3, 1, 1, 1, 1, np.uint8), (1, 12, 40, 4, 3, 1, 1, 1, 1, np.int8), (7, 9, 9, 6, 5, 1, 2, 1, 1, np.uint8),
-    (6, 13, 17, 12, 3, 1, 3, 2, 1, np.int8), (12, 6, 7, 8, 3, 1, 1, 1, 2, np.uint8), (33, 15, 30, 20, 3, 1, 1, 1, 1, np.uint8)]
+    (6, 13, 17, 12, 3, 1, 3, 2, 1, np.int8), (12, 6, 7, 8, 3, 1, 1, 1, 2, np.uint8), (33, 15, 30, 20, 3, 1, 1, 1, 1, np.uint8),
+    (5, 14, 23, 6, 3, 3, 1, 1, 1, np.int8), (6, 17, 21, 8, 3, 2, 2, 2, 1, np.uint8), (3, 9, 161, 16, 3, 2, 1, 1, 1, np.uint8)]
 
 
 @pytest.mark.parametrize("name", list(IGEMMS))
 def test_q8_conv_implicit_gemm_vs_exact_qlinearconv(name, tmp_path):
-    """Stride-1 convs through the implicit GEMM (the padded copy read in place, extended rows compacted): within 1 LSB
-    of the exact QLinearConv, bit-identical with 1 and 2 threads and to the im2col path's bytes (same GEMM)."""
+    """Convs through the implicit GEMM (the padded, phase-split copy read in place, extended rows compacted): within
+    1 LSB of the exact QLinearConv, bit-identical with 1 and 2 threads and to the im2col path's bytes (same GEMM)."""
     isa_name, gemm, igemm, src, extra = IGEMMS[name]
     isa = ISAS[isa_name]
     require(isa)
