@@ -360,8 +360,9 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
                                                            for j in range(g)]))
         scr = ctx.scratch(c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64 + ocg * Ho * wq_ +
                           4 * c4n * k[0] * k[1] + 64)
-        ctx.note(algo="q8-gemm", macs=macs, kernel=igemm, why=choice.why,
-                 im2col=f"none: the padded input read in place, {wq_ - Wo} extra columns a row")
+        ctx.note(algo="q8-gemm", macs=macs, kernel=igemm,
+                 why=f"{choice.why}; implicit: no im2col, the padded input read in place ({wq_ - Wo} extra "
+                     f"column{'s' if wq_ - Wo != 1 else ''} a row)")
     else:
         wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w(wg) for wg in wgs]))
         scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32)  # packed + padded input
