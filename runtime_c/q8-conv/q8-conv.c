@@ -80,7 +80,7 @@ static void igemm_chunk(void *ctx, size_t begin, size_t end)
 
 typedef struct {
     const q8_conv_shape *s;
-    const uint8_t *ye; /* extended rows, wp pixels each */
+    const uint8_t *ye; /* extended rows, wq pixels each */
     uint8_t *y;
 } compact_job;
 
@@ -101,12 +101,13 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
     const size_t c4n = (size_t)(s->C + 3) / 4, taps = (size_t)s->kh * s->kw, sh = (size_t)s->sh, sw = (size_t)s->sw;
     const size_t wq = q8_pad4_wq(s), phase = q8_pad4_hq(s) * wq * 4, plane = sh * sw * phase;
     const size_t ne = (size_t)s->Ho * wq, pad = q8_conv_pad4_bytes(s);
-    uint8_t *xp = scratch, *ye = scratch + pad;
-    int32_t *koff = (int32_t *)(void *)(ye + (size_t)p->ocg * ne + (-(uintptr_t)(ye + (size_t)p->ocg * ne) & 3));
+    uint8_t *xp = scratch, *ye = scratch + pad, *ke = ye + (size_t)p->ocg * ne;
+    int32_t *koff = (int32_t *)(void *)(ke + (-(uintptr_t)ke & 3)); /* after the rows, 4-byte aligned */
     for (size_t c4 = 0; c4 < c4n; c4++) /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this */
         for (size_t t = 0; t < taps; t++) {
             const size_t di = (t / s->kw) * s->dh, dj = (t % s->kw) * s->dw;
-            koff[c4 * taps + t] = (int32_t)(c4 * plane + ((di % sh) * sw + dj % sw) * phase + ((di / sh) * wq + dj / sw) * 4);
+            const size_t ph = (di % sh) * sw + dj % sw; /* its phase plane */
+            koff[c4 * taps + t] = (int32_t)(c4 * plane + ph * phase + ((di / sh) * wq + dj / sw) * 4);
         }
     pack_job pj = {p, xg, xp, NULL};
     if (ec_pool_threads(pool) <= 1 || c4n * plane < Q8_PACK_PAR_BYTES)

@@ -55,8 +55,14 @@ void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8
 /* The implicit GEMM's input (q8-conv.h): channels [4 c4b, 4 c4e) of one group's input, zero-point padded and split
  * into the stride's sh x sw phases, as [C/4][sh][sw][hq][wq][4] (phase (py, px) row r, column c: padded row
  * r sh + py, column c sw + px; bytes past C: pad); flip as in q8_pack_x. */
-static inline size_t q8_pad4_hq(const q8_conv_shape *s) { return (q8_im2col_hp(s) + (size_t)s->sh - 1) / (size_t)s->sh; }
-static inline size_t q8_pad4_wq(const q8_conv_shape *s) { return (q8_im2col_wp(s) + (size_t)s->sw - 1) / (size_t)s->sw; }
+static inline size_t q8_pad4_hq(const q8_conv_shape *s)
+{
+    return (q8_im2col_hp(s) + (size_t)s->sh - 1) / (size_t)s->sh;
+}
+static inline size_t q8_pad4_wq(const q8_conv_shape *s)
+{
+    return (q8_im2col_wp(s) + (size_t)s->sw - 1) / (size_t)s->sw;
+}
 void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip, uint8_t *dst, size_t c4b,
                   size_t c4e);
 /* its two steps, for shares among threads: the padded copy of channels [c0, c1) into tmp, then the k4 groups
