@@ -249,8 +249,13 @@ def main() -> None:
         return
     int8_target = a.target or ("x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native")
     fp32_target = a.target or "native"
-    if a.target and not get_target(a.target).runs_natively():
-        ap.error(f"--target {a.target}: this CPU cannot run it")
+    if a.target:
+        try:
+            runs_here = get_target(a.target).runs_natively()
+        except Exception as e:  # an unknown name: one line, as the CLI gives it
+            ap.error(f"--target {a.target}: {' '.join(str(e).split())[:200]}")
+        if not runs_here:
+            ap.error(f"--target {a.target}: this CPU cannot run it")
     eng = [n.strip() for n in a.engines.split(",") if n.strip()]
     if eng:
         import engines as E
