@@ -76,6 +76,10 @@ def test_q8_gemm_avxvnni_is_vex_encoded(tmp_path):
 
     from qkit import WFLAGS, runtime_root
 
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("not an x86-64 host: its gcc does not take the AVX-VNNI flags")
     if shutil.which("gcc") is None or shutil.which("objdump") is None:
         pytest.skip("gcc or objdump not installed")
     rt = runtime_root()
