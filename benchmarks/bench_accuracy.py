@@ -43,7 +43,7 @@ from edgec.cli.main import main as edgec
 from edgec.optimizer.data import Dataset
 from edgec.optimizer.evaluate import accuracy, predict
 
-from common import median, time_edgec
+from common import check_target, median, time_edgec
 
 OFF = ["--no-equalize", "--no-range-search", "--no-bias-correction", "--no-adaround"]
 STEPS = [("edgec int8, no steps", OFF + ["--no-guard"]),
@@ -213,13 +213,7 @@ def main() -> None:
     ap.add_argument("--rates", action="store_true")
     ap.add_argument("--target", default="native")
     a = ap.parse_args()
-    from edgec.codegen.targets import get_target
-    try:
-        runs_here = get_target(a.target).runs_natively()
-    except Exception as e:  # an unknown name: one line, as the CLI gives it
-        ap.error(f"--target {a.target}: {' '.join(str(e).split())[:200]}")
-    if not runs_here:
-        ap.error(f"--target {a.target}: this CPU cannot run it")
+    check_target(ap, a.target)
     TARGET[0] = a.target
     logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's pre-processing hint
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

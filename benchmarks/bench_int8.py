@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from common import median, quantize_qdq, time_edgec, time_onnxruntime
+from common import check_target, median, quantize_qdq, time_edgec, time_onnxruntime
 from edgec import zoo
 from edgec.codegen.project import compile_model
 from edgec.codegen.targets import _cpu_flags, get_target
@@ -250,12 +250,7 @@ def main() -> None:
     int8_target = a.target or ("x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native")
     fp32_target = a.target or "native"
     if a.target:
-        try:
-            runs_here = get_target(a.target).runs_natively()
-        except Exception as e:  # an unknown name: one line, as the CLI gives it
-            ap.error(f"--target {a.target}: {' '.join(str(e).split())[:200]}")
-        if not runs_here:
-            ap.error(f"--target {a.target}: this CPU cannot run it")
+        check_target(ap, a.target)
     eng = [n.strip() for n in a.engines.split(",") if n.strip()]
     if eng:
         import engines as E

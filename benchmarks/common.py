@@ -106,6 +106,18 @@ class BenchServer:
         return lines[-1] if lines else ""
 
 
+def check_target(ap, name: str) -> None:
+    """--target NAME for a benchmark that runs its builds here: an unknown or foreign target is one line."""
+    from edgec.codegen.targets import get_target
+
+    try:
+        runs_here = get_target(name).runs_natively()
+    except Exception as e:  # an unknown name: the CLI's line
+        ap.error(f"--target {name}: {' '.join(str(e).split())[:200]}")
+    if not runs_here:
+        ap.error(f"--target {name}: this CPU cannot run it")
+
+
 def median(xs) -> float:
     return float(statistics.median(xs))
 
