@@ -7,9 +7,10 @@ calibrated on 4 random inputs (speed only: their outputs mean nothing, the oracl
 quantize_static QDQ, per-channel int8 weights, uint8 activations (ppocr: BN folded by onnxruntime's
 pre-processing, opset 13); "7-bit" = the same with reduce_range (weights within +-64, what
 `edgec optimize --target` picks for AVX2 without VNNI: edgec then runs its vpmaddubsw kernels). fp16 = edgec.optimizer's fp16 conversion (weights stored as fp16 in the
-compiled model, fp32 arithmetic). The int8 target is the best this CPU has: x86_64-avx512-vnni when
-/proc/cpuinfo lists avx512_vnni, else native; `--target T` builds fp32 and int8 for T instead (a target this CPU
-runs: x86_64-avx2-vnni or x86_64-avx2 on an AVX-512 host, as a stand-in for a core without AVX-512).
+compiled model, fp32 arithmetic). Both builds are for native, the best target
+this CPU has (x86_64-avx512-amx on AMX Xeons); `--target T` builds fp32 and int8 for T instead (a target this CPU
+runs: x86_64-avx512-vnni on an AMX host, x86_64-avx2-vnni or x86_64-avx2 on an AVX-512 host, as a stand-in for a
+core without them).
 
 Accuracy (second table) is measured against the exact QDQ arithmetic of the int8 model (edgec verify's
 int8 oracle: onnxruntime with graph optimizations off), the same on every CPU: max error of edgec's
@@ -52,7 +53,7 @@ import onnx
 from common import check_target, median, quantize_qdq, time_edgec, time_onnxruntime
 from edgec import zoo
 from edgec.codegen.project import compile_model
-from edgec.codegen.targets import _cpu_flags, get_target
+from edgec.codegen.targets import get_target
 from edgec.codegen.verifier import exact_outputs, onnxruntime_outputs, output_steps, run_binary
 
 
@@ -216,17 +217,28 @@ def engines_int8(qm: Path, names: list[str], iname: str, x: np.ndarray, threads:
 
 def micro() -> None:
     """Build and run benchmarks/c/q8_gemm_micro.c natively (AVX2): the same packed operands through the
-    vpmaddwd and vpmaddubsw q8 GEMMs."""
+    vpmaddwd and vpmaddubsw q8 GEMMs; on CPUs with AMX also q8_gemm_amx_micro.c (the VNNI GEMM against the AMX one)."""
+    from edgec.codegen.targets import _cpu_flags, get_target
     from edgec.runtime_c import root
 
     rt, here = root(), Path(__file__).parent
+    g = rt / "q8-gemm"
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "micro"
         subprocess.run(["gcc", "-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-mavx2", "-mfma", f"-I{rt}",
-                        str(here / "c" / "q8_gemm_micro.c"), str(rt / "q8-gemm" / "q8-pack.c"),
-                        str(rt / "q8-gemm" / "q8-gemm-4x8-avx2.c"), str(rt / "q8-gemm" / "q8-gemm-4x16-avx2-maddubs.c"),
+                        str(here / "c" / "q8_gemm_micro.c"), str(g / "q8-pack.c"),
+                        str(g / "q8-gemm-4x8-avx2.c"), str(g / "q8-gemm-4x16-avx2-maddubs.c"),
                         "-o", str(exe)], check=True)
         print(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+        if not {"amx_tile", "amx_int8", "avx512_vnni"} <= _cpu_flags():
+            print("AMX: skipped, this CPU has no AMX-INT8")
+            return
+        subprocess.run(["gcc", "-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
+                        *get_target("x86_64-avx512-amx").cflags, f"-I{rt}", str(here / "c" / "q8_gemm_amx_micro.c"),
+                        *(str(g / f) for f in ("q8-pack.c", "q8-gemm-8x32-avx512vnni.c", "q8-gemm-32x32-amx.c",
+                                               "q8-gemm-amx-scalar.c")), "-o", str(exe)], check=True)
+        r = subprocess.run([str(exe)], capture_output=True, text=True)
+        print(r.stdout if r.returncode == 0 else f"AMX: skipped, {r.stdout.strip() or r.stderr.strip()}")
 
 
 def main() -> None:
@@ -247,7 +259,7 @@ def main() -> None:
     if a.micro:
         micro()
         return
-    int8_target = a.target or ("x86_64-avx512-vnni" if "avx512_vnni" in _cpu_flags() else "native")
+    int8_target = a.target or "native"
     fp32_target = a.target or "native"
     if a.target:
         check_target(ap, a.target)

@@ -90,7 +90,8 @@ def detect_native(arch: str | None = None, flags: frozenset[str] | None = None) 
         if {"avx512f", "avx512bw", "avx512vl"} <= flags:
             # VNNI + VBMI (Ice Lake, Zen 4 and newer) run int8 on vpdpbusd and table lookups on vpermi2b
             if {"avx512dq", "avx512_vnni", "avx512vbmi"} <= flags:
-                return "x86_64-avx512-vnni"
+                # AMX (Sapphire Rapids and newer Xeons): int8 GEMMs on tiles
+                return "x86_64-avx512-amx" if {"amx_tile", "amx_int8"} <= flags else "x86_64-avx512-vnni"
             return "x86_64-avx512"
         if "avx2" in flags and "fma" in flags:
             # AVX-VNNI without AVX-512 (Alder Lake, N100): int8 GEMMs on VEX vpdpbusd, 8-bit weights

@@ -21,6 +21,7 @@ Q8_GEMM = {
     "avx512": ("q8_gemm_4x16__avx512bw", "q8-gemm/q8-gemm-4x16-avx512bw.c", False),
     "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8-gemm/q8-gemm-8x32-avx512vnni.c", False),
     "avxvnni": ("q8_gemm_4x16__avxvnni", "q8-gemm/q8-gemm-4x16-avxvnni.c", False),
+    "amx": ("q8_gemm_32x32__amx", "q8-gemm/q8-gemm-32x32-amx.c", False),
     "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", True),
     "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", True),
 }
@@ -29,32 +30,39 @@ Q8_GEMM = {
 # implicit GEMMs for kxk convs (runtime_c/q8-conv/q8-conv.h): the GEMM function -> its implicit form, which reads
 # the padded, phase-split input copy in place instead of an im2col (SqueezeNet's int8 3x3 convs: im2col was ~30%)
 Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni", "q8_gemm_4x16__avxvnni": "q8_igemm_4x16__avxvnni",
-            "q8_gemm_4x16__avx2_maddubs": "q8_igemm_4x16__avx2_maddubs"}
+            "q8_gemm_4x16__avx2_maddubs": "q8_igemm_4x16__avx2_maddubs", "q8_gemm_32x32__amx": "q8_igemm_32x32__amx"}
 # output columns from which a kxk conv takes the implicit path: it computes ceil(wp / sw) - Wo extra columns per row
 # (stride 1: (kw - 1) * dw), 2 of 14 for a 3x3 at 12 columns (ResNet's 7x7 maps, 2 of 9, keep the im2col: small there)
 Q8_IGEMM_MIN_WO = 12
 
 
-def implicit_matrix(w: np.ndarray) -> np.ndarray:
-    """int8 conv weights [M][C][kh][kw] -> the implicit GEMM's weight matrix [M][K]: k = (c4, tap, 4 channels),
-    channels padded to a multiple of 4 with zero weights."""
+def implicit_matrix(w: np.ndarray, tap_major: bool = False) -> np.ndarray:
+    """int8 conv weights [M][C][kh][kw] -> the implicit GEMM's weight matrix [M][K]: k = (c4, tap, 4 channels)
+    (tap_major, the AMX kernel's: (tap, c4, 4 channels)), channels padded to a multiple of 4 with zero weights."""
     m, c = w.shape[:2]
     taps = w[0, 0].size
     c4 = (c + 3) // 4
     z = np.zeros((m, c4 * 4, taps), np.int8)
     z[:, :c] = w.reshape(m, c, taps)
-    return np.ascontiguousarray(z.reshape(m, c4, 4, taps).transpose(0, 1, 3, 2)).reshape(m, -1)
+    order = (0, 3, 1, 2) if tap_major else (0, 1, 3, 2)
+    return np.ascontiguousarray(z.reshape(m, c4, 4, taps).transpose(*order)).reshape(m, -1)
 
 
-def pack_w_implicit(w: np.ndarray) -> np.ndarray:
-    """The implicit GEMM's packed weights (implicit_matrix, then pack_w)."""
+def pack_w_implicit(w: np.ndarray, fn: str | None = None) -> np.ndarray:
+    """The implicit GEMM's packed weights for GEMM fn: implicit_matrix, then pack_w (AMX: tap-major, pack_w_amx)."""
+    if fn == Q8_GEMM["amx"][0]:
+        return pack_w_amx(implicit_matrix(w, tap_major=True))
     return pack_w(implicit_matrix(w))
 
 
 def igemm_variant(fn: str, w: np.ndarray, groups: int) -> str | None:
     """The implicit form of GEMM fn for conv weights [M][C/g][kh][kw], or None. The vpmaddubsw kernel pairs
-    neighbouring k, which the implicit order changes: its pair bound is checked again in that order."""
+    neighbouring k, which the implicit order changes: its pair bound is checked again in that order. The AMX one
+    reads 16 channel quads of one tap a block: 64-channel multiples only (smaller ones: the im2col and the AMX
+    GEMM, whose blocks span taps)."""
     ig = Q8_IGEMM.get(fn)
+    if fn == Q8_GEMM["amx"][0]:  # 16-step blocks must not straddle two taps: whole 64-channel groups
+        return ig if w.shape[1] % 64 == 0 else None
     if ig is None or fn != Q8_GEMM_MADDUBS[0]:
         return ig
     ocg = w.shape[0] // groups
@@ -110,6 +118,8 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
         return Q8_GEMM_NEON_MLAL
     if target.arch == "armv7":
         return Q8_GEMM["scalar"]
+    if target.isa == "avx512" and "amx_int8" in target.features:
+        return Q8_GEMM["amx"]
     if target.isa == "avx512" and "avx512_vnni" in target.features:
         return Q8_GEMM["avx512vnni"]
     if avx_vnni(target):
@@ -117,6 +127,38 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
     if target.isa == "avx512" and "avx512bw" not in target.features:
         return Q8_GEMM["avx2"]
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
+
+
+# files a GEMM needs besides its own: the AMX kernel's scalar form, which it runs where the OS grants no tile state
+Q8_GEMM_DEPS = {"q8_gemm_32x32__amx": ("q8-gemm/q8-gemm-amx-scalar.c",)}
+
+
+def gemm_files(fn: str, src: str) -> tuple[str, ...]:
+    return (src, *Q8_GEMM_DEPS.get(fn, ()))
+
+
+def pack_w_for(fn: str, w: np.ndarray) -> np.ndarray:
+    """W[M][K] packed for GEMM fn: AMX's layout for the AMX kernel, else pack_w's."""
+    return pack_w_amx(w) if fn == Q8_GEMM["amx"][0] else pack_w(w)
+
+
+def pack_w_amx(w: np.ndarray) -> np.ndarray:
+    """int8 W[M][K] -> the AMX kernel's layout (q8_pack_w_amx in q8-gemm.h): per 16-row panel, nb blocks of kb
+    k4 steps (kb = min(16, K4)), 16 rows x kb * 4 bytes each; block b covers k4 from min(b kb, K4 - kb), zero on
+    the k4 the block before covered."""
+    m, k = w.shape
+    k4 = (k + 3) // 4
+    kb = min(16, k4)
+    nb = -(-k4 // kb)
+    z = np.zeros((-(-m // 16) * 16, k4 * 4), np.int8)
+    z[:m, :k] = w
+    out = np.zeros((z.shape[0] // 16, nb, 16, kb * 4), np.int8)
+    for b in range(nb):
+        s = min(b * kb, k4 - kb)
+        blk = z[:, s * 4:(s + kb) * 4].copy()
+        blk[:, :max(0, b * kb - s) * 4] = 0
+        out[:, b] = blk.reshape(-1, 16, kb * 4)
+    return out.ravel()
 
 
 def maddubs_kernels(target) -> bool:
@@ -172,8 +214,8 @@ def pack_w(w: np.ndarray) -> np.ndarray:
 # kernels whose requantization can run in fp32 (q8_rq.scale / q8_dw_params.scale; runtime_c/q8-requant): the
 # AVX-512 ones, where the fixed-point path's 64-bit multiplies and shifts compete with vpdpbusd for a port
 # (the VNNI GEMM on ppocr cls's 1x1 shapes at K <= 32: 1.1-1.5x; docs/benchmarks.md, int8 on the VNNI host)
-FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_4x16__avx512bw", "q8_gemm_4x16__avxvnni",
-                             "q8_dwconv__avx512vnni",
+FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_32x32__amx", "q8_gemm_4x16__avx512bw",
+                             "q8_gemm_4x16__avxvnni", "q8_dwconv__avx512vnni",
                              "q8_dwconv__avx512", "q8_dwconv_c16__avx512vnni", "q8_gspc_o16__avx512vnni",
                              "q8_gspc_o8__avx512vnni", "q8_gemv__avx512vnni"})
 

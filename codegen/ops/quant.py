@@ -14,9 +14,10 @@ from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
-from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM_MIN_WO, act_clamp,
-                                     add_multipliers, avx_vnni, ceil4, gemm_variant, igemm_variant, maddubs_exact,
-                                     maddubs_kernels, pack_w, pack_w_implicit, requant_scales, row_params, to_u8_domain)
+from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM_MIN_WO, act_clamp,
+                                     add_multipliers, avx_vnni, ceil4, gemm_files, gemm_variant, igemm_variant,
+                                     maddubs_exact, maddubs_kernels, pack_w, pack_w_for, pack_w_implicit,
+                                     requant_scales, row_params, to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -234,7 +235,7 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
     ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
     shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL}};\n"
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK}};\n"
             f"const q8_add_params ap = {qadd_params(add, mine)};\n"
             f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
@@ -343,7 +344,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
     fn, src, signed = gemm_variant(ctx.target, wq.reshape(OC, -1))
-    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
+    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", *gemm_files(fn, src))
     ocg, cg = OC // g, C // g
     wgs = [wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1) for j in range(g)]
     brs = [row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], signed)
@@ -356,7 +357,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     igemm = igemm_variant(fn, wq, g) if implicit else None
     if igemm:  # no im2col: the padded, phase-split copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
         c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
-        wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_implicit(wq[j * ocg:(j + 1) * ocg])
+        wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_implicit(wq[j * ocg:(j + 1) * ocg], fn)
                                                            for j in range(g)]))
         scr = ctx.scratch(c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64 + ocg * Ho * wq_ +
                           4 * c4n * k[0] * k[1] + 64)
@@ -364,15 +365,17 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
                  why=f"{choice.why}; implicit: no im2col, the padded input read in place ({wq_ - Wo} extra "
                      f"column{'s' if wq_ - Wo != 1 else ''} a row)")
     else:
-        wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w(wg) for wg in wgs]))
+        packed = [pack_w_for(fn, wg) for wg in wgs]
+        wp = ctx.weight(f"{node.name}:wp", np.concatenate(packed))
         scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32)  # packed + padded input
         ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
     bp, mp, sp = (ctx.weight(f"{node.name}:{f}", np.concatenate([getattr(r, f) for r in brs]))
                   for f in ("bias", "mult", "shift"))
     scp = _scale_ptr(ctx, node.name, fn, np.concatenate([r.scale for r in brs]))
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
+    wl = "Q8_WLAYOUT_AMX" if fn == Q8_GEMM["amx"][0] else "Q8_WLAYOUT_PACK"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}, {wl}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 
@@ -498,9 +501,9 @@ def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs,
     lo, hi = act_clamp(node.attr("ec_act"), {}, ys_f, zy)
     wt = np.ascontiguousarray(bmat.T)
     fn, src, signed = gemm_variant(ctx.target, wt)
-    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", src)
+    ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", *gemm_files(fn, src))
     r = row_params(wt, bias, zx, scales, signed)
-    wp = ctx.weight(f"{node.name}:wp", pack_w(wt))
+    wp = ctx.weight(f"{node.name}:wp", pack_w_for(fn, wt))
     bp, mp, sp = _rq_ptrs(ctx, node.name, r)
     scp = _scale_ptr(ctx, node.name, fn, r.scale)
     scr = ctx.scratch(ceil4(K) * ((rows + 15) // 16 * 16) + rows * ceil4(Nn))

@@ -103,11 +103,13 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
     const size_t ne = (size_t)s->Ho * wq, pad = q8_conv_pad4_bytes(s);
     uint8_t *xp = scratch, *ye = scratch + pad, *ke = ye + (size_t)p->ocg * ne;
     int32_t *koff = (int32_t *)(void *)(ke + (-(uintptr_t)ke & 3)); /* after the rows, 4-byte aligned */
-    for (size_t c4 = 0; c4 < c4n; c4++) /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this */
+    /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this; k in wlayout's order */
+    for (size_t c4 = 0; c4 < c4n; c4++)
         for (size_t t = 0; t < taps; t++) {
             const size_t di = (t / s->kw) * s->dh, dj = (t % s->kw) * s->dw;
             const size_t ph = (di % sh) * sw + dj % sw; /* its phase plane */
-            koff[c4 * taps + t] = (int32_t)(c4 * plane + ph * phase + ((di / sh) * wq + dj / sw) * 4);
+            koff[p->wlayout == Q8_WLAYOUT_AMX ? t * c4n + c4 : c4 * taps + t] =
+                (int32_t)(c4 * plane + ph * phase + ((di / sh) * wq + dj / sw) * 4);
         }
     pack_job pj = {p, xg, xp, NULL};
     if (ec_pool_threads(pool) <= 1 || c4n * plane < Q8_PACK_PAR_BYTES)
@@ -126,12 +128,16 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
     const q8_conv_shape *s = &p->s;
     const size_t K = (size_t)s->C * s->kh * s->kw, N = (size_t)s->Ho * s->Wo;
     const size_t in_g = (size_t)s->C * s->H * s->W, out_g = (size_t)p->ocg * N;
-    const size_t wg = q8_pack_w_bytes((size_t)p->ocg, K), mg = ((size_t)p->ocg + 3) / 4 * 4;
+    const size_t wg = p->wlayout == Q8_WLAYOUT_AMX ? q8_pack_w_amx_bytes((size_t)p->ocg, K)
+                                                   : q8_pack_w_bytes((size_t)p->ocg, K);
+    const size_t mg = ((size_t)p->ocg + 3) / 4 * 4;
     for (int b = 0; b < p->batch; b++)
         for (int g = 0; g < p->groups; g++) {
             const uint8_t *xg = x + ((size_t)b * p->groups + g) * in_g;
             if (q8_conv_implicit(p)) {
-                const size_t wgi = q8_pack_w_bytes((size_t)p->ocg, (size_t)(s->C + 3) / 4 * 4 * s->kh * s->kw);
+                const size_t Ki = (size_t)(s->C + 3) / 4 * 4 * s->kh * s->kw;
+                const size_t wgi = p->wlayout == Q8_WLAYOUT_AMX ? q8_pack_w_amx_bytes((size_t)p->ocg, Ki)
+                                                                : q8_pack_w_bytes((size_t)p->ocg, Ki);
                 q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax,
                             p->scale ? p->scale + g * mg : NULL};
                 conv_implicit(p, xg, y + ((size_t)b * p->groups + g) * out_g, &rq, p->wp + g * wgi, scratch, pool);

@@ -13,6 +13,10 @@
 #include "../q8-gemm/q8-gemm.h"
 #include "../ec_threadpool.h"
 
+/* weight layouts: q8_pack_w's (implicit: k = (c4, tap, 4 channels)), or the AMX kernels' q8_pack_w_amx (implicit:
+ * k = (tap, c4, 4 channels), so each 16-step block is 16 channel quads of one tap, planes a fixed stride apart) */
+enum { Q8_WLAYOUT_PACK = 0, Q8_WLAYOUT_AMX = 1 };
+
 typedef struct {
     q8_conv_shape s;       /* per-group input channels in s.C */
     int batch, groups, ocg; /* ocg = output channels per group */
@@ -23,6 +27,7 @@ typedef struct {
     q8_gemm_fn gemm;
     const float *scale;    /* like mult, or NULL: fp32 requantization (kernels that support it, q8-requant.h) */
     q8_igemm_fn igemm;     /* non-NULL: the implicit path above, wp holding its weights */
+    int wlayout;           /* Q8_WLAYOUT_*: the GEMM's weight layout */
 } q8_conv_params;
 
 static inline int q8_conv_implicit(const q8_conv_params *p) { return p->igemm != NULL; }

@@ -118,6 +118,30 @@ void q8_igemm_4x16__avxvnni(size_t M, size_t N, size_t K4, const int8_t *Wp, con
                             uint8_t *Y, size_t y_stride, const q8_rq *rq);
 void q8_igemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
                                uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* AMX (q8-gemm-32x32-amx.c): weights in their own layout, q8_pack_w_amx's: per 16-row panel (rows past M zero)
+ * nb blocks of kb k4 steps, each 16 rows x kb * 4 bytes row-major (one A tile), kb = q8_amx_kb(K4),
+ * nb = ceil(K4 / kb). Block b covers k4 [s, s + kb), s = min(b kb, K4 - kb): the last block ends at K4, so the
+ * activation tile never reads past the packed rows, and its weights are zero on the k4 the block before it
+ * covered. */
+static inline size_t q8_amx_kb(size_t K4) { return K4 < 16 ? K4 : 16; }
+static inline size_t q8_pack_w_amx_bytes(size_t M, size_t K)
+{
+    const size_t K4 = (K + 3) / 4, kb = q8_amx_kb(K4);
+    return (M + 15) / 16 * 16 * ((K4 + kb - 1) / kb) * kb * 4;
+}
+void q8_pack_w_amx(size_t M, size_t K, const int8_t *W, int8_t *Wp);
+void q8_gemm_32x32__amx(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                        size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_gemm_amx__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
+                         size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* implicit forms (q8_conv): koff in (tap, c4) order (Q8_WLAYOUT_AMX), each block's 16 k4 steps a fixed stride apart
+ * (q8_conv takes them only for a multiple of 64 channels a group: blocks never straddle two taps) */
+void q8_igemm_32x32__amx(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                         uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_igemm_amx__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
+                          uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* whether this process may use AMX tiles (asks the OS once) */
+int q8_amx_available(void);
 /* 8 rows x 32 pixels (16 accumulators) */
 void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                               size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

@@ -16,6 +16,22 @@ void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp)
                 }
 }
 
+void q8_pack_w_amx(size_t M, size_t K, const int8_t *W, int8_t *Wp)
+{
+    const size_t K4 = (K + 3) / 4, kb = q8_amx_kb(K4), nb = (K4 + kb - 1) / kb;
+    memset(Wp, 0, q8_pack_w_amx_bytes(M, K));
+    for (size_t m = 0; m < M; m++)
+        for (size_t b = 0; b < nb; b++) {
+            const size_t s = b * kb < K4 - kb ? b * kb : K4 - kb;
+            int8_t *dst = Wp + (((m / 16) * nb + b) * 16 + m % 16) * kb * 4;
+            for (size_t j = 0; j < kb * 4; j++) {
+                const size_t k = s * 4 + j;
+                if (k >= b * kb * 4 && k < K) /* k4 below b kb: the block before covered them */
+                    dst[j] = W[m * K + k];
+            }
+        }
+}
+
 #if defined(__AVX512BW__)
 #include <immintrin.h>
 #elif defined(__SSE2__)

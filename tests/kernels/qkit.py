@@ -55,6 +55,10 @@ ISAS = {
                                             "-mavx512vnni"), (), ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")),
     # AVX-VNNI without any AVX-512 flag: what an Alder Lake / N100 build compiles to
     "avxvnni": Isa("avxvnni", "gcc", ("-mavx2", "-mfma", "-mf16c", "-mavxvnni"), (), ("avx2", "fma", "avx_vnni")),
+    # AMX-INT8 (Sapphire Rapids and newer Xeons) beside AVX-512 VNNI, as x86_64-avx512-amx builds
+    "amx": Isa("amx", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni",
+                              "-mamx-tile", "-mamx-int8"), (),
+               ("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "amx_tile", "amx_int8")),
     "avx512": Isa("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl"), (),
                   ("avx512f", "avx512bw", "avx512vl")),
     "avx512vbmi": Isa("avx512vbmi", "gcc", ("-mavx512f", "-mavx512bw", "-mavx512vbmi"), (),

@@ -11,9 +11,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgec.codegen.ops.qpack import pack_w, pack_w_implicit, requant_scales, row_params, to_u8_domain
+from edgec.codegen.ops.qpack import pack_w, pack_w_amx, pack_w_implicit, requant_scales, row_params, to_u8_domain
 from qkit import ISAS, SANITIZE, build, exact_int8, require, run
-from test_q8_gemm import VARIANTS
+from test_q8_gemm import VARIANTS, variant_build
 
 # (C, H, W, OC, k, stride, pad, dilation, groups, xdtype)
 CASES = [
@@ -54,7 +54,7 @@ def _model_and_data(case, rng):
     return model, x, dict(w=w, w_s=w_s, x_s=x_s, y_s=y_s, x_zp=x_zp, y_zp=y_zp, b=b)
 
 
-def _problem_file(path, case, x, q, x_signed, implicit=False):
+def _problem_file(path, case, x, q, x_signed, implicit=False, amx=False):
     C, H, W, OC, k, s, p, d, g, xdt = case
     Ho, Wo = ((H + 2 * p - d * (k - 1) - 1) // s + 1), ((W + 2 * p - d * (k - 1) - 1) // s + 1)
     zx, zy = to_u8_domain(q["x_zp"], xdt), to_u8_domain(q["y_zp"], xdt)
@@ -63,7 +63,11 @@ def _problem_file(path, case, x, q, x_signed, implicit=False):
     for j in range(g):
         wg = q["w"][j * ocg:(j + 1) * ocg].reshape(ocg, -1)
         rp = row_params(wg, q["b"][j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], x_signed)
-        blobs["w"].append((pack_w_implicit(q["w"][j * ocg:(j + 1) * ocg]) if implicit else pack_w(wg)).tobytes())
+        if implicit:
+            packed = pack_w_implicit(q["w"][j * ocg:(j + 1) * ocg], "q8_gemm_32x32__amx" if amx else None)
+        else:
+            packed = pack_w_amx(wg) if amx else pack_w(wg)
+        blobs["w"].append(packed.tobytes())
         for key in ("bias", "mult", "shift"):
             blobs[key].append(getattr(rp, key).tobytes())
     hdr = [1, g, C // g, H, W, ocg, k, k, s, s, d, d, p, p, Ho, Wo, zy, 0, 255, zx, 0x80 if x_signed else 0]
@@ -80,8 +84,10 @@ def drivers(tmp_path_factory):
         if isa.skip_reason():
             out[name] = isa.skip_reason()
             continue
-        files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c", src]
-        out[name] = (isa, build(isa, tmp_path_factory.mktemp(name) / "drv", files, {"KERNEL": fn}), signed)
+        srcs, defs = variant_build(name)
+        defs.pop("KS_EXTRA", None)
+        files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c", *srcs]
+        out[name] = (isa, build(isa, tmp_path_factory.mktemp(name) / "drv", files, defs), signed)
     return out
 
 
@@ -96,7 +102,7 @@ def test_q8_conv_vs_exact_qlinearconv(name, drivers, tmp_path):
     for i, case in enumerate(cases):
         model, x, q = _model_and_data(case, rng)
         ref = exact_int8(model, {"x": x})[0]
-        shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, bool(signed))
+        shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, bool(signed), amx=name == "amx")
         r = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"y{i}.bin"))
         assert r.returncode == 0, r.stderr
         r2 = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"t{i}.bin"), "2")  # 2 threads
@@ -155,6 +161,47 @@ def test_q8_conv_implicit_gemm_vs_exact_qlinearconv(name, tmp_path):
         outs = []
         for tag, exe_, prob, threads in (("y", exe, "p", ()), ("t", exe, "p", ("2",)), ("z", ref_exe, "r", ())):
             r = run(isa, exe_, str(tmp_path / f"{prob}{i}.bin"), str(tmp_path / f"{tag}{i}.bin"), *threads)
+            assert r.returncode == 0, (case, r.stderr[-3000:])
+            outs.append((tmp_path / f"{tag}{i}.bin").read_bytes())
+        assert outs[0] == outs[1] == outs[2], case
+        y = np.frombuffer(outs[0], np.uint8).reshape(shape).astype(np.int16) - (128 if case[-1] == np.int8 else 0)
+        assert np.abs(y - exact_int8(model, {"x": x})[0].astype(np.int16)).max() <= 1, case
+
+
+# the AMX implicit GEMM takes 64-channel multiples per group (16 channel quads of one tap a block): strides 1-2,
+# dilation, 5x5, groups, maps narrower than a 32-pixel block, more output channels than one 32-row block
+AMX_IMPLICIT_CASES = [
+    (64, 9, 20, 33, 3, 1, 1, 1, 1, np.uint8), (64, 13, 13, 48, 3, 1, 1, 1, 1, np.int8),
+    (128, 8, 30, 17, 3, 2, 1, 1, 1, np.uint8), (64, 7, 26, 16, 3, 1, 2, 2, 1, np.int8),
+    (128, 6, 14, 64, 3, 1, 1, 1, 2, np.uint8), (64, 5, 16, 8, 5, 1, 2, 1, 1, np.int8),
+    (192, 10, 12, 70, 3, 1, 1, 1, 1, np.uint8)]
+
+
+@pytest.mark.parametrize("name,extra", [("amx", ()), ("amx", SANITIZE), ("scalar", ())],
+                         ids=["amx", "amx-asan-ubsan", "amx-layout-scalar"])
+def test_q8_conv_amx_implicit_gemm_vs_exact_qlinearconv(name, extra, tmp_path):
+    """The AMX implicit GEMM (tap-major weights, each tile a block of 16 channel quads of one tap read in place):
+    within 1 LSB of the exact QLinearConv, bit-identical with 1 and 2 threads and to the im2col path with the AMX
+    GEMM. amx-layout-scalar: the same through the kernels' scalar form (their fallback), on any host."""
+    isa = ISAS[name]
+    require(isa)
+    srcs, defs = variant_build("amx")
+    defs.pop("KS_EXTRA", None)
+    igemm = "q8_igemm_32x32__amx"
+    if name == "scalar":
+        srcs, defs, igemm = srcs[1:], {**defs, "KERNEL": "q8_gemm_amx__scalar"}, "q8_igemm_amx__scalar"
+    files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c", *srcs]
+    exe = build(isa, tmp_path / "imp", files, {**defs, "IGEMM": igemm}, extra)
+    ref_exe = build(isa, tmp_path / "ref", files, defs, extra)
+    rng = np.random.default_rng(11)
+    for i, case in enumerate(AMX_IMPLICIT_CASES):
+        model, x, q = _model_and_data(case, rng)
+        shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, False, implicit=True, amx=True)
+        _problem_file(tmp_path / f"r{i}.bin", case, x, q, False, amx=True)
+        outs = []
+        for tag, exe_, prob, threads in (("y", exe, "p", ()), ("t", exe, "p", ("2",)), ("z", ref_exe, "r", ())):
+            r = run(isa, exe_, str(tmp_path / f"{prob}{i}.bin"), str(tmp_path / f"{tag}{i}.bin"), *threads,
+                    timeout=300)
             assert r.returncode == 0, (case, r.stderr[-3000:])
             outs.append((tmp_path / f"{tag}{i}.bin").read_bytes())
         assert outs[0] == outs[1] == outs[2], case

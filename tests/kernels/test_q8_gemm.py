@@ -18,20 +18,35 @@ VARIANTS = {  # isa -> (function, file, reads X signed)
     "avx512": ("q8_gemm_4x16__avx512bw", "q8-gemm/q8-gemm-4x16-avx512bw.c", 0),
     "avx512vnni": ("q8_gemm_8x32__avx512vnni", "q8-gemm/q8-gemm-8x32-avx512vnni.c", 0),
     "avxvnni": ("q8_gemm_4x16__avxvnni", "q8-gemm/q8-gemm-4x16-avxvnni.c", 0),
+    "amx": ("q8_gemm_32x32__amx", "q8-gemm/q8-gemm-32x32-amx.c", 0),
     "neon": ("q8_gemm_4x8__neon", "q8-gemm/q8-gemm-4x8-neon.c", 1),
     "neon-v82": ("q8_gemm_4x8__neondot", "q8-gemm/q8-gemm-4x8-neondot.c", 1),
 }
 
 
-def _build(name, tmp_path):
+# GEMMs with a weight layout of their own: the files and defines that give it to the tests' drivers
+OWN_LAYOUT = {"amx": (["q8-gemm/q8-gemm-amx-scalar.c"],
+                      {"PACK_W": "q8_pack_w_amx", "PACK_W_BYTES": "q8_pack_w_amx_bytes"})}
+AMX_KS = ",64,65,128,132,260"  # K4 16, 17, 32, 33, 65: whole 16-step blocks and a last block overlapping the one before
+CASES = {"amx": 5040}  # 9 x 10 x 14 x 4 with AMX_KS; the others 9 x 10 x 9 x 4
+
+
+def variant_build(name):
+    """(files besides the driver, defines) a GEMM variant's tests need."""
+    fn, src, signed = VARIANTS[name]
+    files, defs = OWN_LAYOUT.get(name, ([], {}))
+    return [src, *files], {"KERNEL": fn, **defs, **({"KS_EXTRA": AMX_KS} if name == "amx" else {})}
+
+
+def _build(name, tmp_path, extra=(), defines=None, tag=""):
     isa = ISAS[name]
     require(isa)
     fn, src, signed = VARIANTS[name]
-    files = ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c"]
-    if src not in files:
-        files.append(src)
-    return isa, build(isa, tmp_path / f"t_{name}", files,
-                      {"KERNEL": fn, "KERNEL_NAME": f'"{name}"', "X_SIGNED": str(signed)})
+    files, defs = variant_build(name)
+    files = ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c",
+             *[f for f in files if f != "q8-gemm/q8-gemm-4x8-scalar.c"]]
+    return isa, build(isa, tmp_path / f"t_{name}{tag}", files,
+                      {**defs, "KERNEL_NAME": f'"{name}{tag}"', "X_SIGNED": str(signed), **(defines or {})}, extra)
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -39,21 +54,57 @@ def test_q8_gemm_matches_reference(name, tmp_path):
     isa, exe = _build(name, tmp_path)
     r = run(isa, exe)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "3240/3240 cases match" in r.stdout
+    n = CASES.get(name, 3240)
+    assert f"{n}/{n} cases match" in r.stdout
+
+
+def test_q8_gemm_amx_layout_reference(tmp_path):
+    """The AMX kernel's scalar form over q8_pack_w_amx's layout (its test reference, and what runs where the OS
+    grants no tile state) against the plain scalar GEMM, any host; and the Python packing gives the C one's bytes."""
+    isa = ISAS["scalar"]
+    exe = build(isa, tmp_path / "amxref", ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c",
+                                           "q8-gemm/q8-gemm-amx-scalar.c"],
+                {"KERNEL": "q8_gemm_amx__scalar", "KERNEL_NAME": '"amx-scalar"', "X_SIGNED": "0",
+                 "PACK_W": "q8_pack_w_amx", "PACK_W_BYTES": "q8_pack_w_amx_bytes", "KS_EXTRA": AMX_KS, "NMODES": "6"})
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "7560/7560 cases match" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    from edgec.codegen.ops.qpack import pack_w_amx
+
+    # the same layout from the packing's definition: row m, k in block b at ((m/16 nb + b) 16 + m%16) kb 4 + k - 4 s
+    rng = np.random.default_rng(3)
+    for m, k in [(1, 1), (5, 9), (17, 64), (33, 65), (16, 132), (40, 260)]:
+        w = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        p = pack_w_amx(w)
+        k4 = (k + 3) // 4
+        kb = min(16, k4)
+        nb = -(-k4 // kb)
+        assert p.size == -(-m // 16) * 16 * nb * kb * 4
+        seen = np.zeros((m, k), np.int32)
+        for r_ in range(m):
+            for b in range(nb):
+                s = min(b * kb, k4 - kb)
+                for j in range(kb * 4):
+                    kk = s * 4 + j
+                    v = p[(((r_ // 16) * nb + b) * 16 + r_ % 16) * kb * 4 + j]
+                    if kk < b * kb * 4 or kk >= k:
+                        assert v == 0
+                    else:
+                        assert v == w[r_, kk]
+                        seen[r_, kk] += 1
+        assert (seen == 1).all()
 
 
 @pytest.mark.parametrize("name,extra", [("avx512", ()), ("avx512vnni", ()), ("avx512vnni", SANITIZE), ("avxvnni", ()),
-                                        ("avxvnni", SANITIZE)],
-                         ids=["avx512", "avx512vnni", "avx512vnni-asan-ubsan", "avxvnni", "avxvnni-asan-ubsan"])
+                                        ("avxvnni", SANITIZE), ("amx", ()), ("amx", SANITIZE)],
+                         ids=["avx512", "avx512vnni", "avx512vnni-asan-ubsan", "avxvnni", "avxvnni-asan-ubsan", "amx",
+                              "amx-asan-ubsan"])
 def test_q8_gemm_fp32_requant_matches_reference(name, extra, tmp_path):
-    """rq.scale set: the AVX-512 and AVX-VNNI kernels' fp32 requantization bit-exact against q8_rq1 (ties included)."""
-    isa = ISAS[name]
-    require(isa)
-    fn, src, signed = VARIANTS[name]
-    exe = build(isa, tmp_path / f"fp_{name}", ["q8_gemm_test.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c", src],
-                {"KERNEL": fn, "KERNEL_NAME": f'"{name}-fp32"', "X_SIGNED": str(signed), "FP32_RQ": "1"}, extra)
+    """rq.scale set: the AVX-512, AVX-VNNI and AMX kernels' fp32 requantization bit-exact against q8_rq1 (ties
+    included)."""
+    isa, exe = _build(name, tmp_path, extra, {"FP32_RQ": "1"}, "-fp32")
     r = run(isa, exe)
-    assert r.returncode == 0 and "3240/3240 cases match" in r.stdout, r.stdout + r.stderr
+    n = CASES.get(name, 3240)
+    assert r.returncode == 0 and f"{n}/{n} cases match" in r.stdout, r.stdout + r.stderr
 
 
 def test_q8_gemm_avxvnni_under_sanitizers(tmp_path):

@@ -30,14 +30,19 @@ int main(int argc, char **argv)
         return 2;
     q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
                         h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
-                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL};
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0};
 #ifdef IGEMM
     p.igemm = IGEMM;
 #endif
     const size_t K = q8_conv_implicit(&p) ? (size_t)(p.s.C + 3) / 4 * 4 * p.s.kh * p.s.kw
                                           : (size_t)p.s.C * p.s.kh * p.s.kw;
     const size_t mg = ((size_t)p.ocg + 3) / 4 * 4;
+#ifdef PACK_W_BYTES /* a GEMM with a weight layout of its own (AMX) */
+    p.wlayout = Q8_WLAYOUT_AMX;
+    p.wp = slurp(f, PACK_W_BYTES((size_t)p.ocg, K) * (size_t)p.groups);
+#else
     p.wp = slurp(f, q8_pack_w_bytes((size_t)p.ocg, K) * (size_t)p.groups);
+#endif
     p.bias = slurp(f, 4 * mg * (size_t)p.groups);
     p.mult = slurp(f, 4 * mg * (size_t)p.groups);
     p.shift = slurp(f, 4 * mg * (size_t)p.groups);

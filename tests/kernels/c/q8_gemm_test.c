@@ -28,6 +28,14 @@
 #ifndef FP32_RQ
 #define FP32_RQ 0
 #endif
+/* the kernel's weight layout (the reference always reads q8_pack_w's) */
+#ifndef PACK_W
+#define PACK_W q8_pack_w
+#define PACK_W_BYTES q8_pack_w_bytes
+#endif
+#ifndef KS_EXTRA /* more depths for kernels that block K (AMX: 16 k4 steps a block) */
+#define KS_EXTRA
+#endif
 #ifndef NMODES
 #define NMODES 4 /* 6 adds the pair-bound and (WMIN, X = 0) extremes, 7 the two-step int16 bound */
 #endif
@@ -38,7 +46,7 @@ static uint32_t rnd(void) { rng = rng * 1664525u + 1013904223u; return rng >> 8;
 static int run(size_t M, size_t N, size_t K, int mode)
 {
     const size_t K4 = (K + 3) / 4, Mp = (M + 3) / 4 * 4, np = q8_pack_np(N);
-    int8_t *W = malloc(M * K), *Wp = malloc(q8_pack_w_bytes(M, K));
+    int8_t *W = malloc(M * K), *Wp = malloc(q8_pack_w_bytes(M, K)), *Wk = malloc(PACK_W_BYTES(M, K));
     uint8_t *X = malloc(K * N), *Xu = malloc(q8_pack_x_bytes(K, N)), *Xs = malloc(q8_pack_x_bytes(K, N));
     uint8_t *Y0 = malloc(M * N), *Y1 = malloc(M * N);
     int32_t *b0 = calloc(Mp, 4), *b1 = calloc(Mp, 4), *mult = calloc(Mp, 4), *shift = calloc(Mp, 4);
@@ -82,12 +90,13 @@ static int run(size_t M, size_t N, size_t K, int mode)
     q8_rq rq1 = rq0;
     rq1.bias = b1;
     q8_pack_w(M, K, W, Wp);
+    PACK_W(M, K, W, Wk);
     q8_pack_x(K, N, X, N, 0, Xu);
     q8_pack_x(K, N, X, N, X_SIGNED ? 0x80 : 0, Xs);
     memset(Y0, 0xEE, M * N);
     memset(Y1, 0xEE, M * N);
     REF(M, N, K4, Wp, Xu, np, Y0, N, &rq0);
-    KERNEL(M, N, K4, Wp, Xs, np, Y1, N, &rq1);
+    KERNEL(M, N, K4, Wk, Xs, np, Y1, N, &rq1);
     int bad = 0;
     for (size_t i = 0; i < M * N && !bad; i++)
         if (Y0[i] != Y1[i]) {
@@ -95,7 +104,7 @@ static int run(size_t M, size_t N, size_t K, int mode)
                    Y0[i], Y1[i]);
             bad = 1;
         }
-    free(W); free(Wp); free(X); free(Xu); free(Xs); free(Y0); free(Y1);
+    free(W); free(Wp); free(Wk); free(X); free(Xu); free(Xs); free(Y0); free(Y1);
     free(b0); free(b1); free(mult); free(shift); free(scale);
     return bad;
 }
@@ -104,7 +113,7 @@ int main(void)
 {
     static const size_t Ms[] = {1, 3, 4, 5, 7, 8, 15, 17, 33};
     static const size_t Ns[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33};
-    static const size_t Ks[] = {1, 3, 4, 5, 7, 16, 17, 33, 100};
+    static const size_t Ks[] = {1, 3, 4, 5, 7, 16, 17, 33, 100 KS_EXTRA};
     int fails = 0, cases = 0;
     for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
