@@ -211,10 +211,10 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
         code = "{\n" + code + f"}}\n{lut[1]}({y.size}u, {Y}, {lut[0]}, {Y});\n"
     if fused:  # a kernel without the Add in its store: the Add as its own pass, in place on the output
         add, mine, r = fused
-        ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
+        ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c", "q8-eltwise/q8-add-pool.c")
         ctx.note(residual_add="q8_add_f32")
         code = ("{\n" + code + f"}}\n{{\nconst q8_addf_params ap = {qaddf_params(add, mine)};\n"
-                f"q8_add_f32({y.size}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y});\n}}\n")
+                f"q8_add_f32_pool({y.size}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y}, {ctx.pool});\n}}\n")
     return code
 
 

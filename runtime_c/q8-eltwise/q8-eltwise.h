@@ -26,6 +26,10 @@ typedef struct {
     float sa, sb, sy;
 } q8_addf_params;
 void q8_add_f32(size_t n, const uint8_t *a, const uint8_t *b, const q8_addf_params *p, uint8_t *y);
+/* the same split over a pool's threads (q8-add-pool.c; pool may be NULL) */
+struct ec_pool;
+void q8_add_f32_pool(size_t n, const uint8_t *a, const uint8_t *b, const q8_addf_params *p, uint8_t *y,
+                     struct ec_pool *pool);
 
 /* one element of q8_add (ties to even; >> of a negative int is arithmetic in gcc/clang) */
 static inline uint8_t q8_add1(int32_t a, int32_t b, const q8_add_params *p)

@@ -118,6 +118,18 @@ def test_add_f32_is_the_float_qdq(isa, request):
         assert np.array_equal(y2, want[:37])
 
 
+@pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx512", SANITIZE)], ids=["scalar", "avx512-asan-ubsan"])
+def test_add_f32_pool_is_add_f32(isa_name, extra, tmp_path):
+    """The residual Add after a conv, split over the pool: q8_add_f32's bytes at every size, in place, 1 and 2
+    threads."""
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "t", ["q8_add_pool_test.c", "q8-eltwise/q8-add-pool.c", "q8-eltwise/q8-eltwise-scalar.c",
+                                      "ec_threadpool.c"], None, extra)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "12/12 cases match" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 def _ort(nodes, inputs, inits, outs, feeds, ms=False):
     opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid("com.microsoft", 1)] if ms else [])
     g = helper.make_graph(nodes, "t", inputs, outs, [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
