@@ -22,7 +22,8 @@ def compile(  # noqa: A001 - the command is called compile
     model: Path = typer.Argument(..., help="ONNX model file.", show_default=False),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for the generated C project.", show_default=False),
     target: str = typer.Option("native", "--target", "-t", help="native, generic, x86_64-avx2, x86_64-avx2-vnni, "
-                               "x86_64-avx512, x86_64-avx512-vnni, aarch64-neon, aarch64-v82 or armv7-neon."),
+                               "x86_64-avx512, x86_64-avx512-vnni, x86_64-avx512-amx, aarch64-neon, aarch64-v82 "
+                               "or armv7-neon."),
     threads: int = typer.Option(1, "--threads", help="Default thread count of the generated code (overridable at run time)."),
     input_shape: Optional[List[str]] = typer.Option(None, "--input-shape", "-s", help=SHAPE_HELP),
     build: bool = typer.Option(False, "--build", help="Also build runner and bench (cross compiler for foreign targets)."),

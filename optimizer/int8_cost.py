@@ -36,12 +36,17 @@ RATES = {
     "x86_64-avx2-vnni": {"gemm": (33.2, 81.1), "depthwise": (32.1, 33.5), "grouped": (23.5, 65.1)},
     # not measured per path here (no AVX-512 on this host): ppocr cls int8 0.428 ms vs fp32 0.708 ms
     "x86_64-avx512-vnni": {"gemm": (1.0, 1.65), "depthwise": (1.0, 1.65), "grouped": (1.0, 1.65)},
+    # AMX GEMMs (Xeon Emerald Rapids, 29 Nov 2026): SqueezeNet 1.1 fp32/int8 3.4x, ResNet-50 2.7-4.0x whole-model
+    # (bench_int8.py); depthwise and grouped convs run the VNNI kernels there
+    "x86_64-avx512-amx": {"gemm": (1.0, 3.4), "depthwise": (1.0, 1.65), "grouped": (1.0, 1.65)},
 }
 SOURCES = {
     "x86_64-avx2": "measured per kernel path on AMD Zen 3 (x86_64-avx2, 8-bit weights)",
     "x86_64-avx2/7-bit": "measured per kernel path on AMD Zen 3 (x86_64-avx2, 7-bit weights)",
     "x86_64-avx2-vnni": "measured per kernel path on an Intel Xeon (Emerald Rapids) core running x86_64-avx2-vnni",
     "x86_64-avx512-vnni": "estimate: the whole-model ppocr cls int8/fp32 ratio (docs/benchmarks.md) for every path",
+    "x86_64-avx512-amx": "estimate: whole-model SqueezeNet / ResNet-50 fp32/int8 ratios for the GEMM path, the VNNI "
+                         "estimate for the others",
 }
 # ns per output element (same measurements)
 NS_INT8_ELEMENTWISE = 0.166   # tables, int8 Add/Mul, GlobalAveragePool, MaxPool
@@ -63,6 +68,8 @@ def rates_for(target: str | None, reduce_range: bool) -> tuple[str | None, dict 
         key = "x86_64-avx2-vnni"  # vpdpbusd: 8-bit weights at full rate, 7-bit ones gain nothing there
     elif t.isa == "avx2" and t.arch == "x86_64":
         key = "x86_64-avx2/7-bit" if reduce_range else "x86_64-avx2"
+    elif t.isa == "avx512" and "amx_int8" in t.features:
+        key = "x86_64-avx512-amx"
     elif t.isa == "avx512" and "avx512_vnni" in t.features:
         key = "x86_64-avx512-vnni"
     else:
