@@ -236,7 +236,7 @@ def micro() -> None:
         subprocess.run(["gcc", "-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L",
                         *get_target("x86_64-avx512-amx").cflags, f"-I{rt}", str(here / "c" / "q8_gemm_amx_micro.c"),
                         *(str(g / f) for f in ("q8-pack.c", "q8-gemm-8x32-avx512vnni.c", "q8-gemm-32x32-amx.c",
-                                               "q8-gemm-amx-scalar.c")), "-o", str(exe)], check=True)
+                                               "q8-gemm-amx-scalar.c")), "-o", str(exe), "-lm"], check=True)
         r = subprocess.run([str(exe)], capture_output=True, text=True)
         print(r.stdout if r.returncode == 0 else f"AMX: skipped, {r.stdout.strip() or r.stderr.strip()}")
 
