@@ -43,7 +43,9 @@ SPARSE_BLOCKS = ("4x4", "1x4", "4x1", "1x1")
 # kernels, 1x1 conv 128->128 at 28x28): AVX2 0.70 (vs the AVX2 GEMM), AVX-512BW 0.70, VNNI 0.90 (the
 # VNNI GEMM is 2x the AVX2 one). AVX-VNNI (ymm vpdpbusd against the AVX2 sparse kernel): the AVX-512 VNNI ratio,
 # an estimate. NEON: estimate, not measured.
-Q8_SPARSE_BREAK_EVEN = {"avx2": 0.70, "avx512": 0.70, "avx512vnni": 0.90, "avxvnni": 0.90, "neon": 0.70}
+# AMX: the dense GEMM took 0.021 ms, the sparse kernel 0.116 at 95% (`bench_sparse.py --int8 --target
+# x86_64-avx512-amx`, Xeon Emerald Rapids): sparse never pays there (1.0: no sparsity exceeds it).
+Q8_SPARSE_BREAK_EVEN = {"avx2": 0.70, "avx512": 0.70, "avx512vnni": 0.90, "avxvnni": 0.90, "amx": 1.0, "neon": 0.70}
 
 
 @functools.lru_cache(maxsize=4)
@@ -510,6 +512,8 @@ def _q8_family(target) -> str:
     fam = _isa_family(target)
     if fam == "avx2" and "avx_vnni" in target.features:
         return "avxvnni"
+    if fam == "avx512" and "amx_int8" in target.features:
+        return "amx"
     return "avx512vnni" if fam == "avx512" and "avx512_vnni" in target.features else fam
 
 
