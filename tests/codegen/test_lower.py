@@ -109,6 +109,13 @@ def test_targets_are_data():
     assert detect_native("x86_64", frozenset({"avx2", "fma"})) == "x86_64-avx2"
     assert detect_native("x86_64", frozenset({"avx2", "fma", "avx_vnni"})) == "x86_64-avx2-vnni"  # Alder Lake, N100
     assert detect_native("x86_64", frozenset(vnni | {"avx_vnni"})) == "x86_64-avx512-vnni"
+    amx = {"amx_tile", "amx_int8"}  # Sapphire Rapids and newer: int8 GEMMs on tiles
+    assert detect_native("x86_64", frozenset(vnni | amx | {"avx_vnni"})) == "x86_64-avx512-amx"
+    assert detect_native("x86_64", frozenset(vnni | {"amx_tile"})) == "x86_64-avx512-vnni"  # no AMX-INT8
+    t = get_target("x86_64-avx512-amx")
+    assert {"-mamx-tile", "-mamx-int8"} <= set(t.cflags) and set(get_target("x86_64-avx512-vnni").features) < set(t.features)
+    from edgec.codegen.ops.qpack import Q8_GEMM, gemm_variant
+    assert gemm_variant(t)[0] == Q8_GEMM["amx"][0] and gemm_variant(t, np.ones((4, 9), np.int8))[0] == Q8_GEMM["amx"][0]
     assert detect_native("x86_64", frozenset({"sse2"})) == "generic"
     assert detect_native("aarch64", frozenset({"asimd"})) == "aarch64-neon"
     assert detect_native("aarch64", frozenset({"asimd", "asimddp", "asimdhp"})) == "aarch64-v82"

@@ -545,6 +545,23 @@ def test_ppocr_8bit_on_avx_vnni_runs_vpdpbusd_kernels(ppocr_cls, tmp_path):
     assert np.abs(y - ref).max() <= 1.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()
 
 
+def test_ppocr_on_amx_runs_the_tile_gemm(ppocr_cls, tmp_path):
+    """x86_64-avx512-amx: every 1x1 conv of ppocr cls runs the AMX GEMM (depthwise: the VNNI kernels), the output
+    bit-identical to the x86_64-avx512-vnni build's (the same fp32 requantization; the generic build's fixed-point
+    one may differ by 1 LSB at near-ties) and within 1 LSB of the exact QDQ result."""
+    if not get_target("x86_64-avx512-amx").runs_natively():
+        pytest.skip("this CPU lacks AMX-INT8")
+    q = _ppocr_int8(ppocr_cls, tmp_path)
+    x = np.random.default_rng(1).uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)  # the AVX-VNNI test's input
+    b, y = _compile_run(q, "x86_64-avx512-amx", x, tmp_path / "amx", name="x")
+    gemms = {l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-gemm"}
+    assert gemms == {"q8_gemm_32x32__amx"}, gemms
+    _, y_ref = _compile_run(q, "x86_64-avx512-vnni", x, tmp_path / "vnni", name="x")
+    assert np.array_equal(y, y_ref)
+    ref = exact(q, {"x": x})
+    assert np.abs(y - ref).max() <= 1.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()
+
+
 def test_optimize_target_picks_7bit_weights(digits_cnn, tmp_path, capsys):
     """`edgec optimize --target x86_64-avx2` writes 7-bit weights (and says why); aarch64-neon and an explicit
     --full-range keep 8 bits; an unknown target is one clear error line."""
