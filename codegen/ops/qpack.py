@@ -118,7 +118,7 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
         return Q8_GEMM_NEON_MLAL
     if target.arch == "armv7":
         return Q8_GEMM["scalar"]
-    if target.isa == "avx512" and "amx_int8" in target.features:
+    if target.isa == "avx512" and "amx_int8" in target.features and (w is None or w.shape[1] >= Q8_AMX_MIN_K):
         return Q8_GEMM["amx"]
     if target.isa == "avx512" and "avx512_vnni" in target.features:
         return Q8_GEMM["avx512vnni"]
@@ -128,6 +128,10 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
         return Q8_GEMM["avx2"]
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
 
+
+# depth from which the AMX GEMM takes a layer: at K = 16 a tile product uses 4 of its 16 k4 rows and the VNNI GEMM
+# was as fast (0.98x), at K = 32 the AMX one 1.7x (benchmarks/bench_int8.py --micro)
+Q8_AMX_MIN_K = 32
 
 # files a GEMM needs besides its own: the AMX kernel's scalar form, which it runs where the OS grants no tile state
 Q8_GEMM_DEPS = {"q8_gemm_32x32__amx": ("q8-gemm/q8-gemm-amx-scalar.c",)}
