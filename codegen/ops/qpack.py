@@ -129,9 +129,10 @@ def gemm_variant(target, w: np.ndarray | None = None) -> tuple[str, str, bool]:
     return Q8_GEMM.get(target.isa, Q8_GEMM["scalar"])
 
 
-# depth from which the AMX GEMM takes a layer: at K = 16 a tile product uses 4 of its 16 k4 rows and the VNNI GEMM
-# was as fast (0.98x), at K = 32 the AMX one 1.7x (benchmarks/bench_int8.py --micro)
-Q8_AMX_MIN_K = 32
+# depth from which the AMX GEMM takes a layer: a tile product uses K/4 of its 16 k4 rows, and the requantization is
+# the same; AMX / VNNI time measured 1.4-1.5x at K = 4, ~1.0 at K = 8, 0.55-0.75x at K = 12-27 (SqueezeNet's
+# 3-channel stem, K = 27: 0.54-0.70x), 0.6x at K = 32 (64 and 128 rows, 729-12321 pixels; Xeon Emerald Rapids)
+Q8_AMX_MIN_K = 12
 
 # files a GEMM needs besides its own: the AMX kernel's scalar form, which it runs where the OS grants no tile state
 Q8_GEMM_DEPS = {"q8_gemm_32x32__amx": ("q8-gemm/q8-gemm-amx-scalar.c",)}

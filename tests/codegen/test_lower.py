@@ -115,8 +115,8 @@ def test_targets_are_data():
     t = get_target("x86_64-avx512-amx")
     assert {"-mamx-tile", "-mamx-int8"} <= set(t.cflags) and set(get_target("x86_64-avx512-vnni").features) < set(t.features)
     from edgec.codegen.ops.qpack import Q8_GEMM, gemm_variant
-    assert gemm_variant(t)[0] == Q8_GEMM["amx"][0] and gemm_variant(t, np.ones((4, 32), np.int8))[0] == Q8_GEMM["amx"][0]
-    assert gemm_variant(t, np.ones((4, 31), np.int8))[0] == Q8_GEMM["avx512vnni"][0]  # shallow: the VNNI GEMM
+    assert gemm_variant(t)[0] == Q8_GEMM["amx"][0] and gemm_variant(t, np.ones((4, 12), np.int8))[0] == Q8_GEMM["amx"][0]
+    assert gemm_variant(t, np.ones((4, 11), np.int8))[0] == Q8_GEMM["avx512vnni"][0]  # shallow: the VNNI GEMM
     assert detect_native("x86_64", frozenset({"sse2"})) == "generic"
     assert detect_native("aarch64", frozenset({"asimd"})) == "aarch64-neon"
     assert detect_native("aarch64", frozenset({"asimd", "asimddp", "asimdhp"})) == "aarch64-v82"
