@@ -365,8 +365,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
                  why=f"{choice.why}; implicit: no im2col, the padded input read in place ({wq_ - Wo} extra "
                      f"column{'s' if wq_ - Wo != 1 else ''} a row)")
     else:
-        packed = [pack_w_for(fn, wg) for wg in wgs]
-        wp = ctx.weight(f"{node.name}:wp", np.concatenate(packed))
+        wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_for(fn, wg) for wg in wgs]))
         scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32)  # packed + padded input
         ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
     bp, mp, sp = (ctx.weight(f"{node.name}:{f}", np.concatenate([getattr(r, f) for r in brs]))
