@@ -59,8 +59,9 @@ ISAS = {
     "amx": Isa("amx", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni",
                               "-mamx-tile", "-mamx-int8"), (),
                ("avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni", "amx_tile", "amx_int8")),
-    "avx512": Isa("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl"), (),
-                  ("avx512f", "avx512bw", "avx512vl")),
+    # as the x86_64-avx512 target builds (every AVX-512 core but Xeon Phi has DQ)
+    "avx512": Isa("avx512", "gcc", ("-mavx2", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq"), (),
+                  ("avx512f", "avx512bw", "avx512vl", "avx512dq")),
     "avx512vbmi": Isa("avx512vbmi", "gcc", ("-mavx512f", "-mavx512bw", "-mavx512vbmi"), (),
                       ("avx512f", "avx512bw", "avx512vbmi")),
     "neon": Isa("neon", "aarch64-linux-gnu-gcc", ("-mcpu=cortex-a72", "-static"), A72),

@@ -118,6 +118,49 @@ def test_add_f32_is_the_float_qdq(isa, request):
         assert np.array_equal(y2, want[:37])
 
 
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_add_f32_fast_quotient_is_exact_on_random_scales(isa, request):
+    """The vector paths round a * (sa / sy) + (b * (sb / sy) + c0) and compute only lanes near a tie the exact way:
+    every pair of bytes, bit for bit against the float QDQ, over 60 random scale triples (residual Adds' ratios
+    and far ones), zero points anywhere in 0..255, and ratios that put many sums exactly on ties."""
+    lib_ = request.getfixturevalue({"scalar": "lib", "avx2": "lib_avx2", "avx512": "lib_avx512"}[isa])
+    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
+    b = np.tile(np.arange(256, dtype=np.uint8), 256)
+    rng = np.random.default_rng(23)
+    cases = []
+    for _ in range(60):
+        sy = np.float32(10 ** rng.uniform(-4, 1))
+        sa, sb = (np.float32(sy * 10 ** rng.uniform(-1.5, 1.5)) for _ in range(2))
+        za, zb, zy = (int(v) for v in rng.integers(0, 256, 3))
+        cases.append((sa, sb, sy, za, zb, zy, 0, 255))
+    for sy in (np.float32(0.05), np.float32(0.0371)):  # sa / sy and sb / sy of 1/2, 3/2, 1/4: exact ties
+        cases += [(sy / 2, sy * 1.5, sy, 7, 200, 3, 0, 255), (sy / 4, sy / 2, sy, 128, 0, 128, 128, 255)]
+    for sa, sb, sy, za, zb, zy, lo, hi in cases:
+        sa, sb, sy = np.float32(sa), np.float32(sb), np.float32(sy)
+        with np.errstate(all="ignore"):
+            v = (a.astype(np.int32) - za).astype(np.float32) * sa + (b.astype(np.int32) - zb).astype(np.float32) * sb
+            want = np.clip(np.rint(v / sy) + np.float32(zy), lo, hi).astype(np.uint8)
+        y = np.empty(a.size, np.uint8)
+        p = AddF(za, zb, zy, lo, hi, sa, sb, sy)
+        lib_.q8_add_f32(ctypes.c_size_t(a.size), a.ctypes.data_as(P), b.ctypes.data_as(P), ctypes.byref(p),
+                        y.ctypes.data_as(P))
+        bad = np.flatnonzero(y != want)
+        assert bad.size == 0, (isa, sa, sb, sy, za, zb, zy, a[bad[:4]], b[bad[:4]], y[bad[:4]], want[bad[:4]])
+
+
+@pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx512", SANITIZE), ("neon", ()),
+                                            ("armv7-neon", ())],
+                         ids=["scalar", "avx2", "avx512-asan-ubsan", "neon", "armv7-neon"])
+def test_add_f32_vector_paths_against_c_reference(isa_name, extra, tmp_path):
+    """The same exactness for every vector path, NEON included (under qemu): a C test against the float QDQ
+    written out, all byte pairs, random and tie-making scales."""
+    isa = ISAS[isa_name]
+    require(isa)
+    exe = build(isa, tmp_path / "t", ["q8_add_f32_test.c", "q8-eltwise/q8-eltwise-scalar.c"], None, extra)
+    r = run(isa, exe, timeout=300)
+    assert r.returncode == 0 and "48/48 cases match" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+
+
 @pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx512", SANITIZE)], ids=["scalar", "avx512-asan-ubsan"])
 def test_add_f32_pool_is_add_f32(isa_name, extra, tmp_path):
     """The residual Add after a conv, split over the pool: q8_add_f32's bytes at every size, in place, 1 and 2
