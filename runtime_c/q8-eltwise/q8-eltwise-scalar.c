@@ -112,7 +112,9 @@ static inline uint8_t addf1(uint8_t a, uint8_t b, const q8_addf_params *p)
  * own rounding is within E too) and computed the exact way; with the residual Adds' scales that is ~5% of the
  * vectors. The exact path costs ~17 vector operations per 16 outputs, this one ~10. Off (ok = 0) for scales where
  * E is not small or the Markstein quotient cannot serve as the fallback. */
-#if (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__)) || (defined(__AVX2__) && defined(__FMA__)) || \
+/* where a vector path below uses it (AVX-512 without DQ keeps the exact path alone) */
+#if (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__)) || \
+    (defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512BW__))) || \
     (defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA) && __ARM_ARCH >= 8) /* vrndmq, vcvtnq: ARMv8 */
 #define Q8_ADDF_FAST 1
 typedef struct {
