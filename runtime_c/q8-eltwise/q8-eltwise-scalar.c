@@ -105,14 +105,14 @@ static inline uint8_t addf1(uint8_t a, uint8_t b, const q8_addf_params *p)
     return (uint8_t)v;
 }
 
-/* q8_add_f32 from two fused multiply-adds per element: y' = a * ca + (b * cb + c0), ca = sa / sy, cb = sb / sy,
+/* q8_add_f32 from two fused multiply-adds per element: t = a * ca + (b * cb + c0), ca = sa / sy, cb = sb / sy,
  * c0 = zy - za * ca - zb * cb, is within E of the exact path's quotient plus zy (the bound below: the exact path's
  * four roundings, each at most 2^-24 of T = 255 (sa + sb) / sy, and the fast one's), so both round to the same
- * integer unless y' lies within E of a tie k + 1/2. Such lanes are found from frac(y' + 1/2 + 2E) < 5E (that sum's
- * own rounding is within E too) and computed the exact way; with the residual Adds' scales that is ~5% of the
- * vectors. The exact path costs ~17 vector operations per 16 outputs, this one ~10. Off (ok = 0) for scales where
- * E is not small or the Markstein quotient cannot serve as the fallback. */
-/* where a vector path below uses it (AVX-512 without DQ keeps the exact path alone) */
+ * integer unless t lies within E of a tie k + 1/2. Such lanes are found from frac(t + 1/2 + 2E) < 5E (that sum's
+ * own rounding is within E too) and their vector is computed the exact way; with the residual Adds' scales that is
+ * ~5% of the vectors. The exact path costs ~17 vector operations per 16 outputs, this one ~10. Off (ok = 0) for
+ * scales where E is not small or the Markstein quotient cannot serve as the fallback. Defined where a vector path
+ * below uses it (AVX-512 without DQ keeps the exact path alone). */
 #if (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__)) || \
     (defined(__AVX2__) && defined(__FMA__) && !(defined(__AVX512F__) && defined(__AVX512BW__))) || \
     (defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA) && __ARM_ARCH >= 8) /* vrndmq, vcvtnq: ARMv8 */
@@ -121,7 +121,6 @@ typedef struct {
     float ca, cb, c0, h, thr;
     int ok;
 } addf_fast;
-
 
 static addf_fast addf_fast_init(const q8_addf_params *p)
 {
@@ -132,10 +131,77 @@ static addf_fast addf_fast_init(const q8_addf_params *p)
     const double c0 = (double)p->zy - (double)p->za * f.ca - (double)p->zb * f.cb;
     const double T = 255.0 * ((double)p->sa + (double)p->sb) / (double)p->sy;
     const double E = 2.0 * 0x1p-24 * (5.0 * T + 4.0 * fabs(c0) + 256.0 * ((double)f.ca + 2.0 * (double)f.cb) + 300.0);
-    if (!(E < 1.0 / 64) || !(fabs(c0) < 4096.0)) return f;
+    if (!(E < 1.0 / 64) || !(fabs(c0) < 4096.0))
+        return f;
     f.c0 = (float)c0, f.h = (float)(0.5 + 2.0 * E), f.thr = (float)(5.0 * E);
     f.ok = 1;
     return f;
+}
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* the exact path on 16 lanes (a, b widened to int32): the float QDQ, the quotient by a multiply and two Markstein
+ * corrections as in q8_quantize (valid where quotient_ok(sy)); returns rne(quotient) + zy in int32 */
+typedef struct {
+    __m512i za, zb, zy;
+    __m512 sa, sb, sy, ry, vlo, vhi;
+} addf_k512;
+
+static inline addf_k512 addf_exact512_init(const q8_addf_params *p)
+{
+    addf_k512 k;
+    k.za = _mm512_set1_epi32(p->za), k.zb = _mm512_set1_epi32(p->zb), k.zy = _mm512_set1_epi32(p->zy);
+    k.sa = _mm512_set1_ps(p->sa), k.sb = _mm512_set1_ps(p->sb), k.sy = _mm512_set1_ps(p->sy);
+    k.ry = _mm512_set1_ps(1.0f / p->sy), k.vlo = _mm512_set1_ps(-1024.0f * p->sy);
+    k.vhi = _mm512_set1_ps(1024.0f * p->sy);
+    return k;
+}
+
+static inline __m512i addf_exact512(__m512i av, __m512i bv, const addf_k512 *k)
+{
+    const __m512 da = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(av, k->za)), k->sa);
+    const __m512 db = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(bv, k->zb)), k->sb);
+    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(da, db), k->vlo), k->vhi);
+    __m512 d = _mm512_mul_ps(v, k->ry);
+    d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, k->sy, v), k->ry, d);
+    d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, k->sy, v), k->ry, d);
+    return _mm512_add_epi32(_mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), k->zy);
+}
+
+/* 4 x 16 int32 results -> 64 bytes in order, clamped to [qmin, qmax] (the packs saturate to 0..255 first) */
+static inline void addf_store64(__m512i q0, __m512i q1, __m512i q2, __m512i q3, __m512i lo, __m512i hi, uint8_t *y)
+{
+    /* packs work per 128-bit lane: 4-byte units come out [0 4 8 12 | 1 5 9 13 | ...] */
+    const __m512i w = _mm512_packus_epi16(_mm512_packs_epi32(q0, q1), _mm512_packs_epi32(q2, q3));
+    const __m512i o = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
+    _mm512_storeu_si512(y, _mm512_min_epu8(_mm512_max_epu8(o, lo), hi));
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+/* the same on 8 lanes */
+typedef struct {
+    __m256i za, zb, zy;
+    __m256 sa, sb, sy, ry, vlo, vhi;
+} addf_k256;
+
+static inline addf_k256 addf_exact256_init(const q8_addf_params *p)
+{
+    addf_k256 k;
+    k.za = _mm256_set1_epi32(p->za), k.zb = _mm256_set1_epi32(p->zb), k.zy = _mm256_set1_epi32(p->zy);
+    k.sa = _mm256_set1_ps(p->sa), k.sb = _mm256_set1_ps(p->sb), k.sy = _mm256_set1_ps(p->sy);
+    k.ry = _mm256_set1_ps(1.0f / p->sy), k.vlo = _mm256_set1_ps(-1024.0f * p->sy);
+    k.vhi = _mm256_set1_ps(1024.0f * p->sy);
+    return k;
+}
+
+static inline __m256i addf_exact256(__m256i av, __m256i bv, const addf_k256 *k)
+{
+    const __m256 da = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(av, k->za)), k->sa);
+    const __m256 db = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(bv, k->zb)), k->sb);
+    const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(da, db), k->vlo), k->vhi);
+    __m256 d = _mm256_mul_ps(v, k->ry);
+    d = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, k->sy, v), k->ry, d);
+    d = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, k->sy, v), k->ry, d);
+    return _mm256_add_epi32(_mm256_cvtps_epi32(d), k->zy); /* round to nearest even (the default rounding mode) */
 }
 #endif
 
@@ -146,104 +212,61 @@ void q8_add_f32(size_t n, const uint8_t *a, const uint8_t *b, const q8_addf_para
 #if defined(Q8_ADDF_FAST)
     const addf_fast f = addf_fast_init(&lp);
 #endif
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__)
-    if (f.ok) { /* then quotient_ok(sy): the exact lanes as below */
-        const __m512i za = _mm512_set1_epi32(lp.za), zb = _mm512_set1_epi32(lp.zb), zy = _mm512_set1_epi32(lp.zy);
-        const __m512 sa = _mm512_set1_ps(lp.sa), sb = _mm512_set1_ps(lp.sb), sy = _mm512_set1_ps(lp.sy);
-        const __m512 ry = _mm512_set1_ps(1.0f / lp.sy), vlo = _mm512_set1_ps(-1024.0f * lp.sy),
-                     vhi = _mm512_set1_ps(1024.0f * lp.sy);
-        const __m512 ca = _mm512_set1_ps(f.ca), cb = _mm512_set1_ps(f.cb), c0 = _mm512_set1_ps(f.c0);
-        const __m512 h = _mm512_set1_ps(f.h), thr = _mm512_set1_ps(f.thr);
-        const __m512i lo = _mm512_set1_epi8((char)lp.qmin), hi = _mm512_set1_epi8((char)lp.qmax);
-        for (; i + 64 <= n; i += 64) {
-            __m512i q[4];
-            for (int k = 0; k < 4; k++) {
-                const __m512i av = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i + 16 * k)));
-                const __m512i bv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i + 16 * k)));
-                const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(av), ca,
-                                                 _mm512_fmadd_ps(_mm512_cvtepi32_ps(bv), cb, c0));
-                /* frac(t + h) by vreduceps, rounding down */
-                const __mmask16 near = _mm512_cmp_ps_mask(
-                    _mm512_reduce_ps(_mm512_add_ps(t, h), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), thr, _CMP_LT_OQ);
-                q[k] = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                if (near) {
-                    const __m512 da = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(av, za)), sa);
-                    const __m512 db = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(bv, zb)), sb);
-                    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(da, db), vlo), vhi);
-                    __m512 d = _mm512_mul_ps(v, ry);
-                    d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sy, v), ry, d);
-                    d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sy, v), ry, d);
-                    q[k] = _mm512_add_epi32(_mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
-                }
-            }
-            const __m512i w = _mm512_packus_epi16(_mm512_packs_epi32(q[0], q[1]), _mm512_packs_epi32(q[2], q[3]));
-            const __m512i o = _mm512_permutexvar_epi32(
-                _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
-            _mm512_storeu_si512(y + i, _mm512_min_epu8(_mm512_max_epu8(o, lo), hi));
-        }
-    }
-#endif
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    if (quotient_ok(lp.sy)) { /* the quotient as in q8_quantize: a multiply and two Markstein corrections */
-        const __m512i za = _mm512_set1_epi32(lp.za), zb = _mm512_set1_epi32(lp.zb);
-        const __m512 sa = _mm512_set1_ps(lp.sa), sb = _mm512_set1_ps(lp.sb), sy = _mm512_set1_ps(lp.sy);
-        const __m512 ry = _mm512_set1_ps(1.0f / lp.sy), vlo = _mm512_set1_ps(-1024.0f * lp.sy),
-                     vhi = _mm512_set1_ps(1024.0f * lp.sy);
-        const __m512i zy16 = _mm512_set1_epi16((short)lp.zy);
+    if (quotient_ok(lp.sy)) {
+        const addf_k512 k = addf_exact512_init(&lp);
         const __m512i lo = _mm512_set1_epi8((char)lp.qmin), hi = _mm512_set1_epi8((char)lp.qmax);
+#if defined(Q8_ADDF_FAST)
+        if (f.ok) {
+            const __m512 ca = _mm512_set1_ps(f.ca), cb = _mm512_set1_ps(f.cb), c0 = _mm512_set1_ps(f.c0);
+            const __m512 h = _mm512_set1_ps(f.h), thr = _mm512_set1_ps(f.thr);
+            for (; i + 64 <= n; i += 64) {
+                __m512i q[4];
+                for (int j = 0; j < 4; j++) {
+                    const __m512i av = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i + 16 * j)));
+                    const __m512i bv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i + 16 * j)));
+                    const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(av), ca,
+                                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(bv), cb, c0));
+                    /* frac(t + h) by vreduceps, rounding down */
+                    const __mmask16 near = _mm512_cmp_ps_mask(
+                        _mm512_reduce_ps(_mm512_add_ps(t, h), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), thr,
+                        _CMP_LT_OQ);
+                    q[j] = near ? addf_exact512(av, bv, &k)
+                                : _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                }
+                addf_store64(q[0], q[1], q[2], q[3], lo, hi, y + i);
+            }
+        }
+#endif
         for (; i + 64 <= n; i += 64) {
             __m512i q[4];
-            for (int k = 0; k < 4; k++) {
-                const __m512i av = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i + 16 * k)));
-                const __m512i bv = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i + 16 * k)));
-                const __m512 da = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(av, za)), sa);
-                const __m512 db = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(bv, zb)), sb);
-                const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(da, db), vlo), vhi);
-                __m512 d = _mm512_mul_ps(v, ry);
-                d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sy, v), ry, d);
-                d = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, sy, v), ry, d);
-                q[k] = _mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            }
-            const __m512i w = _mm512_packus_epi16(_mm512_adds_epi16(_mm512_packs_epi32(q[0], q[1]), zy16),
-                                                  _mm512_adds_epi16(_mm512_packs_epi32(q[2], q[3]), zy16));
-            const __m512i o = _mm512_permutexvar_epi32(
-                _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), w);
-            _mm512_storeu_si512(y + i, _mm512_min_epu8(_mm512_max_epu8(o, lo), hi));
+            for (int j = 0; j < 4; j++)
+                q[j] = addf_exact512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i + 16 * j))),
+                                     _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i + 16 * j))), &k);
+            addf_store64(q[0], q[1], q[2], q[3], lo, hi, y + i);
         }
     }
 #elif defined(__AVX2__) && defined(__FMA__)
     if (quotient_ok(lp.sy)) {
-        const __m256i za = _mm256_set1_epi32(lp.za), zb = _mm256_set1_epi32(lp.zb), zy = _mm256_set1_epi32(lp.zy);
-        const __m256 sa = _mm256_set1_ps(lp.sa), sb = _mm256_set1_ps(lp.sb), sy = _mm256_set1_ps(lp.sy);
-        const __m256 ry = _mm256_set1_ps(1.0f / lp.sy), vlo = _mm256_set1_ps(-1024.0f * lp.sy),
-                     vhi = _mm256_set1_ps(1024.0f * lp.sy);
+        const addf_k256 k = addf_exact256_init(&lp);
         const __m256 ca = _mm256_set1_ps(f.ca), cb = _mm256_set1_ps(f.cb), c0 = _mm256_set1_ps(f.c0);
         const __m256 h = _mm256_set1_ps(f.h), thr = _mm256_set1_ps(f.thr);
-        const int fast = f.ok;
         const __m256i lo = _mm256_set1_epi8((char)lp.qmin), hi = _mm256_set1_epi8((char)lp.qmax);
         for (; i + 32 <= n; i += 32) {
             __m256i q[4];
-            for (int k = 0; k < 4; k++) {
-                const __m256i av = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(a + i + 8 * k)));
-                const __m256i bv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + i + 8 * k)));
+            for (int j = 0; j < 4; j++) {
+                const __m256i av = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(a + i + 8 * j)));
+                const __m256i bv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + i + 8 * j)));
                 int near = 1;
-                if (fast) { /* as in the AVX-512 path; frac by floor and a subtraction */
+                if (f.ok) { /* as in the AVX-512 path; frac by floor and a subtraction */
                     const __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(av), ca,
                                                      _mm256_fmadd_ps(_mm256_cvtepi32_ps(bv), cb, c0));
                     const __m256 u = _mm256_add_ps(t, h);
-                    near = _mm256_movemask_ps(
-                        _mm256_cmp_ps(_mm256_sub_ps(u, _mm256_floor_ps(u)), thr, _CMP_LT_OQ));
-                    q[k] = _mm256_cvtps_epi32(t); /* round to nearest even (the default rounding mode) */
+                    near = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_sub_ps(u, _mm256_floor_ps(u)), thr, _CMP_LT_OQ));
+                    q[j] = _mm256_cvtps_epi32(t);
                 }
-                if (near) {
-                    const __m256 da = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(av, za)), sa);
-                    const __m256 db = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(bv, zb)), sb);
-                    const __m256 v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(da, db), vlo), vhi);
-                    __m256 d = _mm256_mul_ps(v, ry);
-                    d = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, sy, v), ry, d);
-                    d = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, sy, v), ry, d);
-                    q[k] = _mm256_add_epi32(_mm256_cvtps_epi32(d), zy);
-                }
+                if (near)
+                    q[j] = addf_exact256(av, bv, &k);
             }
             /* packs work per 128-bit half: [0 1 4 5 | 2 3 6 7] in 8-byte units, then put in order */
             const __m256i w = _mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));

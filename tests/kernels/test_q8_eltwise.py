@@ -90,32 +90,37 @@ class AddF(ctypes.Structure):
                [(k, ctypes.c_float) for k in ("sa", "sb", "sy")]
 
 
+_PAIRS = (np.repeat(np.arange(256, dtype=np.uint8), 256), np.tile(np.arange(256, dtype=np.uint8), 256))
+
+
+def _check_add_f32(lib_, isa, cases, tail=False):
+    """q8_add_f32 on every pair of bytes against the float QDQ in numpy, per (sa, sb, sy, za, zb, zy, qmin, qmax);
+    tail: also a 37-byte run (the scalar tail alone)."""
+    a, b = _PAIRS
+    for sa, sb, sy, za, zb, zy, lo, hi in cases:
+        sa, sb, sy = np.float32(sa), np.float32(sb), np.float32(sy)
+        with np.errstate(all="ignore"):
+            v = (a.astype(np.int32) - za).astype(np.float32) * sa + (b.astype(np.int32) - zb).astype(np.float32) * sb
+            want = np.clip(np.rint(v / sy) + np.float32(zy), lo, hi).astype(np.uint8)
+        p = AddF(za, zb, zy, lo, hi, sa, sb, sy)
+        for n in (a.size, 37) if tail else (a.size,):
+            y = np.empty(n, np.uint8)
+            lib_.q8_add_f32(ctypes.c_size_t(n), a[:n].ctypes.data_as(P), b[:n].ctypes.data_as(P), ctypes.byref(p),
+                            y.ctypes.data_as(P))
+            bad = np.flatnonzero(y != want[:n])
+            assert bad.size == 0, (isa, n, sa, sb, sy, za, zb, zy, a[bad[:4]], b[bad[:4]], y[bad[:4]], want[bad[:4]])
+
+
 @pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
 def test_add_f32_is_the_float_qdq(isa, request):
     """q8_add_f32 = DequantizeLinear -> Add -> QuantizeLinear in float32, bit for bit: every pair of bytes (the
     vector steps and the tail), scales that make many exact and near ties, clamps (a fused ReLU), a tiny and a
     huge output scale."""
     lib_ = request.getfixturevalue({"scalar": "lib", "avx2": "lib_avx2", "avx512": "lib_avx512"}[isa])
-    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
-    b = np.tile(np.arange(256, dtype=np.uint8), 256)
     cases = [(0.05, 0.02, 0.1, 128, 128, 128, 0, 255), (0.25, 0.5, 0.25, 3, 250, 7, 0, 255),
              (0.0371, 0.0123, 0.0456, 0, 10, 0, 0, 255), (0.02, 0.02, 0.04, 128, 128, 100, 100, 255),
              (1.0, 1.0, 1.0, 100, 100, 128, 20, 200), (3e-9, 4e-9, 1e-30, 0, 0, 128, 0, 255), (1e-3, 2e-3, 1e30, 5, 6, 9, 0, 255)]
-    for sa, sb, sy, za, zb, zy, lo, hi in cases:
-        sa, sb, sy = np.float32(sa), np.float32(sb), np.float32(sy)
-        with np.errstate(all="ignore"):
-            v = (a.astype(np.int32) - za).astype(np.float32) * sa + (b.astype(np.int32) - zb).astype(np.float32) * sb
-            want = np.clip(np.rint(v / sy) + np.float32(zy), lo, hi).astype(np.uint8)
-        y = np.empty(a.size, np.uint8)
-        p = AddF(za, zb, zy, lo, hi, sa, sb, sy)
-        lib_.q8_add_f32(ctypes.c_size_t(a.size), a.ctypes.data_as(P), b.ctypes.data_as(P), ctypes.byref(p),
-                        y.ctypes.data_as(P))
-        bad = np.flatnonzero(y != want)
-        assert bad.size == 0, (isa, sa, sb, sy, a[bad[:4]], b[bad[:4]], y[bad[:4]], want[bad[:4]])
-        y2 = np.empty(37, np.uint8)  # a short run: the scalar tail alone
-        lib_.q8_add_f32(ctypes.c_size_t(37), a[:37].ctypes.data_as(P), b[:37].ctypes.data_as(P), ctypes.byref(p),
-                        y2.ctypes.data_as(P))
-        assert np.array_equal(y2, want[:37])
+    _check_add_f32(lib_, isa, cases, tail=True)
 
 
 @pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
@@ -124,8 +129,6 @@ def test_add_f32_fast_quotient_is_exact_on_random_scales(isa, request):
     every pair of bytes, bit for bit against the float QDQ, over 60 random scale triples (residual Adds' ratios
     and far ones), zero points anywhere in 0..255, and ratios that put many sums exactly on ties."""
     lib_ = request.getfixturevalue({"scalar": "lib", "avx2": "lib_avx2", "avx512": "lib_avx512"}[isa])
-    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
-    b = np.tile(np.arange(256, dtype=np.uint8), 256)
     rng = np.random.default_rng(23)
     cases = []
     for _ in range(60):
@@ -135,17 +138,7 @@ def test_add_f32_fast_quotient_is_exact_on_random_scales(isa, request):
         cases.append((sa, sb, sy, za, zb, zy, 0, 255))
     for sy in (np.float32(0.05), np.float32(0.0371)):  # sa / sy and sb / sy of 1/2, 3/2, 1/4: exact ties
         cases += [(sy / 2, sy * 1.5, sy, 7, 200, 3, 0, 255), (sy / 4, sy / 2, sy, 128, 0, 128, 128, 255)]
-    for sa, sb, sy, za, zb, zy, lo, hi in cases:
-        sa, sb, sy = np.float32(sa), np.float32(sb), np.float32(sy)
-        with np.errstate(all="ignore"):
-            v = (a.astype(np.int32) - za).astype(np.float32) * sa + (b.astype(np.int32) - zb).astype(np.float32) * sb
-            want = np.clip(np.rint(v / sy) + np.float32(zy), lo, hi).astype(np.uint8)
-        y = np.empty(a.size, np.uint8)
-        p = AddF(za, zb, zy, lo, hi, sa, sb, sy)
-        lib_.q8_add_f32(ctypes.c_size_t(a.size), a.ctypes.data_as(P), b.ctypes.data_as(P), ctypes.byref(p),
-                        y.ctypes.data_as(P))
-        bad = np.flatnonzero(y != want)
-        assert bad.size == 0, (isa, sa, sb, sy, za, zb, zy, a[bad[:4]], b[bad[:4]], y[bad[:4]], want[bad[:4]])
+    _check_add_f32(lib_, isa, cases)
 
 
 @pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx512", SANITIZE), ("neon", ()),
