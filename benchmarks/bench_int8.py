@@ -20,9 +20,12 @@ its integer kernels differ between CPUs (u8 x s8 saturation on x86 without VNNI)
 
 Other engines' int8 on the same QDQ models (third table; `--engines openvino,mnn`, the `bench` extra): each
 engine's output is first held against the exact QDQ result (max error in output LSB, top-1 agreement; an engine
-whose top-1 differs or that is more than --engine-lsb LSB off is reported and not timed), then timed the same way
-as in bench_models.py (median of --runs runs after warm-up, same thread count; the fastest run beside it, which
-a loaded host disturbs least). OpenVINO reads the QDQ ONNX model
+whose top-1 differs or that is more than --engine-lsb LSB off is reported and not timed), then timed as in
+bench_models.py: --runs runs after warm-up, same thread count, in --engine-rounds rounds interleaved with edgec's
+int8 build (each in turn, the order rotating); the table gives medians, the fastest runs (which a loaded host
+disturbs least) and edgec's time over the engine's round by round, of the rounds' medians and of their fastest
+runs (a slow spell of the host, which lasts ~0.1-1 s, can cover one engine's share of a round; its fastest run is
+what such a spell moves least). OpenVINO reads the QDQ ONNX model
 and runs it in int8 (its CPU plugin turns the Q/DQ pairs into u8 x i8 convolutions; the table counts the
 convolutions whose runtime precision is u8/i8, so a silently dequantized run shows). MNN is tried through
 MNNConvert; a converter that cannot take the QDQ model is reported with its error.
@@ -101,13 +104,9 @@ def models(work: Path, which: list[str]) -> dict:
     return out
 
 
-_BEST: dict[Path, float] = {}  # build folder -> fastest run, for the engines table
-
-
 def edgec_ms(model: Path, out: Path, target: str, shapes: dict, threads: int, runs: int) -> tuple[float, int]:
     b = compile_model(model, out, target=target, build=True, input_shapes=shapes, threads=threads)
     d = time_edgec(b.binaries["bench"], threads, runs, 10)
-    _BEST[out] = min(d["runs_ms"])
     return median(d["runs_ms"]), b.weights_bytes
 
 
@@ -180,16 +179,19 @@ def _ov_int8_convs(runner) -> str:
 
 
 def engines_int8(qm: Path, names: list[str], iname: str, x: np.ndarray, threads: int, runs: int, lsb: float,
-                 work: Path) -> list[dict]:
-    """Each other engine's run of the QDQ model qm: checked against the exact QDQ result, then timed."""
+                 work: Path, target: str, rounds: int) -> tuple[list[dict], dict]:
+    """Each other engine's run of the QDQ model qm: checked against the exact QDQ result, then timed in `rounds`
+    rounds interleaved with edgec's int8 build for `target` (engines.time_interleaved: a slow spell of a shared
+    host reaches all of them alike, so the per-round ratio is what holds). Returns the engines' rows and edgec's
+    {"ms", "best"} of the same rounds."""
     import engines as E
 
     out_names, (ref,), _ = exact_outputs(qm, {iname: x})
     step = output_steps(onnx.load(str(qm))).get(out_names[0]) or 1.0
-    rows = []
+    rows, runners = [], {}
     for n in names:
         e = E.ENGINES[n]()
-        r = {"engine": n, "version": "", "ms": None, "best": None, "why": "", "lsb": None, "int8": "-"}
+        r = {"engine": n, "version": "", "ms": None, "best": None, "why": "", "lsb": None, "int8": "-", "paired": []}
         rows.append(r)
         why = e.missing()
         if why:
@@ -209,10 +211,23 @@ def engines_int8(qm: Path, names: list[str], iname: str, x: np.ndarray, threads:
         agree = bool(np.all(y.argmax(1) == ref.argmax(1)))
         if not agree or r["lsb"] > lsb:
             r["why"] = f"wrong output: {r['lsb']:.0f} LSB off the exact QDQ result" + ("" if agree else ", top-1 differs")
+            if run.close is not None:
+                run.close()
             continue
-        t = run.time(runs, 10)
-        r["ms"], r["best"] = median(t), min(t)
-    return rows
+        runners[n] = run
+    if not runners:
+        return rows, {}
+    runners = {"edgec": E.Edgec(target).prepare(qm, {iname: x}, threads, work / "edgec"), **runners}
+    times, rounds_ms = E.time_interleaved(runners, runs, rounds, 10)
+    per = max(1, -(-runs // rounds))  # runs a round, in order in times[]
+    best = {n: [min(t[k:k + per]) for k in range(0, len(t), per)] for n, t in times.items()}
+    for r in rows:
+        if r["engine"] in times:
+            t = times[r["engine"]]
+            r["ms"], r["best"] = median(t), min(t)
+            r["paired"] = [e / o for e, o in zip(rounds_ms["edgec"], rounds_ms[r["engine"]])]
+            r["paired_best"] = [e / o for e, o in zip(best["edgec"], best[r["engine"]])]
+    return rows, {"ms": median(times["edgec"]), "best": min(times["edgec"])}
 
 
 def micro() -> None:
@@ -251,6 +266,8 @@ def main() -> None:
                     help="other engines' int8 on the same QDQ models (comma-separated; '' for none)")
     ap.add_argument("--rounds", type=int, default=0,
                     help="only edgec's fp32 and int8 builds, interleaved over this many rounds (CPU time)")
+    ap.add_argument("--engine-rounds", type=int, default=5,
+                    help="rounds the other engines' timing is interleaved with edgec's int8 build over")
     ap.add_argument("--engine-lsb", type=float, default=16.0,
                     help="an engine more than this many output LSB off the exact QDQ result is not timed")
     ap.add_argument("--target", default=None, help="build fp32 and int8 for this target (default: fp32 native, "
@@ -269,8 +286,8 @@ def main() -> None:
         bad = [n for n in eng if n not in E.ENGINES or n in ("edgec", "onnxruntime")]
         if bad:
             ap.error(f"--engines: {bad[0]!r} is not another engine; choose from openvino, ncnn, mnn")
-    if a.rounds < 0 or a.runs < 1:
-        ap.error("--rounds must be >= 0 and --runs >= 1")
+    if a.rounds < 0 or a.runs < 1 or a.engine_rounds < 1:
+        ap.error("--rounds must be >= 0, --runs and --engine-rounds >= 1")
     if a.rounds:
         with tempfile.TemporaryDirectory() as tmp:
             interleaved(models(Path(tmp), a.models.split(",")), Path(tmp), int8_target, a.threads, a.runs, a.rounds,
@@ -292,9 +309,9 @@ def main() -> None:
                 r["edgec_fp16w"], r["w_fp16"] = (edgec_ms(h, work / f"{name}_e16", fp32_target, shapes, a.threads, a.runs)
                                                   if not tag else (None, None))
                 r.update(int8_accuracy(qm, work / f"{name}_acc{tag.strip()}", int8_target, iname, xe, labels))
-                r["edgec_int8_best"] = _BEST[work / f"{name}_e8{tag.strip()}"]
-                r["engines"] = engines_int8(qm, eng, iname, x, a.threads, a.runs, a.engine_lsb,
-                                            work / f"{name}_eng{tag.strip()}")
+                r["engines"], r["edgec_rounds"] = engines_int8(qm, eng, iname, x, a.threads, a.runs, a.engine_lsb,
+                                                               work / f"{name}_eng{tag.strip()}", int8_target,
+                                                               a.engine_rounds) if eng else ([], {})
                 rows.append(r)
     print(f"threads {a.threads}, median of {a.runs} runs, ms; edgec int8 target {int8_target}\n")
     print("| model | ort fp32 | ort int8 | edgec fp32 | edgec int8 | edgec fp16-weights | int8 vs edgec fp32 | "
@@ -318,21 +335,26 @@ def main() -> None:
               f"{r['agree_ort']:.4f} | {top1} |")
     if eng:
         from engines import ratio_words
-        print(f"\nother engines' int8 on the same QDQ model, threads {a.threads}, median of {a.runs} runs, ms; output "
-              f"checked against the exact QDQ arithmetic first (top-1 must agree, at most {a.engine_lsb:g} LSB)\n")
-        print("| model | engine | convs in int8 | max err (LSB) | engine int8 (best) | edgec int8 (best) | edgec vs engine "
-              "(medians; best runs) |")
-        print("|---|---|---|---|---|---|---|")
+        print(f"\nother engines' int8 on the same QDQ model, threads {a.threads}, {a.runs} runs in {a.engine_rounds} "
+              f"rounds interleaved with edgec's int8 build, ms; output checked against the exact QDQ arithmetic first "
+              f"(top-1 must agree, at most {a.engine_lsb:g} LSB)\n")
+        print("| model | engine | convs in int8 | max err (LSB) | engine int8 median (best) | edgec int8 median (best) | "
+              "edgec vs engine (medians; best runs) | per round: edgec / engine, of the medians; of the fastest runs: "
+              "median (range) |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in rows:
+            ec = r["edgec_rounds"]
             for e in r["engines"]:
                 lsb = f"{e['lsb']:.0f}" if e["lsb"] is not None else "-"
-                ms = f"{e['ms']:.4f} ({e['best']:.4f})" if e["ms"] is not None else "not timed"
-                cmp = (f"{ratio_words(r['edgec_int8'], e['engine'], e['ms'])}; "
-                       f"{ratio_words(r['edgec_int8_best'], e['engine'], e['best'])}" if e["ms"] is not None
-                       else e["why"])
-                print(f"| {r['model']} | {e['engine']} {e['version']} | {e['int8']} | {lsb} | {ms} | "
-                      f"{r['edgec_int8']:.4f} ({r['edgec_int8_best']:.4f}) | {cmp} |")
-
+                if e["ms"] is None:
+                    print(f"| {r['model']} | {e['engine']} {e['version']} | {e['int8']} | {lsb} | not timed | - | "
+                          f"{e['why']} | - |")
+                    continue
+                p, pb = e["paired"], e["paired_best"]
+                print(f"| {r['model']} | {e['engine']} {e['version']} | {e['int8']} | {lsb} | "
+                      f"{e['ms']:.4f} ({e['best']:.4f}) | {ec['ms']:.4f} ({ec['best']:.4f}) | "
+                      f"{ratio_words(ec['ms'], e['engine'], e['ms'])}; {ratio_words(ec['best'], e['engine'], e['best'])} | "
+                      f"{median(p):.2f}x ({min(p):.2f}-{max(p):.2f}); {median(pb):.2f}x ({min(pb):.2f}-{max(pb):.2f}) |")
 
 if __name__ == "__main__":
     main()

@@ -399,6 +399,33 @@ def paired_ratios(rounds_ms: dict[str, list[float]]) -> list[float]:
     return [e / min(rounds_ms[n][k] for n in others) for k, e in enumerate(rounds_ms["edgec"])]
 
 
+def time_interleaved(runners: dict, runs: int, rounds: int, warmup: int, pause: float = 0.05) -> tuple[dict, dict]:
+    """Time prepared runners {name: Runner} in `rounds` interleaved rounds (each in turn, the order rotating, so
+    drift on a shared host hits all alike), `runs` runs in all per runner; closes them. Returns ({name: every run's
+    ms}, {name: each round's median ms})."""
+    from common import median
+
+    per_round = max(1, -(-runs // rounds))
+    times = {n: [] for n in runners}
+    rounds_ms = {n: [] for n in runners}
+    order = list(runners)
+    try:
+        # every share warms up for at least WARM_MS as well as `warmup` runs: a model of tens of microseconds
+        # is otherwise timed in the cache state the engine before it left behind
+        warm = {n: max(warmup, math.ceil(WARM_MS / max(median(runners[n].time(3, 1)), 1e-3))) for n in order}
+        for k in range(rounds):
+            for n in order[k % len(order):] + order[:k % len(order)] if order else []:
+                got = runners[n].time(per_round, warm[n])
+                times[n] += got
+                rounds_ms[n].append(median(got))
+                time.sleep(pause)
+    finally:
+        for r in runners.values():
+            if r.close is not None:
+                r.close()
+    return times, rounds_ms
+
+
 def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list, threads_list: list[int], runs: int,
             rounds: int, warmup: int, tol: float, work: Path, out=print, announce: bool = False,
             pause: float = 0.05) -> list[dict]:
@@ -412,7 +439,6 @@ def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list,
 
     from edgec.errors import EdgecError
     ref = OnnxRuntime().prepare(path, feeds, 1, work).outputs()
-    per_round = max(1, -(-runs // rounds))
     rows = []
     for t in threads_list:
         runners, status = {}, {}
@@ -435,23 +461,7 @@ def compare(label: str, path: Path, feeds: dict[str, np.ndarray], engines: list,
             if announce and t == threads_list[0]:
                 out(f"  {label}, {e.name}: matches onnxruntime (max abs error {c['max_abs']:.2g}, top-1 agrees)")
             runners[e.name] = r
-        times = {n: [] for n in runners}
-        rounds_ms = {n: [] for n in runners}
-        order = list(runners)
-        try:
-            # every share warms up for at least WARM_MS as well as `warmup` runs: a model of tens of microseconds
-            # is otherwise timed in the cache state the engine before it left behind
-            warm = {n: max(warmup, math.ceil(WARM_MS / max(median(runners[n].time(3, 1)), 1e-3))) for n in order}
-            for k in range(rounds):
-                for n in order[k % len(order):] + order[:k % len(order)] if order else []:
-                    got = runners[n].time(per_round, warm[n])
-                    times[n] += got
-                    rounds_ms[n].append(median(got))
-                    time.sleep(pause)
-        finally:
-            for r in runners.values():
-                if r.close is not None:
-                    r.close()
+        times, rounds_ms = time_interleaved(runners, runs, rounds, warmup, pause)
         rows.append({"threads": t, "ms": {n: median(v) for n, v in times.items()}, "rounds_ms": rounds_ms,
                      "status": status})
     return rows
