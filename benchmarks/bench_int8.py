@@ -218,9 +218,7 @@ def engines_int8(qm: Path, names: list[str], iname: str, x: np.ndarray, threads:
     if not runners:
         return rows, {}
     runners = {"edgec": E.Edgec(target).prepare(qm, {iname: x}, threads, work / "edgec"), **runners}
-    times, rounds_ms = E.time_interleaved(runners, runs, rounds, 10)
-    per = max(1, -(-runs // rounds))  # runs a round, in order in times[]
-    best = {n: [min(t[k:k + per]) for k in range(0, len(t), per)] for n, t in times.items()}
+    times, rounds_ms, best = E.time_interleaved(runners, runs, rounds, 10)
     for r in rows:
         if r["engine"] in times:
             t = times[r["engine"]]
