@@ -16,7 +16,10 @@ share, and at least 20 ms of them), and the median wall-clock ms per inference p
 other engine are printed, with that ratio taken round by round as well (each round's medians; the median and range
 over the rounds, of the rounds' medians and of their fastest runs): on a shared host a slow spell slows every engine
 in a round, so the per-round ratio is the steadier figure when the engines' times swing from round to round; a spell
-shorter than a round can still cover one engine's share, which that share's fastest run shows least. Every engine keeps one warm process across the rounds: edgec's generated bench program runs as one
+shorter than a round can still cover one engine's share, which that share's fastest run shows least. Where the
+cores run at different speeds (a virtual machine whose vCPUs share physical cores with others), edgec's bench
+process and the engines in this process may sit on different cores: pin one-thread comparisons to one core,
+`taskset -c 0 python benchmarks/bench_models.py --threads 1 ...` (every thread and child process inherits it). Every engine keeps one warm process across the rounds: edgec's generated bench program runs as one
 `bench --serve` child, the others inside this Python process. The onnx light models get random weights there (their
 ConstantOfShape weights make every output identical, so a wrong conversion could not show). --models also takes
 dense3x3 (bench_gspc.py's 4 x conv3x3+ReLU stack, 128 ch, 28x28, g=1).
