@@ -25,7 +25,9 @@ bench_models.py: --runs runs after warm-up, same thread count, in --engine-round
 int8 build (each in turn, the order rotating); the table gives medians, the fastest runs (which a loaded host
 disturbs least) and edgec's time over the engine's round by round, of the rounds' medians and of their fastest
 runs (a slow spell of the host, which lasts ~0.1-1 s, can cover one engine's share of a round; its fastest run is
-what such a spell moves least). OpenVINO reads the QDQ ONNX model
+what such a spell moves least). At one thread on a host whose cores run at different speeds, pin the run to one
+core (`taskset -c 0 python benchmarks/bench_int8.py ...`): edgec's bench process and the engines in this process
+may otherwise sit on different cores. OpenVINO reads the QDQ ONNX model
 and runs it in int8 (its CPU plugin turns the Q/DQ pairs into u8 x i8 convolutions; the table counts the
 convolutions whose runtime precision is u8/i8, so a silently dequantized run shows). MNN is tried through
 MNNConvert; a converter that cannot take the QDQ model is reported with its error.
