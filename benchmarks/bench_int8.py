@@ -334,7 +334,7 @@ def main() -> None:
         print(f"| {r['model']} | {r['lsb_edgec']:.0f} | {r['agree_edgec']:.4f} | {r['lsb_ort']:.0f} | "
               f"{r['agree_ort']:.4f} | {top1} |")
     if eng:
-        from engines import ratio_words
+        from engines import ratio_words, spread
         print(f"\nother engines' int8 on the same QDQ model, threads {a.threads}, {a.runs} runs in {a.engine_rounds} "
               f"rounds interleaved with edgec's int8 build, ms; output checked against the exact QDQ arithmetic first "
               f"(top-1 must agree, at most {a.engine_lsb:g} LSB)\n")
@@ -350,11 +350,10 @@ def main() -> None:
                     print(f"| {r['model']} | {e['engine']} {e['version']} | {e['int8']} | {lsb} | not timed | - | "
                           f"{e['why']} | - |")
                     continue
-                p, pb = e["paired"], e["paired_best"]
                 print(f"| {r['model']} | {e['engine']} {e['version']} | {e['int8']} | {lsb} | "
                       f"{e['ms']:.4f} ({e['best']:.4f}) | {ec['ms']:.4f} ({ec['best']:.4f}) | "
                       f"{ratio_words(ec['ms'], e['engine'], e['ms'])}; {ratio_words(ec['best'], e['engine'], e['best'])} | "
-                      f"{median(p):.2f}x ({min(p):.2f}-{max(p):.2f}); {median(pb):.2f}x ({min(pb):.2f}-{max(pb):.2f}) |")
+                      f"{spread(e['paired'])}; {spread(e['paired_best'])} |")
 
 if __name__ == "__main__":
     main()

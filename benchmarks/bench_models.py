@@ -87,17 +87,14 @@ def engine_model(name: str, tmp: Path) -> tuple[Path, dict | None]:
 def bench_engines(name: str, engines: list, threads_list: list[int], runs: int, rounds: int, warmup: int,
                   tol: float, tmp: Path, out=print) -> list[dict]:
     """Per thread count: check every engine against onnxruntime, then time the good ones in interleaved rounds."""
-    from engines import compare, fastest_other, paired_ratios
+    from engines import compare, fastest_other, paired_ratios, spread
     path, shapes = engine_model(name, tmp)
     feeds = random_inputs(path, shapes)
     rows = []
     for r in compare(name, path, feeds, engines, threads_list, runs, rounds, warmup, tol, tmp, out, announce=True):
         ms = r["ms"]
-        paired, paired_best = sorted(paired_ratios(r["rounds_ms"])), sorted(paired_ratios(r["rounds_best"]))
         row = {"model": name, "threads": r["threads"], "ms": ms, "status": r["status"], "verdict": fastest_other(ms)[1],
-               "paired": (f"{median(paired):.2f}x ({paired[0]:.2f}-{paired[-1]:.2f})" if paired else ""),
-               "paired_best": (f"{median(paired_best):.2f}x ({paired_best[0]:.2f}-{paired_best[-1]:.2f})"
-                               if paired_best else "")}
+               "paired": spread(paired_ratios(r["rounds_ms"])), "paired_best": spread(paired_ratios(r["rounds_best"]))}
         out(f"{name}, {r['threads']} thread(s): " + ", ".join(f"{n} {ms[n]:.3f} ms" for n in ms)
             + (f" -> {row['verdict']}" if row["verdict"] else "")
             + (f"; per round edgec / fastest other {row['paired']}, of the fastest runs {row['paired_best']}"

@@ -400,6 +400,12 @@ def paired_ratios(rounds_ms: dict[str, list[float]]) -> list[float]:
     return [e / min(rounds_ms[n][k] for n in others) for k, e in enumerate(rounds_ms["edgec"])]
 
 
+def spread(ratios: list[float]) -> str:
+    """Per-round ratios as "median x (min-max)", or "" when there are none."""
+    from common import median
+    return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else ""
+
+
 def time_interleaved(runners: dict, runs: int, rounds: int, warmup: int,
                      pause: float = 0.05) -> tuple[dict, dict, dict]:
     """Time prepared runners {name: Runner} in `rounds` interleaved rounds (each in turn, the order rotating, so
