@@ -49,6 +49,12 @@ static void im2col_task(void *ctx, size_t begin, size_t end)
     q8_im2col_k4(&j->p->s, j->p->flip, j->xp, j->tmp, begin, end);
 }
 
+static void direct_task(void *ctx, size_t begin, size_t end)
+{
+    const pack_job *j = (const pack_job *)ctx;
+    q8_im2col_direct_k4(&j->p->s, j->x, j->p->flip, j->xp, begin, end);
+}
+
 static void pack_task(void *ctx, size_t begin, size_t end)
 {
     const pack_job *j = (const pack_job *)ctx;
@@ -156,12 +162,16 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
             if (ec_pool_threads(pool) <= 1 || q8_pack_x_bytes(K, N) < Q8_PACK_PAR_BYTES) {
                 if (is_pointwise(s))
                     q8_pack_x(K, N, xg, N, p->flip, scratch);
+                else if (q8_im2col_direct(s)) /* strided 1x1s: the padded copy cost ResNet-50's 1.5x their GEMM */
+                    q8_im2col_direct_k4(s, xg, p->flip, scratch, 0, (K + 3) / 4);
                 else
                     q8_pack_im2col(s, xg, p->zx, p->flip, scratch, pj.tmp);
             } else if (is_pointwise(s)) {
                 /* groups of 4 input rows among the threads (packing on one thread left SqueezeNet's int8 build
                  * 1.1x faster on two; pixel ranges matching the GEMM's chunks ran slower than these) */
                 ec_parallel_for(pool, (K + 3) / 4, 1, pack_task, &pj);
+            } else if (q8_im2col_direct(s)) {
+                ec_parallel_for(pool, (K + 3) / 4, 1, direct_task, &pj);
             } else {
                 ec_parallel_for(pool, (size_t)s->C, 1, pad_task, &pj);
                 ec_parallel_for(pool, (K + 3) / 4, 1, im2col_task, &pj);

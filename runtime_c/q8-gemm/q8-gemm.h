@@ -69,6 +69,12 @@ void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t
  * [k4b, k4e) from a complete padded copy */
 void q8_im2col_pad(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *tmp, int c0, int c1);
 void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *tmp, size_t k4b, size_t k4e);
+/* the k4 groups straight from the input, no padded copy: for windows that never leave it (q8_im2col_direct) */
+static inline int q8_im2col_direct(const q8_conv_shape *s)
+{
+    return s->pt == 0 && s->pl == 0 && q8_im2col_hp(s) <= (size_t)s->H && q8_im2col_wp(s) <= (size_t)s->W;
+}
+void q8_im2col_direct_k4(const q8_conv_shape *s, const uint8_t *x, uint8_t flip, uint8_t *Xp, size_t k4b, size_t k4e);
 
 void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                          size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

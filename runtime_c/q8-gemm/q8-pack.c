@@ -217,22 +217,26 @@ void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8
     q8_im2col_k4(s, flip, Xp, tmp, 0, ((size_t)s->C * s->kh * s->kw + 3) / 4);
 }
 
-void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *tmp, size_t k4b, size_t k4e)
+/* im2col's k4 groups [k4b, k4e) from src, channel planes hp x wp (the padded copy, or the input itself where the
+ * window never leaves it); s2cap: stride-2 rows take vector steps for at most this many pixels (a step reads one
+ * byte past its last pixel: only the padded copy has slack after its last row) */
+static void im2col_k4_from(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *src, size_t hp, size_t wp,
+                           size_t s2cap, size_t k4b, size_t k4e)
 {
     const size_t N = (size_t)s->Ho * s->Wo, np = q8_pack_np(N), K = (size_t)s->C * s->kh * s->kw;
-    const size_t hp = q8_im2col_hp(s), wp = q8_im2col_wp(s), taps = (size_t)s->kh * s->kw;
+    const size_t taps = (size_t)s->kh * s->kw, s2n = s2cap < (size_t)s->Wo ? s2cap : (size_t)s->Wo;
     for (size_t k4 = k4b; k4 < k4e; k4++) {
         const uint8_t *b[4];
         for (size_t j = 0; j < 4; j++) { /* k = (c, i, jj); rows past K reuse k = 0 (zero weights) */
             const size_t k = k4 * 4 + j < K ? k4 * 4 + j : 0, c = k / taps, t = k % taps;
-            b[j] = tmp + (c * hp + (t / s->kw) * s->dh) * wp + (t % s->kw) * s->dw;
+            b[j] = src + (c * hp + (t / s->kw) * s->dh) * wp + (t % s->kw) * s->dw;
         }
         uint8_t *dst = Xp + k4 * np * 4;
         for (int oh = 0; oh < s->Ho; oh++) {
             const size_t ro = (size_t)oh * s->sh * wp;
             uint8_t *d = dst + (size_t)oh * s->Wo * 4;
             size_t ow = s->sw == 1 ? pack4_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d)
-                      : s->sw == 2 ? pack4_s2_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d)
+                      : s->sw == 2 ? pack4_s2_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, s2n, flip, d)
                                    : 0;
             for (; ow < (size_t)s->Wo; ow++)
                 for (size_t j = 0; j < 4; j++)
@@ -240,6 +244,19 @@ void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8
         }
         memset(dst + N * 4, 0, (np - N) * 4);
     }
+}
+
+void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *tmp, size_t k4b, size_t k4e)
+{
+    im2col_k4_from(s, flip, Xp, tmp, q8_im2col_hp(s), q8_im2col_wp(s), (size_t)s->Wo, k4b, k4e);
+}
+
+void q8_im2col_direct_k4(const q8_conv_shape *s, const uint8_t *x, uint8_t flip, uint8_t *Xp, size_t k4b, size_t k4e)
+{
+    /* stride-2 steps over n pixels read up to byte 2 n - 1 + last of the row: inside it while 2 n <= W - last */
+    const size_t last = (size_t)(s->kw - 1) * s->dw; /* the window's last column, from its first */
+    const size_t cap = (size_t)s->W > last ? ((size_t)s->W - last) / 2 : 0;
+    im2col_k4_from(s, flip, Xp, x, (size_t)s->H, (size_t)s->W, cap, k4b, k4e);
 }
 
 void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip, uint8_t *dst, size_t c4b,
