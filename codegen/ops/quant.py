@@ -353,7 +353,10 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
     # implicit where the channels' padding to 4 adds at most 1/8 of the multiply-adds (3-channel stems: a third more;
     # SqueezeNet's ran 0.17 -> 0.25 ms that way, ResNet-50's was a tie)
-    implicit = k[0] * k[1] > 1 and Wo >= Q8_IGEMM_MIN_WO and 8 * 4 * ((cg + 3) // 4) <= 9 * cg
+    # the narrow maps too when the extra columns fit in the 16-pixel vectors' padding (7x7: 63 for 49, both 64)
+    ne = Ho * -(-wp_ // s[1])
+    implicit = (k[0] * k[1] > 1 and (Wo >= Q8_IGEMM_MIN_WO or -(-ne // 16) <= -(-(Ho * Wo) // 16))
+                and 8 * 4 * ((cg + 3) // 4) <= 9 * cg)
     igemm = igemm_variant(fn, wq, g) if implicit else None
     if igemm:  # no im2col: the padded, phase-split copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
         c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])

@@ -584,3 +584,35 @@ def test_optimize_target_picks_7bit_weights(digits_cnn, tmp_path, capsys):
                 str(tmp_path / "calib.npz"), "--target", "bogus"])
     err = capsys.readouterr().err
     assert rc != 0 and "unknown target 'bogus'" in err and "Traceback" not in err and not (tmp_path / "x.onnx").exists()
+
+
+def test_small_map_convs_implicit_and_strided_1x1_packed_from_input(tmp_path):
+    """ResNet's stage-4 shapes at small scale: a 3x3 on a 7x7 map takes the implicit GEMM (its 63 extended pixels
+    fill the same 16-pixel vectors as 49), a 3x3 at stride 2 and a 1x1 at stride 2 (packed straight from the input,
+    no padded copy) beside it; the bytes match the exact QDQ arithmetic at 1 and 2 threads."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.verifier import run_binary as run_threads
+
+    rng = np.random.default_rng(12)
+    shape = (1, 32, 14, 14)
+    ws = {"w1": (32, 32, 3, 3), "w2": (32, 32, 3, 3), "w3": (32, 32, 1, 1)}
+    inits = [numpy_helper.from_array(rng.normal(0, 0.1, s).astype(np.float32), k) for k, s in ws.items()]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1] * 4, strides=[2, 2]),
+             helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["ar", "w2"], ["b"], pads=[1] * 4),
+             helper.make_node("Conv", ["x", "w3"], ["c"], strides=[2, 2]),
+             helper.make_node("Add", ["b", "c"], ["y"])]
+    g = helper.make_graph(nodes, "s4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)])
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    b = compile_model(q, tmp_path / "out", options=CompileOptions(target="native", threads=2), build=True,
+                      input_shapes={"x": list(shape)})
+    convs = [l for l in b.layers if l["op"] == "QLinearConv"]
+    if b.target.arch == "x86_64" and "avx512_vnni" in b.target.features:  # the kernels with an implicit form
+        assert sum("implicit" in l["details"].get("why", "") for l in convs) == 2, [l["details"] for l in convs]
+    got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2)}
+    assert np.array_equal(got[1], got[2])
+    assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
