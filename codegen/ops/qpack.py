@@ -32,7 +32,8 @@ Q8_GEMM = {
 Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni", "q8_gemm_4x16__avxvnni": "q8_igemm_4x16__avxvnni",
             "q8_gemm_4x16__avx2_maddubs": "q8_igemm_4x16__avx2_maddubs", "q8_gemm_32x32__amx": "q8_igemm_32x32__amx"}
 # output columns from which a kxk conv takes the implicit path: it computes ceil(wp / sw) - Wo extra columns per row
-# (stride 1: (kw - 1) * dw), 2 of 14 for a 3x3 at 12 columns (ResNet's 7x7 maps, 2 of 9, keep the im2col: small there)
+# (stride 1: (kw - 1) * dw), 2 of 14 for a 3x3 at 12 columns; narrower maps take it where the extra columns fit in
+# the 16-pixel vectors' padding (ResNet's 7x7 maps: 63 pixels for 49, 64 lanes either way; quant._emit_gemm_conv)
 Q8_IGEMM_MIN_WO = 12
 
 
