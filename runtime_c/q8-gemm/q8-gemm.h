@@ -46,8 +46,7 @@ typedef struct {
 static inline size_t q8_im2col_hp(const q8_conv_shape *s) { return (size_t)(s->Ho - 1) * s->sh + (size_t)(s->kh - 1) * s->dh + 1; }
 static inline size_t q8_im2col_wp(const q8_conv_shape *s) { return (size_t)(s->Wo - 1) * s->sw + (size_t)(s->kw - 1) * s->dw + 1; }
 
-/* im2col of one group's input (C x H x W, u8) into the packed layout. tmp (C * hp * wp + 32 bytes:
- * stride-2 rows are read 32 bytes at a time) holds
+/* im2col of one group's input (C x H x W, u8) into the packed layout. tmp (C * hp * wp bytes; callers add 32) holds
  * the input padded with pad (the input zero point, so padding contributes zero after the bias
  * correction); then 4 k-rows at a time are interleaved straight into place. */
 void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip,

@@ -41,10 +41,13 @@ void q8_pack_w_amx(size_t M, size_t K, const int8_t *W, int8_t *Wp)
 #endif
 
 #if defined(__AVX512BW__)
-/* 4 rows of 64 pixels -> 256 bytes of [pixel][4]: the byte / word unpacks work per 128-bit lane (u[t] lane L =
- * pixels 16L + 4t ..), then a 4x4 transpose of lanes; a third of the SSE2 steps' instructions (K = 200 inputs:
- * packing took as long as the VNNI GEMM) */
-static inline void interleave4_64(__m512i a, __m512i b, __m512i c, __m512i d, uint8_t *dst)
+/* the low n of 64 lanes (n <= 64) */
+static inline __mmask64 mask64(size_t n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }
+
+/* 4 rows of 64 pixels -> [pixel][4] bytes, the first n pixels (n <= 64) stored: the byte / word unpacks work per
+ * 128-bit lane (u[t] lane L = pixels 16L + 4t ..), then a 4x4 transpose of lanes; a third of the SSE2 steps'
+ * instructions (K = 200 inputs: packing took as long as the VNNI GEMM) */
+static inline void interleave4_64(__m512i a, __m512i b, __m512i c, __m512i d, uint8_t *dst, size_t n)
 {
     const __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
     const __m512i cd0 = _mm512_unpacklo_epi8(c, d), cd1 = _mm512_unpackhi_epi8(c, d);
@@ -53,26 +56,38 @@ static inline void interleave4_64(__m512i a, __m512i b, __m512i c, __m512i d, ui
     /* out block m = lanes m of u0..u3 */
     const __m512i t0 = _mm512_shuffle_i32x4(u0, u1, 0x44), t1 = _mm512_shuffle_i32x4(u0, u1, 0xEE);
     const __m512i t2 = _mm512_shuffle_i32x4(u2, u3, 0x44), t3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
-    _mm512_storeu_si512(dst, _mm512_shuffle_i32x4(t0, t2, 0x88));
-    _mm512_storeu_si512(dst + 64, _mm512_shuffle_i32x4(t0, t2, 0xDD));
-    _mm512_storeu_si512(dst + 128, _mm512_shuffle_i32x4(t1, t3, 0x88));
-    _mm512_storeu_si512(dst + 192, _mm512_shuffle_i32x4(t1, t3, 0xDD));
+    const __m512i o[4] = {_mm512_shuffle_i32x4(t0, t2, 0x88), _mm512_shuffle_i32x4(t0, t2, 0xDD),
+                          _mm512_shuffle_i32x4(t1, t3, 0x88), _mm512_shuffle_i32x4(t1, t3, 0xDD)};
+    if (n >= 64) {
+        for (int m = 0; m < 4; m++)
+            _mm512_storeu_si512(dst + 64 * m, o[m]);
+        return;
+    }
+    for (size_t m = 0; 16 * m < n; m++)
+        _mm512_mask_storeu_epi8(dst + 64 * m, mask64(4 * (n - 16 * m)), o[m]);
 }
 #endif
 
-/* 4 rows of 16 (then 8) pixels -> [pixel][4] bytes: the packed layout is a 4-row byte interleave */
+/* 4 rows of N pixels -> [pixel][4] bytes (the packed layout is a 4-row byte interleave); returns how many pixels it
+ * did (the rest is the caller's). Reads no byte past a row's pixels: AVX-512 ends a row with a masked step (the
+ * 7- and 14-pixel rows of small maps took a byte loop). */
 static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
                          size_t N, uint8_t flip, uint8_t *dst)
 {
     size_t n = 0;
 #if defined(__AVX512BW__)
     const __m512i fz = _mm512_set1_epi8((char)flip);
-#define Q8_ROW64(r) _mm512_xor_si512(_mm512_loadu_si512((r) + n), fz)
+#define Q8_ROW64(r, m) _mm512_xor_si512(_mm512_maskz_loadu_epi8((m), (r) + n), fz)
     for (; n + 64 <= N; n += 64)
-        interleave4_64(Q8_ROW64(r0), Q8_ROW64(r1), Q8_ROW64(r2), Q8_ROW64(r3), dst + n * 4);
+        interleave4_64(Q8_ROW64(r0, ~(__mmask64)0), Q8_ROW64(r1, ~(__mmask64)0), Q8_ROW64(r2, ~(__mmask64)0),
+                       Q8_ROW64(r3, ~(__mmask64)0), dst + n * 4, 64);
+    if (n < N) {
+        const __mmask64 m = mask64(N - n);
+        interleave4_64(Q8_ROW64(r0, m), Q8_ROW64(r1, m), Q8_ROW64(r2, m), Q8_ROW64(r3, m), dst + n * 4, N - n);
+        n = N;
+    }
 #undef Q8_ROW64
-#endif
-#if defined(__SSE2__)
+#elif defined(__SSE2__)
     const __m128i f = _mm_set1_epi8((char)flip);
     for (; n + 16 <= N; n += 16) {
         __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(r0 + n)), f);
@@ -113,10 +128,10 @@ static size_t pack4_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2
     return n;
 }
 
-/* Stride 2: the even bytes of each of 4 rows, interleaved as in pack4_simd; 64 pixels a step from 128 bytes
- * (vpermt2b with VBMI, else two vpmovwb: the stem's im2col took 6 of its 10 us in 16-pixel SSE2 steps), then
- * 16 from 32 (mask + pack). Reads the byte after a row's last pixel (the im2col buffer carries 32 bytes of
- * slack). */
+/* Stride 2: the even bytes of each of 4 rows (pixel i at byte 2 i), interleaved as in pack4_simd; reads no byte past
+ * the last pixel's. AVX-512: 64 pixels a step from 127 bytes (vpermt2b with VBMI, else two vpmovwb: the stem's
+ * im2col took 6 of its 10 us in 16-pixel SSE2 steps) and a masked last step (ResNet-50's stride-2 3x3s on 28- and
+ * 14-pixel rows spent 60 us each in the byte loop); SSE2: 16 from 31 bytes (mask + pack), the rest the caller's. */
 static size_t pack4_s2_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3,
                             size_t N, uint8_t flip, uint8_t *dst)
 {
@@ -128,22 +143,30 @@ static size_t pack4_s2_simd(const uint8_t *r0, const uint8_t *r1, const uint8_t 
     for (int i = 0; i < 64; i++)
         ev[i] = (uint8_t)(2 * i);
     const __m512i even64 = _mm512_loadu_si512(ev);
-#define Q8_EVEN64(r) _mm512_xor_si512(_mm512_permutex2var_epi8(_mm512_loadu_si512((r) + 2 * n), even64, \
-                                                               _mm512_loadu_si512((r) + 2 * n + 64)), fz)
+#define Q8_EVEN64(r, ml, mh) _mm512_xor_si512(_mm512_permutex2var_epi8(_mm512_maskz_loadu_epi8((ml), (r) + 2 * n), \
+                                              even64, _mm512_maskz_loadu_epi8((mh), (r) + 2 * n + 64)), fz)
 #else
-#define Q8_EVEN64(r) _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8( \
-                                          _mm512_loadu_si512((r) + 2 * n))), \
-                                          _mm512_cvtepi16_epi8(_mm512_loadu_si512((r) + 2 * n + 64)), 1), fz)
+#define Q8_EVEN64(r, ml, mh) _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi16_epi8( \
+                                              _mm512_maskz_loadu_epi8((ml), (r) + 2 * n))), \
+                                              _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8((mh), (r) + 2 * n + 64)), 1), fz)
 #endif
-    for (; n + 64 <= N; n += 64) /* the last byte read is pixel n + 63's */
-        interleave4_64(Q8_EVEN64(r0), Q8_EVEN64(r1), Q8_EVEN64(r2), Q8_EVEN64(r3), dst + n * 4);
+    const __mmask64 all = ~(__mmask64)0, m63 = mask64(63);
+    for (; n + 64 <= N; n += 64) /* bytes 2n .. 2n + 126: pixel n + 63's is the last */
+        interleave4_64(Q8_EVEN64(r0, all, m63), Q8_EVEN64(r1, all, m63), Q8_EVEN64(r2, all, m63),
+                       Q8_EVEN64(r3, all, m63), dst + n * 4, 64);
+    if (n < N) {
+        const size_t bytes = 2 * (N - n) - 1;
+        const __mmask64 ml = mask64(bytes), mh = mask64(bytes > 64 ? bytes - 64 : 0);
+        interleave4_64(Q8_EVEN64(r0, ml, mh), Q8_EVEN64(r1, ml, mh), Q8_EVEN64(r2, ml, mh), Q8_EVEN64(r3, ml, mh),
+                       dst + n * 4, N - n);
+        n = N;
+    }
 #undef Q8_EVEN64
-#endif
-#if defined(__SSE2__)
+#elif defined(__SSE2__)
     const __m128i f = _mm_set1_epi8((char)flip), even = _mm_set1_epi16(0x00FF);
 #define Q8_EVEN16(r) _mm_xor_si128(_mm_packus_epi16(_mm_and_si128(_mm_loadu_si128((const __m128i *)((r) + 2 * n)), even), \
                                                     _mm_and_si128(_mm_loadu_si128((const __m128i *)((r) + 2 * n + 16)), even)), f)
-    for (; n + 16 <= N; n += 16) {
+    for (; n + 16 < N; n += 16) { /* bytes 2n .. 2n + 31: pixel n + 16 exists */
         __m128i a = Q8_EVEN16(r0), b = Q8_EVEN16(r1), c = Q8_EVEN16(r2), d = Q8_EVEN16(r3);
         __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
         __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
@@ -217,14 +240,13 @@ void q8_pack_im2col(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8
     q8_im2col_k4(s, flip, Xp, tmp, 0, ((size_t)s->C * s->kh * s->kw + 3) / 4);
 }
 
-/* im2col's k4 groups [k4b, k4e) from src, channel planes hp x wp (the padded copy, or the input itself where the
- * window never leaves it); s2cap: stride-2 rows take vector steps for at most this many pixels (a step reads one
- * byte past its last pixel: only the padded copy has slack after its last row) */
+/* im2col's k4 groups [k4b, k4e) from src, channel planes hp x wp: the padded copy, or the input itself where the
+ * window never leaves it (the vector steps read no byte past a row's last pixel) */
 static void im2col_k4_from(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *src, size_t hp, size_t wp,
-                           size_t s2cap, size_t k4b, size_t k4e)
+                           size_t k4b, size_t k4e)
 {
     const size_t N = (size_t)s->Ho * s->Wo, np = q8_pack_np(N), K = (size_t)s->C * s->kh * s->kw;
-    const size_t taps = (size_t)s->kh * s->kw, s2n = s2cap < (size_t)s->Wo ? s2cap : (size_t)s->Wo;
+    const size_t taps = (size_t)s->kh * s->kw;
     for (size_t k4 = k4b; k4 < k4e; k4++) {
         const uint8_t *b[4];
         for (size_t j = 0; j < 4; j++) { /* k = (c, i, jj); rows past K reuse k = 0 (zero weights) */
@@ -236,7 +258,7 @@ static void im2col_k4_from(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, co
             const size_t ro = (size_t)oh * s->sh * wp;
             uint8_t *d = dst + (size_t)oh * s->Wo * 4;
             size_t ow = s->sw == 1 ? pack4_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d)
-                      : s->sw == 2 ? pack4_s2_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, s2n, flip, d)
+                      : s->sw == 2 ? pack4_s2_simd(b[0] + ro, b[1] + ro, b[2] + ro, b[3] + ro, (size_t)s->Wo, flip, d)
                                    : 0;
             for (; ow < (size_t)s->Wo; ow++)
                 for (size_t j = 0; j < 4; j++)
@@ -248,15 +270,12 @@ static void im2col_k4_from(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, co
 
 void q8_im2col_k4(const q8_conv_shape *s, uint8_t flip, uint8_t *Xp, const uint8_t *tmp, size_t k4b, size_t k4e)
 {
-    im2col_k4_from(s, flip, Xp, tmp, q8_im2col_hp(s), q8_im2col_wp(s), (size_t)s->Wo, k4b, k4e);
+    im2col_k4_from(s, flip, Xp, tmp, q8_im2col_hp(s), q8_im2col_wp(s), k4b, k4e);
 }
 
 void q8_im2col_direct_k4(const q8_conv_shape *s, const uint8_t *x, uint8_t flip, uint8_t *Xp, size_t k4b, size_t k4e)
 {
-    /* stride-2 steps over n pixels read up to byte 2 n - 1 + last of the row: inside it while 2 n <= W - last */
-    const size_t last = (size_t)(s->kw - 1) * s->dw; /* the window's last column, from its first */
-    const size_t cap = (size_t)s->W > last ? ((size_t)s->W - last) / 2 : 0;
-    im2col_k4_from(s, flip, Xp, x, (size_t)s->H, (size_t)s->W, cap, k4b, k4e);
+    im2col_k4_from(s, flip, Xp, x, (size_t)s->H, (size_t)s->W, k4b, k4e);
 }
 
 void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t flip, uint8_t *dst, size_t c4b,
@@ -294,9 +313,8 @@ void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t
                     size_t i = 0;
                     if (whole && sw == 1)
                         i = pack4_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro, n, flip, di);
-                    else if (whole && sw == 2) /* its steps read one byte past their last pixel: stay in the row */
-                        i = pack4_s2_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro,
-                                          n < (W - 1 - col) / 2 ? n : (W - 1 - col) / 2, flip, di);
+                    else if (whole && sw == 2)
+                        i = pack4_s2_simd(src[0] + ro, src[1] + ro, src[2] + ro, src[3] + ro, n, flip, di);
                     for (; i < n; i++)
                         for (size_t j = 0; j < 4; j++)
                             di[i * 4 + j] = src[j] ? (uint8_t)(src[j][ro + i * sw] ^ flip) : pv;
