@@ -16,6 +16,18 @@ void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp)
                 }
 }
 
+void q8_pack_w_c32(size_t M, size_t K, const int8_t *W, int8_t *Wp)
+{
+    const size_t K4 = (K + 3) / 4;
+    for (size_t mb = 0; mb < (M + 31) / 32; mb++)
+        for (size_t k4 = 0; k4 < K4; k4++)
+            for (size_t r = 0; r < 32; r++)
+                for (size_t j = 0; j < 4; j++) {
+                    const size_t m = mb * 32 + r, k = k4 * 4 + j;
+                    *Wp++ = (m < M && k < K) ? W[m * K + k] : 0;
+                }
+}
+
 void q8_pack_w_amx(size_t M, size_t K, const int8_t *W, int8_t *Wp)
 {
     const size_t K4 = (K + 3) / 4, kb = q8_amx_kb(K4), nb = (K4 + kb - 1) / kb;

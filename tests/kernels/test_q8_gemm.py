@@ -319,6 +319,27 @@ def test_q8_gemv_vnni_fp32_requant_matches_reference(extra, tmp_path):
     assert r.returncode == 0 and "147/147 cases match" in r.stdout, r.stdout + r.stderr
 
 
+CGEMM_CASES = 4 * 4 * 4 * 2 * 3 + 17
+
+
+@pytest.mark.parametrize("name,kernel,extra", [("scalar", "q8_cgemm__scalar", ()),
+                                               ("avx512vnni", "q8_cgemm_32x8__avx512vnni", ()),
+                                               ("avx512vnni", "q8_cgemm_32x8__avx512vnni", SANITIZE)],
+                         ids=["scalar", "avx512vnni", "avx512vnni-asan-ubsan"])
+def test_q8_cgemm_matches_reference(name, kernel, extra, tmp_path):
+    """The channel-lane GEMM (channels in the lanes, pixels broadcast) bit-exact against its scalar reference over
+    odd shapes, pixel ranges and both X forms (extended implicit rows, packed X); the reference itself against the
+    pixel-lane scalar GEMM on packed X."""
+    isa = ISAS[name]
+    require(isa)
+    srcs = ["q8_cgemm_test.c", "q8-gemm/q8-cgemm-scalar.c", "q8-gemm/q8-pack.c", "q8-gemm/q8-gemm-4x8-scalar.c"]
+    if kernel != "q8_cgemm__scalar":
+        srcs.append("q8-gemm/q8-cgemm-32x8-avx512vnni.c")
+    exe = build(isa, tmp_path / "cgemm", srcs, {"KERNEL": kernel, "KERNEL_NAME": f'"{name}"'}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and f"{CGEMM_CASES}/{CGEMM_CASES} cases match" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+
 def test_implicit_gemm_rechecks_the_maddubs_pair_bound():
     """The implicit GEMM's k order (4 channels of one tap) pairs other weights than the im2col order (taps of one
     channel): weights within vpmaddubsw's pair bound in one order may break it in the other, and then the im2col
