@@ -88,20 +88,21 @@ Q8_GSPC_VPMADDWD_MAX_PX = 64
 
 
 def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int, gspc: bool = False,
-                     gspc_kernel: str | None = None) -> Choice:
+                     gspc_kernel: str | None = None, cgemm: bool = False) -> Choice:
     """Depthwise direct kernel when each group has one input and one output channel; GSPC for other
     grouped convs when the target has an int8 GSPC kernel (gspc=True; gspc_kernel: the C function the
     layer's weights would get, when known); else packed GEMM per group (im2col into the GEMM's layout;
-    1x1 stride 1 packs without im2col)."""
+    1x1 stride 1 packs without im2col): the channel-lane GEMM where it runs (cgemm=True) for kxk convs and for
+    maps whose pixels leave a fifth of the pixel-lane GEMM's 16-pixel vectors empty, else the pixel-lane one."""
     from edgec.codegen.options import active
 
     forced = active().q8conv  # EDGEC_Q8CONV, or one layer's tuning record (codegen/variants.py)
     if forced == "q8-gemm" or (forced == "q8-gspc" and gspc and groups > 1) or \
-            (forced == "q8-dwconv" and groups == c_in == c_out):
+            (forced == "q8-dwconv" and groups == c_in == c_out) or (forced == "q8-cgemm" and cgemm):
         return Choice(forced, f"forced: {forced}")
     key = layer_key("q8conv", C=c_in, OC=c_out, g=groups, k=f"{k[0]}x{k[1]}", px=pixels)
     m = measured(target, key)
-    if m in ("q8-dwconv", "q8-gemm") or (m == "q8-gspc" and gspc):
+    if m in ("q8-dwconv", "q8-gemm") or (m == "q8-gspc" and gspc) or (m == "q8-cgemm" and cgemm):
         return Choice(m, "tuning database")
     macs = c_out * pixels * (c_in // groups) * k[0] * k[1]
     # this device's records may have timed the packed GEMM faster than the depthwise / GSPC kernel (fit_q8conv)
@@ -124,6 +125,15 @@ def choose_int8_conv(target, c_in: int, c_out: int, groups: int, k, pixels: int,
                       {"macs": macs})
     packed = (c_in // groups) * k[0] * k[1] * pixels  # bytes of the packed input per group
     where = "L1" if packed <= target.l1d_bytes else "L2" if packed <= target.l2_bytes else "memory"
+    # channel-lane GEMM (Zen 5, ResNet-50's shapes through q8_conv, weights from memory): kxk 0.83-0.93x the
+    # pixel-lane implicit GEMM's time (a tie at stride 2 from 56x56), 1x1 on 7x7 maps (49 pixels in 64 lanes)
+    # 0.93-0.98x, 1x1 on wider maps 1.05-1.5x (short K: its transposing store weighs more)
+    lanes = -(-pixels // 16) * 16
+    if cgemm and (k[0] * k[1] > 1 or 5 * lanes >= 6 * pixels):
+        return Choice("q8-cgemm", f"{groups} group(s) x channel-lane GEMM {c_out // groups}x{pixels}x"
+                      f"{(c_in // groups) * k[0] * k[1]}: " +
+                      ("no extended columns, compact rows" if k[0] * k[1] > 1 else
+                       f"{pixels} pixels would fill {lanes} lanes"), {"macs": macs, "packed_bytes": packed})
     return Choice("q8-gemm", f"{groups} group(s) x GEMM {c_out // groups}x{pixels}x{(c_in // groups) * k[0] * k[1]}, "
                   f"packed input in {where}", {"macs": macs, "packed_bytes": packed})
 

@@ -22,7 +22,7 @@ SPARSE_MODES = ("auto", "dense", "sparse-1x1", "sparse-1x4", "sparse-4x1", "spar
 GSPC_MODES = ("auto", "tile", "ow", "mg", "gemm")
 DW_MODES = ("auto", "plane", "cb")
 CONV_MODES = ("auto", "direct", "winograd", "winograd-f23", "winograd-f43", "winograd-f63")
-Q8CONV_MODES = ("auto", "q8-gemm", "q8-gspc", "q8-dwconv")
+Q8CONV_MODES = ("auto", "q8-gemm", "q8-cgemm", "q8-gspc", "q8-dwconv")
 LAYOUT_MODES = ("auto", "nchw", "nchwc")  # codegen/layout.py
 # work partitioning: serial (one thread for the layer), or split only over column / tile blocks (cols) or
 # over output-channel chunks (rows) where the layer's driver offers both

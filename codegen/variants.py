@@ -81,6 +81,11 @@ def _q8(f: dict, t, path: str) -> bool:
     if path == "q8-gspc":
         from edgec.codegen.ops.quant import _gspc_variant
         return f["G"] > 1 and _gspc_variant(t) is not None
+    if path == "q8-cgemm":  # the channel-lane GEMM (weights of any value: the VNNI GEMM it stands in for is exact)
+        from edgec.codegen.ops.qpack import Q8_GEMM, cgemm_variant, gemm_variant
+        fn = gemm_variant(t)[0]
+        return not f["dw"] and fn == Q8_GEMM["avx512vnni"][0] and \
+            cgemm_variant(fn, f["K"] // f["G"], f["C"] // f["G"], (f["KH"], f["KW"])) is not None
     return True
 
 
@@ -111,7 +116,7 @@ def _build_table() -> tuple[Variant, ...]:
     for blk in ("1x1", "1x4", "4x1", "4x4"):  # int8 1x1 convs: 4x1 only (q8-spmm)
         v.append(Variant("sparse", f"sparse-{blk}", (("sparse", f"sparse-{blk}"),), _sparse_ok(blk),
                          f"{blk}-block sparse weights x dense activations"))
-    for path in ("q8-gemm", "q8-gspc", "q8-dwconv"):
+    for path in ("q8-gemm", "q8-cgemm", "q8-gspc", "q8-dwconv"):
         v.append(Variant("q8conv", path, (("q8conv", path),), lambda f, t, p=path: _q8(f, t, p),
                          f"int8 conv through the {path[3:]} kernels"))
     # 1x1 stride-1 unpadded convs: packed B panels are the default (in place measured 5-11% slower on Zen 3's

@@ -174,7 +174,7 @@ def learned_constants(recs, target) -> dict[str, float]:
                  if "ms" in t and "/" not in t.get("algo", "/")]
         if g and r.cls.startswith(("q8dwconv", "q8gconv")):
             own = [t for _, a, t in times if a.startswith(("q8-dwconv", "q8-gspc"))]
-            gemm = [t for _, a, t in times if a.startswith("q8-gemm")]
+            gemm = [t for _, a, t in times if a.startswith(("q8-gemm", "q8-cgemm"))]
             ms = {k: min(v) for k, v in (("own", own), ("gemm", gemm)) if v}
             q8.append(("dw", f"{g['KH']}x{g['KW']}", ms) if r.cls.startswith("q8dwconv")
                       else ("gspc", g["K"] // g["G"], ms))

@@ -27,6 +27,22 @@ Q8_GEMM = {
 }
 
 
+# the channel-lane GEMM (q8_cgemm_fn in runtime_c/q8-gemm/q8-gemm.h): the pixel-lane GEMM it stands in for -> (function,
+# file); it needs a multiple of 16 output channels a group
+Q8_CGEMM = {"q8_gemm_8x32__avx512vnni": ("q8_cgemm_32x8__avx512vnni", "q8-gemm/q8-cgemm-32x8-avx512vnni.c")}
+
+
+def cgemm_variant(fn: str, ocg: int, cg: int, k) -> tuple[str, str] | None:
+    """The channel-lane GEMM for a layer whose pixel-lane GEMM is fn (ocg output, cg input channels a group, kernel
+    k), or None: kxk convs read the implicit path's padded copy, so their channel padding must stay small, as there
+    (at most 1/8 more multiply-adds)."""
+    if fn not in Q8_CGEMM or ocg % 16:
+        return None
+    if k[0] * k[1] > 1 and 8 * 4 * ((cg + 3) // 4) > 9 * cg:
+        return None
+    return Q8_CGEMM[fn]
+
+
 # implicit GEMMs for kxk convs (runtime_c/q8-conv/q8-conv.h): the GEMM function -> its implicit form, which reads
 # the padded, phase-split input copy in place instead of an im2col (SqueezeNet's int8 3x3 convs: im2col was ~30%)
 Q8_IGEMM = {"q8_gemm_8x32__avx512vnni": "q8_igemm_8x32__avx512vnni", "q8_gemm_4x16__avxvnni": "q8_igemm_4x16__avxvnni",
@@ -143,6 +159,16 @@ def gemm_files(fn: str, src: str) -> tuple[str, ...]:
     return (src, *Q8_GEMM_DEPS.get(fn, ()))
 
 
+def pack_w_c32(w: np.ndarray) -> np.ndarray:
+    """int8 W[M][K] -> the channel-lane GEMM's layout (q8_pack_w_c32 in q8-gemm.h): [ceil(M/32)][ceil(K/4)][32 rows]
+    [4 k], zero past M and K."""
+    m, k = w.shape
+    mp = -(-m // 32) * 32
+    z = np.zeros((mp, ceil4(k)), np.int8)
+    z[:m, :k] = w
+    return np.ascontiguousarray(z.reshape(mp // 32, 32, ceil4(k) // 4, 4).transpose(0, 2, 1, 3)).ravel()
+
+
 def pack_w_for(fn: str, w: np.ndarray) -> np.ndarray:
     """W[M][K] packed for GEMM fn: AMX's layout for the AMX kernel, else pack_w's."""
     return pack_w_amx(w) if fn == Q8_GEMM["amx"][0] else pack_w(w)
@@ -223,7 +249,7 @@ def pack_w(w: np.ndarray) -> np.ndarray:
 FP32_RQ_KERNELS = frozenset({"q8_gemm_8x32__avx512vnni", "q8_gemm_32x32__amx", "q8_gemm_4x16__avx512bw",
                              "q8_gemm_4x16__avxvnni", "q8_dwconv__avx512vnni",
                              "q8_dwconv__avx512", "q8_dwconv_c16__avx512vnni", "q8_gspc_o16__avx512vnni",
-                             "q8_gspc_o8__avx512vnni", "q8_gemv__avx512vnni"})
+                             "q8_gspc_o8__avx512vnni", "q8_gemv__avx512vnni", "q8_cgemm_32x8__avx512vnni"})
 
 
 @dataclass

@@ -15,9 +15,10 @@ from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
 from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM_MIN_WO, act_clamp,
-                                     add_multipliers, avx_vnni, ceil4, gemm_files, gemm_variant, igemm_variant,
-                                     maddubs_exact, maddubs_kernels, pack_w, pack_w_for, pack_w_implicit,
-                                     requant_scales, row_params, to_u8_domain)
+                                     add_multipliers, avx_vnni, ceil4, cgemm_variant, gemm_files, gemm_variant,
+                                     igemm_variant, implicit_matrix, maddubs_exact, maddubs_kernels, pack_w,
+                                     pack_w_c32, pack_w_for, pack_w_implicit, requant_scales, row_params,
+                                     to_u8_domain)
 from edgec.codegen.registry import register
 from edgec.errors import EdgecError
 
@@ -184,8 +185,9 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
     geo = (k, s, d, pt, pl, Ho, Wo)
     gv = _gspc_variant(ctx.target, OC // g, wq) if g > 1 else None  # the GSPC kernel these weights would get
+    cg = cgemm_variant(gemm_variant(ctx.target, wq.reshape(OC, -1))[0], OC // g, C // g, k)
     choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None,
-                                        gspc_kernel=gv[0] if gv else None)
+                                        gspc_kernel=gv[0] if gv else None, cgemm=cg is not None)
     if choice.algo == "q8-dwconv":
         return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
     code = None
@@ -235,7 +237,7 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
     ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
     shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK}};\n"
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK, NULL}};\n"
             f"const q8_add_params ap = {qadd_params(add, mine)};\n"
             f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
@@ -346,6 +348,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     fn, src, signed = gemm_variant(ctx.target, wq.reshape(OC, -1))
     ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", *gemm_files(fn, src))
     ocg, cg = OC // g, C // g
+    cgemm = cgemm_variant(fn, ocg, cg, k) if choice.algo == "q8-cgemm" else None
     wgs = [wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1) for j in range(g)]
     brs = [row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], signed)
            for j, wg in enumerate(wgs)]
@@ -357,8 +360,19 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     ne = Ho * -(-wp_ // s[1])
     implicit = (k[0] * k[1] > 1 and (Wo >= Q8_IGEMM_MIN_WO or -(-ne // 16) <= -(-(Ho * Wo) // 16))
                 and 8 * 4 * ((cg + 3) // 4) <= 9 * cg)
-    igemm = igemm_variant(fn, wq, g) if implicit else None
-    if igemm:  # no im2col: the padded, phase-split copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
+    igemm = igemm_variant(fn, wq, g) if implicit and not cgemm else None
+    if cgemm:  # channel-lane GEMM: kxk over the padded copy (mirrors q8_conv_scratch_bytes), 1x1 over packed input
+        ctx.require(cgemm[1])
+        c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
+        if k[0] * k[1] > 1:
+            wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_c32(implicit_matrix(wq[j * ocg:(j + 1) * ocg]))
+                                                               for j in range(g)]))
+            scr = ctx.scratch(c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64 + 4 * c4n * k[0] * k[1] + 64)
+        else:
+            wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_c32(wg) for wg in wgs]))
+            scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32 + ceil4(K) + 4)
+        ctx.note(algo="q8-cgemm", macs=macs, kernel=cgemm[0], why=choice.why)
+    elif igemm:  # no im2col: the padded, phase-split copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
         c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
         wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_implicit(wq[j * ocg:(j + 1) * ocg], fn)
                                                            for j in range(g)]))
@@ -373,11 +387,11 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
         ctx.note(algo="q8-gemm", macs=macs, kernel=fn, why=choice.why)
     bp, mp, sp = (ctx.weight(f"{node.name}:{f}", np.concatenate([getattr(r, f) for r in brs]))
                   for f in ("bias", "mult", "shift"))
-    scp = _scale_ptr(ctx, node.name, fn, np.concatenate([r.scale for r in brs]))
+    scp = _scale_ptr(ctx, node.name, cgemm[0] if cgemm else fn, np.concatenate([r.scale for r in brs]))
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
     wl = "Q8_WLAYOUT_AMX" if fn == Q8_GEMM["amx"][0] else "Q8_WLAYOUT_PACK"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}, {wl}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}, {wl}, {cgemm[0] if cgemm else 'NULL'}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 

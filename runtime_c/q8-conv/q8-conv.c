@@ -93,6 +93,49 @@ static void igemm_chunk(void *ctx, size_t begin, size_t end)
 }
 
 typedef struct {
+    q8_cgemm_fn cgemm;
+    size_t M, N, Wo, wq, K4;
+    const int8_t *wp;
+    const uint8_t *x;
+    const int32_t *koff;
+    uint8_t *y;
+    const q8_rq *rq;
+    int by_panel; /* items: 32-channel panels (small maps), else 32-pixel chunks */
+} cgemm_job;
+
+static void cgemm_task(void *ctx, size_t begin, size_t end)
+{
+    const cgemm_job *j = (const cgemm_job *)ctx;
+    if (j->by_panel) {
+        const size_t m0 = begin * 32, m1 = end * 32 < j->M ? end * 32 : j->M;
+        q8_rq r = *j->rq;
+        r.bias += m0;
+        r.scale += m0;
+        j->cgemm(m1 - m0, 0, j->N, j->Wo, j->wq, j->K4, j->wp + m0 * j->K4 * 4, j->x, j->koff, j->y + m0 * j->N,
+                 j->N, &r);
+    } else {
+        const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
+        j->cgemm(j->M, n0, n1, j->Wo, j->wq, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
+    }
+}
+
+/* The channel-lane GEMM over the whole layer: on one thread one call; on more, 32-pixel chunks where each thread
+ * gets several (4 a thread), else 32-channel panels (a 7x7 map's 49 pixels are two chunks). */
+static void run_cgemm(cgemm_job *j, ec_pool *pool)
+{
+    const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
+    if (threads <= 1) {
+        j->cgemm(j->M, 0, j->N, j->Wo, j->wq, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
+        return;
+    }
+    j->by_panel = nc < 4 * threads;
+    if (j->by_panel)
+        ec_parallel_for(pool, (j->M + 31) / 32, 1, cgemm_task, j);
+    else
+        ec_parallel_for(pool, nc, gemm_grain(nc, pool), cgemm_task, j);
+}
+
+typedef struct {
     const q8_conv_shape *s;
     const uint8_t *ye; /* extended rows, wq pixels each */
     uint8_t *y;
@@ -115,7 +158,7 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
     const size_t c4n = (size_t)(s->C + 3) / 4, taps = (size_t)s->kh * s->kw, sh = (size_t)s->sh, sw = (size_t)s->sw;
     const size_t wq = q8_pad4_wq(s), phase = q8_pad4_hq(s) * wq * 4, plane = sh * sw * phase;
     const size_t ne = (size_t)s->Ho * wq, pad = q8_conv_pad4_bytes(s);
-    uint8_t *xp = scratch, *ye = scratch + pad, *ke = ye + (size_t)p->ocg * ne;
+    uint8_t *xp = scratch, *ye = scratch + pad, *ke = ye + (p->cgemm ? 0 : (size_t)p->ocg * ne);
     int32_t *koff = (int32_t *)(void *)(ke + (-(uintptr_t)ke & 3)); /* after the rows, 4-byte aligned */
     /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this; k in wlayout's order */
     for (size_t c4 = 0; c4 < c4n; c4++)
@@ -131,6 +174,12 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
     else
         ec_parallel_for(pool, c4n, 1, pad4_task, &pj);
     memset(xp + c4n * plane, p->zx ^ p->flip, pad - c4n * plane); /* what the last tiles read past the copy */
+    if (p->cgemm) { /* compact rows straight into yg */
+        cgemm_job cj = {p->cgemm, (size_t)p->ocg, (size_t)s->Ho * s->Wo, (size_t)s->Wo, wq, c4n * taps, wg, xp, koff,
+                        yg, rq, 0};
+        run_cgemm(&cj, pool);
+        return;
+    }
     igemm_job j = {p->igemm, (size_t)p->ocg, ne, c4n * taps, wg, xp, koff, ye, rq};
     const size_t nc = (ne + Q8_CHUNK - 1) / Q8_CHUNK;
     ec_parallel_for(pool, nc, gemm_grain(nc, pool), igemm_chunk, &j);
@@ -151,8 +200,9 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
             const uint8_t *xg = x + ((size_t)b * p->groups + g) * in_g;
             if (q8_conv_implicit(p)) {
                 const size_t Ki = (size_t)(s->C + 3) / 4 * 4 * s->kh * s->kw;
-                const size_t wgi = p->wlayout == Q8_WLAYOUT_AMX ? q8_pack_w_amx_bytes((size_t)p->ocg, Ki)
-                                                                : q8_pack_w_bytes((size_t)p->ocg, Ki);
+                const size_t wgi = p->cgemm ? q8_pack_w_c32_bytes((size_t)p->ocg, Ki)
+                                   : p->wlayout == Q8_WLAYOUT_AMX ? q8_pack_w_amx_bytes((size_t)p->ocg, Ki)
+                                                                  : q8_pack_w_bytes((size_t)p->ocg, Ki);
                 q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax,
                             p->scale ? p->scale + g * mg : NULL};
                 conv_implicit(p, xg, y + ((size_t)b * p->groups + g) * out_g, &rq, p->wp + g * wgi, scratch, pool);
@@ -178,6 +228,17 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
             }
             q8_rq rq = {p->bias + g * mg, p->mult + g * mg, p->shift + g * mg, p->zp, p->qmin, p->qmax,
                         p->scale ? p->scale + g * mg : NULL};
+            if (p->cgemm) { /* over the packed input: pixel n of k4 step k at 4 (k np + n) */
+                const size_t K4 = (K + 3) / 4, np = q8_pack_np(N);
+                uint8_t *ke = pj.tmp + (size_t)s->C * q8_im2col_hp(s) * q8_im2col_wp(s) + 32;
+                int32_t *koff = (int32_t *)(void *)(ke + (-(uintptr_t)ke & 3));
+                for (size_t k = 0; k < K4; k++)
+                    koff[k] = (int32_t)(4 * k * np);
+                cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, N, N, K4, p->wp + g * q8_pack_w_c32_bytes((size_t)p->ocg, K),
+                                scratch, koff, y + ((size_t)b * p->groups + g) * out_g, &rq, 0};
+                run_cgemm(&cj, pool);
+                continue;
+            }
             gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), N, p->wp + g * wg, scratch,
                           y + ((size_t)b * p->groups + g) * out_g, &rq};
             const size_t nc = (N + Q8_CHUNK - 1) / Q8_CHUNK;

@@ -28,9 +28,15 @@ typedef struct {
     const float *scale;    /* like mult, or NULL: fp32 requantization (kernels that support it, q8-requant.h) */
     q8_igemm_fn igemm;     /* non-NULL: the implicit path above, wp holding its weights */
     int wlayout;           /* Q8_WLAYOUT_*: the GEMM's weight layout */
+    /* non-NULL: the channel-lane GEMM instead of gemm / igemm (q8-gemm.h; ocg a multiple of 16, wp packed by
+     * q8_pack_w_c32): kxk convs read the implicit path's padded copy (its weight order), writing compact rows */
+    q8_cgemm_fn cgemm;
 } q8_conv_params;
 
-static inline int q8_conv_implicit(const q8_conv_params *p) { return p->igemm != NULL; }
+static inline int q8_conv_implicit(const q8_conv_params *p)
+{
+    return p->igemm != NULL || (p->cgemm != NULL && p->s.kh * p->s.kw > 1);
+}
 
 /* the implicit path's padded copy (q8_pack_pad4) and the slack the GEMM's last 32-pixel tile reads past it */
 static inline size_t q8_conv_pad4_bytes(const q8_conv_shape *s)
@@ -39,15 +45,16 @@ static inline size_t q8_conv_pad4_bytes(const q8_conv_shape *s)
            64;
 }
 
-/* scratch: one group's packed input, then its zero-point padded copy; implicit: the padded copy, the extended
- * output rows of one group, the k4 offsets */
+/* scratch: one group's packed input, then its zero-point padded copy (the channel-lane GEMM: then the k4 offsets);
+ * implicit: the padded copy, the extended output rows of one group (not for the channel-lane GEMM), the k4 offsets */
 static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
 {
     const size_t K = (size_t)p->s.C * p->s.kh * p->s.kw, N = (size_t)p->s.Ho * p->s.Wo;
     if (q8_conv_implicit(p))
-        return q8_conv_pad4_bytes(&p->s) + (size_t)p->ocg * p->s.Ho * q8_pad4_wq(&p->s) +
+        return q8_conv_pad4_bytes(&p->s) + (p->cgemm ? 0 : (size_t)p->ocg * p->s.Ho * q8_pad4_wq(&p->s)) +
                4 * ((size_t)(p->s.C + 3) / 4 * p->s.kh * p->s.kw) + 64;
-    return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s) + 32;
+    return q8_pack_x_bytes(K, N) + (size_t)p->s.C * q8_im2col_hp(&p->s) * q8_im2col_wp(&p->s) + 32 +
+           (p->cgemm ? 4 * ((K + 3) / 4) + 4 : 0);
 }
 
 /* pool may be NULL (serial); with threads the GEMM of each group is split over 32-pixel chunks, and its packing

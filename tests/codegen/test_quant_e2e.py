@@ -587,9 +587,10 @@ def test_optimize_target_picks_7bit_weights(digits_cnn, tmp_path, capsys):
 
 
 def test_small_map_convs_implicit_and_strided_1x1_packed_from_input(tmp_path):
-    """ResNet's stage-4 shapes at small scale: a 3x3 on a 7x7 map takes the implicit GEMM (its 63 extended pixels
-    fill the same 16-pixel vectors as 49), a 3x3 at stride 2 and a 1x1 at stride 2 (packed straight from the input,
-    no padded copy) beside it; the bytes match the exact QDQ arithmetic at 1 and 2 threads."""
+    """ResNet's stage-4 shapes at small scale: a 3x3 at stride 2, a 3x3 on a 7x7 map and a 1x1 at stride 2 (packed
+    straight from the input, no padded copy). Through the pixel-lane GEMM (forced) both 3x3s take its implicit form
+    (63 extended pixels fill the same 16-pixel vectors as 49); by default on AVX-512 VNNI all three take the
+    channel-lane GEMM. The bytes match the exact QDQ arithmetic at 1 and 2 threads either way."""
     from edgec.codegen.options import CompileOptions
     from edgec.codegen.verifier import run_binary as run_threads
 
@@ -608,11 +609,17 @@ def test_small_map_convs_implicit_and_strided_1x1_packed_from_input(tmp_path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
     q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)])
     x = rng.normal(0, 1, shape).astype(np.float32)
-    b = compile_model(q, tmp_path / "out", options=CompileOptions(target="native", threads=2), build=True,
-                      input_shapes={"x": list(shape)})
-    convs = [l for l in b.layers if l["op"] == "QLinearConv"]
-    if b.target.arch == "x86_64" and "avx512_vnni" in b.target.features:  # the kernels with an implicit form
-        assert sum("implicit" in l["details"].get("why", "") for l in convs) == 2, [l["details"] for l in convs]
-    got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2)}
-    assert np.array_equal(got[1], got[2])
-    assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
+    want = exact(q, {"x": x})
+    for mode in ("q8-gemm", "auto"):
+        b = compile_model(q, tmp_path / mode, options=CompileOptions(target="native", threads=2, q8conv=mode),
+                          build=True, input_shapes={"x": list(shape)})
+        convs = [l["details"] for l in b.layers if l["op"] == "QLinearConv"]
+        if b.target.arch == "x86_64" and "avx512_vnni" in b.target.features and "amx_int8" not in b.target.features:
+            if mode == "q8-gemm":
+                assert sum("implicit" in c.get("why", "") for c in convs) == 2, convs
+            else:
+                assert [c["kernel"] for c in convs] == ["q8_cgemm_32x8__avx512vnni"] * 3, convs
+        got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"{mode}{t}", threads=t)[0]
+               for t in (1, 2)}
+        assert np.array_equal(got[1], got[2])
+        assert np.abs(got[1] - want).max() <= _out_scale(q) * 1.001

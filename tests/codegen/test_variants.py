@@ -308,10 +308,12 @@ def _odd_f32_model(path):
 
 
 def _odd_q8_model(path):
-    """int8 QLinearConv layers, one per input: plain, grouped (4 per group) and depthwise, odd sizes."""
+    """int8 QLinearConv layers, one per input: plain, grouped (4 per group) and depthwise, odd sizes; and 48 output
+    channels (the channel-lane GEMM's 16-channel multiples, a last half panel)."""
     rng = np.random.default_rng(12)
     nodes, inits, ins, outs = [], [], [], []
-    for i, (c, k, g, hw) in enumerate(((13, 19, 1, (9, 11)), (16, 16, 4, (11, 7)), (12, 12, 12, (9, 13)))):
+    for i, (c, k, g, hw) in enumerate(((13, 19, 1, (9, 11)), (16, 16, 4, (11, 7)), (12, 12, 12, (9, 13)),
+                                       (23, 48, 1, (7, 9)))):
         p = f"l{i}"
         inits += [numpy_helper.from_array(np.float32(0.05), f"{p}xs"), numpy_helper.from_array(np.uint8(128), f"{p}xz"),
                   numpy_helper.from_array(rng.integers(-60, 60, (k, c // g, 3, 3)).astype(np.int8), f"{p}w"),

@@ -11,7 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgec.codegen.ops.qpack import pack_w, pack_w_amx, pack_w_implicit, requant_scales, row_params, to_u8_domain
+from edgec.codegen.ops.qpack import (implicit_matrix, pack_w, pack_w_amx, pack_w_c32, pack_w_implicit, requant_scales,
+                                     row_params, to_u8_domain)
 from qkit import ISAS, SANITIZE, build, exact_int8, require, run
 from test_q8_gemm import VARIANTS, variant_build
 
@@ -62,21 +63,23 @@ def _model_and_data(case, rng):
     return model, x, dict(w=w, w_s=w_s, x_s=x_s, y_s=y_s, x_zp=x_zp, y_zp=y_zp, b=b)
 
 
-def _problem_file(path, case, x, q, x_signed, implicit=False, amx=False):
+def _problem_file(path, case, x, q, x_signed, implicit=False, amx=False, cgemm=False):
     C, H, W, OC, k, s, p, d, g, xdt = case
     Ho, Wo = ((H + 2 * p - d * (k - 1) - 1) // s + 1), ((W + 2 * p - d * (k - 1) - 1) // s + 1)
     zx, zy = to_u8_domain(q["x_zp"], xdt), to_u8_domain(q["y_zp"], xdt)
     scales = requant_scales(q["x_s"], q["w_s"], q["y_s"], OC)
-    ocg, blobs = OC // g, {"w": [], "bias": [], "mult": [], "shift": []}
+    ocg, blobs = OC // g, {"w": [], "bias": [], "mult": [], "shift": [], **({"scale": []} if cgemm else {})}
     for j in range(g):
         wg = q["w"][j * ocg:(j + 1) * ocg].reshape(ocg, -1)
         rp = row_params(wg, q["b"][j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], x_signed)
-        if implicit:
+        if cgemm:
+            packed = pack_w_c32(implicit_matrix(q["w"][j * ocg:(j + 1) * ocg]) if k > 1 else wg)
+        elif implicit:
             packed = pack_w_implicit(q["w"][j * ocg:(j + 1) * ocg], "q8_gemm_32x32__amx" if amx else None)
         else:
             packed = pack_w_amx(wg) if amx else pack_w(wg)
         blobs["w"].append(packed.tobytes())
-        for key in ("bias", "mult", "shift"):
+        for key in [k for k in blobs if k != "w"]:
             blobs[key].append(getattr(rp, key).tobytes())
     hdr = [1, g, C // g, H, W, ocg, k, k, s, s, d, d, p, p, Ho, Wo, zy, 0, 255, zx, 0x80 if x_signed else 0]
     xu = (x.astype(np.int16) + (128 if xdt == np.int8 else 0)).astype(np.uint8)
@@ -272,4 +275,41 @@ def test_q8_conv_stride2_im2col_clean_under_sanitizers(name, extra, tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         y = np.frombuffer((tmp_path / f"y{i}.bin").read_bytes(), np.uint8).reshape(shape).astype(np.int16)
         y -= 128 if case[-1] == np.int8 else 0
+        assert np.abs(y - ref.astype(np.int16)).max() <= 1, case
+
+
+# the channel-lane GEMM through q8_conv (output channels a multiple of 16 per group): 7x7 and 5x31 maps, strides 1-3,
+# pointwise and strided 1x1 (packed input), a last half panel (48, 80 channels), groups with dilation, 5x5; 2 threads
+# split pixel chunks (the 20x24 map) or 32-channel panels (the small maps)
+CGEMM_CONV_CASES = [
+    (8, 7, 7, 16, 3, 1, 1, 1, 1, np.uint8), (20, 14, 14, 32, 3, 2, 1, 1, 1, np.int8),
+    (16, 9, 9, 48, 1, 1, 0, 1, 1, np.uint8), (17, 11, 13, 16, 1, 2, 0, 1, 1, np.int8),
+    (6, 10, 10, 32, 3, 1, 2, 2, 2, np.uint8), (12, 5, 31, 16, 5, 1, 2, 1, 1, np.int8),
+    (64, 20, 24, 64, 3, 1, 1, 1, 1, np.uint8), (32, 7, 7, 96, 3, 1, 1, 1, 1, np.uint8),
+    (16, 6, 6, 80, 1, 1, 0, 1, 1, np.int8), (8, 14, 23, 16, 3, 3, 1, 1, 1, np.uint8)]
+
+
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_conv_channel_lane_gemm_vs_exact_qlinearconv(extra, tmp_path):
+    """Convs through the channel-lane GEMM (implicit copy for kxk, packed input for 1x1): within 1 LSB of the exact
+    QLinearConv, bit-identical at 1 and 2 threads."""
+    isa = ISAS["avx512vnni"]
+    require(isa)
+    files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c",
+             "q8-gemm/q8-gemm-8x32-avx512vnni.c", "q8-gemm/q8-cgemm-32x8-avx512vnni.c"]
+    exe = build(isa, tmp_path / "cg", files, {"KERNEL": "q8_gemm_8x32__avx512vnni",
+                                              "CGEMM": "q8_cgemm_32x8__avx512vnni",
+                                              "PACK_W_BYTES": "q8_pack_w_c32_bytes"}, extra)
+    rng = np.random.default_rng(13)
+    for i, case in enumerate(CGEMM_CONV_CASES):
+        model, x, q = _model_and_data(case, rng)
+        shape = _problem_file(tmp_path / f"p{i}.bin", case, x, q, False, cgemm=True)
+        outs = []
+        for tag, threads in (("y", ()), ("t", ("2",))):
+            r = run(isa, exe, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"{tag}{i}.bin"), *threads)
+            assert r.returncode == 0, (case, r.stderr[-3000:])
+            outs.append((tmp_path / f"{tag}{i}.bin").read_bytes())
+        assert outs[0] == outs[1], case
+        y = np.frombuffer(outs[0], np.uint8).reshape(shape).astype(np.int16) - (128 if case[-1] == np.int8 else 0)
+        ref = exact_int8(model, {"x": x})[0]
         assert np.abs(y - ref.astype(np.int16)).max() <= 1, case

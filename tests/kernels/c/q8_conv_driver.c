@@ -1,5 +1,6 @@
 /* Runs q8_conv with the GEMM variant KERNEL (and, where IGEMM is defined, its implicit form for stride-1 layers,
- * whose weights the file then holds in that layout) on a problem read from argv[1]; writes y to argv[2].
+ * whose weights the file then holds in that layout; where CGEMM is, the channel-lane GEMM, weights in its layout
+ * and the fp32 scales after the shifts) on a problem read from argv[1]; writes y to argv[2].
  * File: int32 header[21] = batch groups C H W ocg kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx flip,
  * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8).
  * Optional argv[3]: threads.
@@ -53,15 +54,20 @@ int main(int argc, char **argv)
         return 2;
     q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
                         h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
-                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0};
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0, NULL};
 #ifdef IGEMM
     p.igemm = IGEMM;
+#endif
+#ifdef CGEMM /* the channel-lane GEMM: weights in q8_pack_w_c32's layout, fp32 scales after the shifts */
+    p.cgemm = CGEMM;
 #endif
     const size_t K = q8_conv_implicit(&p) ? (size_t)(p.s.C + 3) / 4 * 4 * p.s.kh * p.s.kw
                                           : (size_t)p.s.C * p.s.kh * p.s.kw;
     const size_t mg = ((size_t)p.ocg + 3) / 4 * 4;
-#ifdef PACK_W_BYTES /* a GEMM with a weight layout of its own (AMX) */
+#ifdef PACK_W_BYTES /* a GEMM with a weight layout of its own (AMX; the channel-lane GEMM's reads no wlayout) */
+#ifndef CGEMM
     p.wlayout = Q8_WLAYOUT_AMX;
+#endif
     p.wp = slurp(f, PACK_W_BYTES((size_t)p.ocg, K) * (size_t)p.groups);
 #else
     p.wp = slurp(f, q8_pack_w_bytes((size_t)p.ocg, K) * (size_t)p.groups);
@@ -69,6 +75,9 @@ int main(int argc, char **argv)
     p.bias = slurp(f, 4 * mg * (size_t)p.groups);
     p.mult = slurp(f, 4 * mg * (size_t)p.groups);
     p.shift = slurp(f, 4 * mg * (size_t)p.groups);
+#ifdef CGEMM
+    p.scale = slurp(f, 4 * mg * (size_t)p.groups);
+#endif
     const size_t nx = (size_t)p.batch * p.groups * p.s.C * p.s.H * p.s.W;
     const size_t ny = (size_t)p.batch * p.groups * p.ocg * p.s.Ho * p.s.Wo;
     void *xmap;
@@ -88,7 +97,7 @@ int main(int argc, char **argv)
     if (!o || fwrite(y, 1, ny, o) != ny)
         return 2;
     fclose(o);
-    free((void *)p.wp); free((void *)p.bias); free((void *)p.mult); free((void *)p.shift);
+    free((void *)p.wp); free((void *)p.bias); free((void *)p.mult); free((void *)p.shift); free((void *)p.scale);
     munmap(xmap, xlen); free(y); free(scratch);
     return 0;
 }
