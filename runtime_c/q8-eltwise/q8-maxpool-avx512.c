@@ -2,9 +2,9 @@
  * adjacent bytes as u16 halves, 32 outputs per step, masked tails (narrow maps: no per-byte loop); rows of at
  * most 32 bytes several row pairs a step. Any other window with horizontal stride 1 or 2 and no horizontal
  * dilation: the outputs whose windows lie inside the image a vector at a time (stride 1: 64 bytes per tap;
- * stride 2: 32 outputs in u16 lanes, a load's word o holding taps 2t and 2t + 1 of output o), the border ones
- * one at a time (padding never wins a max of u8 values: it is skipped). SqueezeNet's 3x3 stride-2 pools ran
- * the portable loop at ~2 bytes a ns. Other shapes: the portable q8_maxpool. */
+ * stride 2: 32 outputs in u16 lanes, a load's word o holding taps 2t and 2t + 1 of output o), border outputs
+ * included (padding never wins a max of u8 values: masked off). SqueezeNet's 3x3 stride-2 pools ran the portable
+ * loop at ~2 bytes a ns. Other shapes: the portable q8_maxpool. */
 #include <immintrin.h>
 
 #include "q8-eltwise.h"
@@ -13,25 +13,38 @@
 
 static inline __mmask64 first_bytes(size_t n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }
 
-/* outputs [o0, o1) of row oh, every window inside the image: rows r[0..kh) at the first output's first column */
-/* The window's rows max-ed first (one max per row and load), then its taps: the masks are per step, not per
- * load (computed per load, the scalar work outran the vector work 3 to 1). */
-static void row_s1(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *yr)
+/* bytes [a, b) of a 64-byte load, clipped to it */
+static inline __mmask64 byte_range(long a, long b)
+{
+    a = a < 0 ? 0 : a;
+    b = b > 64 ? 64 : b;
+    return b <= a ? 0 : first_bytes((size_t)b) & ~first_bytes((size_t)a);
+}
+
+/* Outputs [0, n) of one row from the window rows r[0..kh) (in-image rows only), r[i] at output 0's first window
+ * column, which may lie left of the image: bytes of a load outside the image's columns [c0, c1) (relative to
+ * r[i]) are masked off, read as zeros, which never win a max of u8 values. So border outputs take the vector steps
+ * too (ResNet-50's 3x3 stride-2 pool spent half its time on the top row and left column one output at a time).
+ * The window's rows max-ed first (one max per row and load), then its taps: the masks are per step, not per load
+ * (computed per load, the scalar work outran the vector work 3 to 1). */
+static void row_s1(const uint8_t *const *r, int kh, int kw, size_t n, long c0, long c1, uint8_t *yr)
 {
     for (size_t o = 0; o < n; o += 64) {
-        const __mmask64 m = first_bytes(n - o);
+        const __mmask64 mo = first_bytes(n - o);
         __m512i acc = _mm512_setzero_si512();
         for (int j = 0; j < kw; j++) {
-            __m512i v = _mm512_maskz_loadu_epi8(m, r[0] + o + (size_t)j);
+            const long off = (long)o + j;
+            const __mmask64 m = mo & byte_range(c0 - off, c1 - off);
+            __m512i v = _mm512_maskz_loadu_epi8(m, r[0] + off);
             for (int i = 1; i < kh; i++)
-                v = _mm512_max_epu8(v, _mm512_maskz_loadu_epi8(m, r[i] + o + (size_t)j));
+                v = _mm512_max_epu8(v, _mm512_maskz_loadu_epi8(m, r[i] + off));
             acc = _mm512_max_epu8(acc, v);
         }
-        _mm512_mask_storeu_epi8(yr + o, m, acc);
+        _mm512_mask_storeu_epi8(yr + o, mo, acc);
     }
 }
 
-static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *yr)
+static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, long c0, long c1, uint8_t *yr)
 {
     const __m512i lo = _mm512_set1_epi16(0xFF);
     for (size_t o = 0; o < n; o += 32) {
@@ -42,10 +55,11 @@ static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *y
         __m512i acc = _mm512_setzero_si512();
         for (int t = 0; 2 * t < kw; t++) {
             const int pair = 2 * t + 1 < kw;
-            const __mmask64 m = pair ? mp : ms;
-            __m512i v = _mm512_maskz_loadu_epi8(m, r[0] + 2 * o + 2 * (size_t)t);
+            const long off = 2 * (long)o + 2 * t;
+            const __mmask64 m = (pair ? mp : ms) & byte_range(c0 - off, c1 - off);
+            __m512i v = _mm512_maskz_loadu_epi8(m, r[0] + off);
             for (int i = 1; i < kh; i++)
-                v = _mm512_max_epu8(v, _mm512_maskz_loadu_epi8(m, r[i] + 2 * o + 2 * (size_t)t));
+                v = _mm512_max_epu8(v, _mm512_maskz_loadu_epi8(m, r[i] + off));
             acc = _mm512_max_epu16(acc, _mm512_and_si512(v, lo));
             if (pair)
                 acc = _mm512_max_epu16(acc, _mm512_srli_epi16(v, 8));
@@ -57,29 +71,26 @@ static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, uint8_t *y
 static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
     const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo;
-    int lo, hi; /* the outputs whose window columns lie inside the image */
-    q8_maxpool_cols(s, &lo, &hi);
     for (int p = 0; p < s->batch * s->C; p++) {
         const uint8_t *xc = x + (size_t)p * H * W;
         for (int oh = 0; oh < Ho; oh++) {
             uint8_t *yr = y + ((size_t)p * Ho + oh) * Wo;
-            const int ih0 = oh * s->sh - s->pt, inside = ih0 >= 0 && ih0 + (s->kh - 1) * s->dh < H;
-            if (!inside || hi <= lo) {
+            const uint8_t *r[Q8_POOL_MAX_KH];
+            int rows = 0; /* the window's rows inside the image */
+            for (int i = 0; i < s->kh; i++) {
+                const int ih = oh * s->sh - s->pt + i * s->dh;
+                if (ih >= 0 && ih < H)
+                    r[rows++] = xc + (size_t)ih * W - s->pl; /* output 0's first window column */
+            }
+            if (!rows) { /* a window all padding */
                 for (int ow = 0; ow < Wo; ow++)
-                    yr[ow] = q8_maxpool1(s, xc, oh, ow);
+                    yr[ow] = 0;
                 continue;
             }
-            const uint8_t *r[Q8_POOL_MAX_KH];
-            for (int i = 0; i < s->kh; i++)
-                r[i] = xc + (size_t)(ih0 + i * s->dh) * W + (size_t)(lo * s->sw - s->pl);
-            for (int ow = 0; ow < lo; ow++)
-                yr[ow] = q8_maxpool1(s, xc, oh, ow);
             if (s->sw == 1)
-                row_s1(r, s->kh, s->kw, (size_t)(hi - lo), yr + lo);
+                row_s1(r, rows, s->kw, (size_t)Wo, s->pl, (long)s->pl + W, yr);
             else
-                row_s2(r, s->kh, s->kw, (size_t)(hi - lo), yr + lo);
-            for (int ow = hi; ow < Wo; ow++)
-                yr[ow] = q8_maxpool1(s, xc, oh, ow);
+                row_s2(r, rows, s->kw, (size_t)Wo, s->pl, (long)s->pl + W, yr);
         }
     }
 }
