@@ -69,6 +69,34 @@ static void gemm_chunk(void *ctx, size_t begin, size_t end)
     j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0, j->y_stride, j->rq);
 }
 
+/* rows [8 begin, 8 end) of the output channels, all pixels (q8_pack_w's layout: 4-row panels) */
+static void gemm_rows(void *ctx, size_t begin, size_t end)
+{
+    const gemm_job *j = (const gemm_job *)ctx;
+    const size_t m0 = begin * 8, m1 = end * 8 < j->M ? end * 8 : j->M;
+    q8_rq r = *j->rq;
+    r.bias += m0;
+    if (r.mult)
+        r.mult += m0, r.shift += m0;
+    if (r.scale)
+        r.scale += m0;
+    j->gemm(m1 - m0, j->N, j->K4, j->wp + m0 / 4 * j->K4 * 16, j->xp, j->np, j->y + m0 * j->y_stride, j->y_stride,
+            &r);
+}
+
+/* The pixel-lane GEMM over a layer's pixels on a pool: 32-pixel chunks, or, for maps of fewer than 4 chunks a
+ * thread, 8-row panels of output channels (ResNet-50's 14x14 maps are 7 chunks: 4 and 3 on 2 threads, each
+ * thread reading every weight) */
+static void run_gemm(gemm_job *j, int wlayout, ec_pool *pool)
+{
+    const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
+    const size_t panels = (j->M + 7) / 8;
+    if (threads > 1 && wlayout == Q8_WLAYOUT_PACK && nc < 4 * threads && panels >= 4 * threads)
+        ec_parallel_for(pool, panels, 1, gemm_rows, j);
+    else
+        ec_parallel_for(pool, nc, gemm_grain(nc, pool), gemm_chunk, j);
+}
+
 static void pad4_task(void *ctx, size_t begin, size_t end)
 {
     const pack_job *j = (const pack_job *)ctx;
@@ -241,8 +269,7 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
             }
             gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), N, p->wp + g * wg, scratch,
                           y + ((size_t)b * p->groups + g) * out_g, &rq};
-            const size_t nc = (N + Q8_CHUNK - 1) / Q8_CHUNK;
-            ec_parallel_for(pool, nc, gemm_grain(nc, pool), gemm_chunk, &j);
+            run_gemm(&j, p->wlayout, pool);
         }
 }
 

@@ -31,6 +31,8 @@ CASES = [
     (2, 4, 150, 4, 5, 2, 2, 1, 1, np.int8),
     (16, 20, 64, 8, 3, 1, 1, 1, 1, np.uint8),  # >= 64 KB packed: on 2 threads padding and im2col are split too
     (64, 16, 80, 8, 1, 1, 0, 1, 1, np.int8),   # and the pointwise interleave
+    # maps of fewer than 4 pixel chunks a thread, >= 4 row panels a thread: 2 threads split the output channels
+    (24, 7, 9, 70, 1, 1, 0, 1, 1, np.uint8), (9, 6, 7, 66, 3, 1, 1, 1, 1, np.int8),
     # windows that never leave the input, packed straight from it (no padded copy): stride-2 vector steps that would
     # end one byte past the input's last row (64- and 16-pixel steps, a valid 3x3), an even width, >= 64 KB packed
     (6, 7, 127, 8, 1, 2, 0, 1, 1, np.uint8),
