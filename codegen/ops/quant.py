@@ -526,7 +526,8 @@ def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs,
     ctx.note(algo="q8-gemm", macs=rows * K * Nn, kernel=fn)
     return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {scp}}};\n"
             f"q8_matmul({rows}u, {Nn}u, {K}u, (const uint8_t *){ctx.ptr(a)}, {wp}, &rq, {0x80 if signed else 0}, "
-            f"{fn}, (uint8_t *){ctx.ptr(y)}, (uint8_t *){scr});\n")
+            f"{fn}, {'Q8_WLAYOUT_AMX' if fn == Q8_GEMM['amx'][0] else 'Q8_WLAYOUT_PACK'}, (uint8_t *){ctx.ptr(y)}, "
+            f"(uint8_t *){scr}, {ctx.pool});\n")
 
 
 @register("QLinearMatMul")

@@ -274,7 +274,7 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
 }
 
 void q8_matmul(size_t rows, size_t M, size_t K, const uint8_t *A, const int8_t *wp, const q8_rq *rq,
-               uint8_t flip, q8_gemm_fn gemm, uint8_t *Y, uint8_t *scratch)
+               uint8_t flip, q8_gemm_fn gemm, int wlayout, uint8_t *Y, uint8_t *scratch, ec_pool *pool)
 {
     const size_t np = q8_pack_np(rows);
     uint8_t *xp = scratch, *yt = scratch + q8_pack_x_bytes(K, rows);
@@ -282,11 +282,11 @@ void q8_matmul(size_t rows, size_t M, size_t K, const uint8_t *A, const int8_t *
     for (size_t r = 0; r < rows; r++)
         for (size_t k = 0; k < K; k++)
             xp[((k / 4) * np + r) * 4 + k % 4] = A[r * K + k] ^ flip;
-    if (rows == 1) {
-        gemm(M, 1, (K + 3) / 4, wp, xp, np, Y, 1, rq);
+    /* rows are the GEMM's pixels: a classifier's one row on a pool splits the output channels (run_gemm) */
+    gemm_job j = {gemm, M, rows, (K + 3) / 4, np, rows, wp, xp, rows == 1 ? Y : yt, rq};
+    run_gemm(&j, wlayout, pool);
+    if (rows == 1)
         return;
-    }
-    gemm(M, rows, (K + 3) / 4, wp, xp, np, yt, rows, rq);
     for (size_t r = 0; r < rows; r++)
         for (size_t m = 0; m < M; m++)
             Y[r * M + m] = yt[m * rows + r];

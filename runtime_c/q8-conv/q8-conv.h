@@ -61,10 +61,11 @@ static inline size_t q8_conv_scratch_bytes(const q8_conv_params *p)
  * (from 64 KB packed) over channels / groups of 4 input rows. */
 void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 
-/* Y[rows][M] = A[rows][K] x B, B given as W[M][K] = B^T packed by q8_pack_w; scratch holds
- * q8_pack_x_bytes(K, rows) + rows * ceil4(M) bytes. rq as in the GEMM (bias corrected). */
+/* Y[rows][M] = A[rows][K] x B, B given as W[M][K] = B^T packed for gemm (wlayout: Q8_WLAYOUT_*); scratch holds
+ * q8_pack_x_bytes(K, rows) + rows * ceil4(M) bytes. rq as in the GEMM (bias corrected). pool may be NULL: few rows
+ * split the output channels among its threads. */
 void q8_matmul(size_t rows, size_t M, size_t K, const uint8_t *A, const int8_t *wp, const q8_rq *rq,
-               uint8_t flip, q8_gemm_fn gemm, uint8_t *Y, uint8_t *scratch);
+               uint8_t flip, q8_gemm_fn gemm, int wlayout, uint8_t *Y, uint8_t *scratch, ec_pool *pool);
 
 static inline size_t q8_matmul_scratch_bytes(size_t rows, size_t M, size_t K)
 {

@@ -623,3 +623,28 @@ def test_small_map_convs_implicit_and_strided_1x1_packed_from_input(tmp_path):
                for t in (1, 2)}
         assert np.array_equal(got[1], got[2])
         assert np.abs(got[1] - want).max() <= _out_scale(q) * 1.001
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_int8_classifier_gemm_splits_output_channels_on_threads(rows, tmp_path):
+    """A classifier's Gemm on few rows (its pixels) with 75 outputs: on 2 threads the output channels are split in
+    8-row panels (a one-row GEMM is one pixel chunk); the same bytes as 1 thread, within the exact QDQ result."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.verifier import run_binary as run_threads
+
+    rng = np.random.default_rng(14)
+    w, c = rng.normal(0, 0.1, (75, 200)).astype(np.float32), rng.normal(0, 0.1, 75).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=1)], "fc",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 200])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 75])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(c, "c")])
+    src = tmp_path / "fc.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "fc_q.onnx", "x", [rng.normal(0, 1, (rows, 200)).astype(np.float32) for _ in range(8)])
+    x = rng.normal(0, 1, (rows, 200)).astype(np.float32)
+    opts = CompileOptions(target="native", threads=2, learned=(("pool-job-us", 0.0),))  # handed the pool when small
+    b = compile_model(q, tmp_path / "out", options=opts, build=True, input_shapes={"x": [rows, 200]})
+    assert "model_pool);" in [l for l in (b.dir / "model.c").read_text().splitlines() if "q8_matmul(" in l][0]
+    got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2)}
+    assert np.array_equal(got[1], got[2])
+    assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
