@@ -35,6 +35,7 @@ typedef struct {
     const q8_conv_params *p;
     const uint8_t *x;
     uint8_t *xp, *tmp;
+    const q8_conv_shape *pad4; /* the implicit path's copy: its shape (the channel-lane GEMM's: stride 1) */
 } pack_job;
 
 static void pad_task(void *ctx, size_t begin, size_t end)
@@ -100,7 +101,7 @@ static void run_gemm(gemm_job *j, int wlayout, ec_pool *pool)
 static void pad4_task(void *ctx, size_t begin, size_t end)
 {
     const pack_job *j = (const pack_job *)ctx;
-    q8_pack_pad4(&j->p->s, j->x, j->p->zx, j->p->flip, j->xp, begin, end);
+    q8_pack_pad4(j->pad4, j->x, j->p->zx, j->p->flip, j->xp, begin, end);
 }
 
 typedef struct {
@@ -122,7 +123,7 @@ static void igemm_chunk(void *ctx, size_t begin, size_t end)
 
 typedef struct {
     q8_cgemm_fn cgemm;
-    size_t M, N, Wo, wq, K4;
+    size_t M, N, Wo, rs, cs, K4;
     const int8_t *wp;
     const uint8_t *x;
     const int32_t *koff;
@@ -139,11 +140,11 @@ static void cgemm_task(void *ctx, size_t begin, size_t end)
         q8_rq r = *j->rq;
         r.bias += m0;
         r.scale += m0;
-        j->cgemm(m1 - m0, 0, j->N, j->Wo, j->wq, j->K4, j->wp + m0 * j->K4 * 4, j->x, j->koff, j->y + m0 * j->N,
-                 j->N, &r);
+        j->cgemm(m1 - m0, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp + m0 * j->K4 * 4, j->x, j->koff,
+                 j->y + m0 * j->N, j->N, &r);
     } else {
         const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
-        j->cgemm(j->M, n0, n1, j->Wo, j->wq, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
+        j->cgemm(j->M, n0, n1, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
     }
 }
 
@@ -153,7 +154,7 @@ static void run_cgemm(cgemm_job *j, ec_pool *pool)
 {
     const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
     if (threads <= 1) {
-        j->cgemm(j->M, 0, j->N, j->Wo, j->wq, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
+        j->cgemm(j->M, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
         return;
     }
     j->by_panel = nc < 4 * threads;
@@ -182,10 +183,16 @@ static void compact_task(void *ctx, size_t begin, size_t end)
 static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *yg, const q8_rq *rq, const int8_t *wg,
                           uint8_t *scratch, ec_pool *pool)
 {
-    const q8_conv_shape *s = &p->s;
+    /* The channel-lane GEMM steps through a strided window itself (its pixel offsets): its copy is the stride-1 one
+     * of the same padded extent, no phase split (whose scalar-heavy copy cost ResNet-50's stride-2 3x3s 34 us each
+     * where the stride-1 interleave takes ~8); it fits in the phase-split copy's scratch. */
+    q8_conv_shape s1 = p->s;
+    if (p->cgemm)
+        s1.sh = s1.sw = 1, s1.Ho = (p->s.Ho - 1) * p->s.sh + 1, s1.Wo = (p->s.Wo - 1) * p->s.sw + 1;
+    const q8_conv_shape *s = &s1;
     const size_t c4n = (size_t)(s->C + 3) / 4, taps = (size_t)s->kh * s->kw, sh = (size_t)s->sh, sw = (size_t)s->sw;
     const size_t wq = q8_pad4_wq(s), phase = q8_pad4_hq(s) * wq * 4, plane = sh * sw * phase;
-    const size_t ne = (size_t)s->Ho * wq, pad = q8_conv_pad4_bytes(s);
+    const size_t ne = (size_t)s->Ho * wq, pad = q8_conv_pad4_bytes(&p->s); /* the scratch's layout: p->s's */
     uint8_t *xp = scratch, *ye = scratch + pad, *ke = ye + (p->cgemm ? 0 : (size_t)p->ocg * ne);
     int32_t *koff = (int32_t *)(void *)(ke + (-(uintptr_t)ke & 3)); /* after the rows, 4-byte aligned */
     /* tap (i, j) of channels 4 c4.. for pixel n: n * 4 + this; k in wlayout's order */
@@ -196,15 +203,16 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
             koff[p->wlayout == Q8_WLAYOUT_AMX ? t * c4n + c4 : c4 * taps + t] =
                 (int32_t)(c4 * plane + ph * phase + ((di / sh) * wq + dj / sw) * 4);
         }
-    pack_job pj = {p, xg, xp, NULL};
+    pack_job pj = {p, xg, xp, NULL, s};
     if (ec_pool_threads(pool) <= 1 || c4n * plane < Q8_PACK_PAR_BYTES)
         q8_pack_pad4(s, xg, p->zx, p->flip, xp, 0, c4n);
     else
         ec_parallel_for(pool, c4n, 1, pad4_task, &pj);
     memset(xp + c4n * plane, p->zx ^ p->flip, pad - c4n * plane); /* what the last tiles read past the copy */
     if (p->cgemm) { /* compact rows straight into yg */
-        cgemm_job cj = {p->cgemm, (size_t)p->ocg, (size_t)s->Ho * s->Wo, (size_t)s->Wo, wq, c4n * taps, wg, xp, koff,
-                        yg, rq, 0};
+        const size_t sh0 = (size_t)p->s.sh, sw0 = (size_t)p->s.sw; /* the conv's own stride */
+        cgemm_job cj = {p->cgemm, (size_t)p->ocg, (size_t)p->s.Ho * p->s.Wo, (size_t)p->s.Wo, sh0 * wq, sw0,
+                        c4n * taps, wg, xp, koff, yg, rq, 0};
         run_cgemm(&cj, pool);
         return;
     }
@@ -236,7 +244,7 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
                 conv_implicit(p, xg, y + ((size_t)b * p->groups + g) * out_g, &rq, p->wp + g * wgi, scratch, pool);
                 continue;
             }
-            pack_job pj = {p, xg, scratch, scratch + q8_pack_x_bytes(K, N)};
+            pack_job pj = {p, xg, scratch, scratch + q8_pack_x_bytes(K, N), s};
             if (ec_pool_threads(pool) <= 1 || q8_pack_x_bytes(K, N) < Q8_PACK_PAR_BYTES) {
                 if (is_pointwise(s))
                     q8_pack_x(K, N, xg, N, p->flip, scratch);
@@ -262,8 +270,9 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
                 int32_t *koff = (int32_t *)(void *)(ke + (-(uintptr_t)ke & 3));
                 for (size_t k = 0; k < K4; k++)
                     koff[k] = (int32_t)(4 * k * np);
-                cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, N, N, K4, p->wp + g * q8_pack_w_c32_bytes((size_t)p->ocg, K),
-                                scratch, koff, y + ((size_t)b * p->groups + g) * out_g, &rq, 0};
+                cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, N, N, 1, K4,
+                                p->wp + g * q8_pack_w_c32_bytes((size_t)p->ocg, K), scratch, koff,
+                                y + ((size_t)b * p->groups + g) * out_g, &rq, 0};
                 run_cgemm(&cj, pool);
                 continue;
             }

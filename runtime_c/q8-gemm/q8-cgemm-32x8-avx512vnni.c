@@ -83,7 +83,8 @@ static inline __attribute__((always_inline)) void tile(int H, int P, size_t K4, 
 }
 
 /* all pixel tiles of one panel: 8 at a time, then the rest in one narrower tile */
-static inline __attribute__((always_inline)) void panel(int H, size_t n0, size_t n1, size_t Wo, size_t wq, size_t K4,
+static inline __attribute__((always_inline)) void panel(int H, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs,
+                                                        size_t K4,
                                                         const int8_t *w, const int8_t *pf, const uint8_t *x,
                                                         const int32_t *koff, uint8_t *Y, size_t y_stride,
                                                         const q8_rq *rq, size_t m0)
@@ -93,7 +94,7 @@ static inline __attribute__((always_inline)) void panel(int H, size_t n0, size_t
         size_t po[8];
         const int P = n1 - n < 8 ? (int)(n1 - n) : 8;
         for (int p = 0; p < P; p++) {
-            po[p] = 4 * (oh * wq + ow);
+            po[p] = 4 * (oh * rs + ow * cs);
             if (++ow == Wo)
                 ow = 0, oh++;
         }
@@ -110,15 +111,16 @@ static inline __attribute__((always_inline)) void panel(int H, size_t n0, size_t
     }
 }
 
-void q8_cgemm_32x8__avx512vnni(size_t M, size_t n0, size_t n1, size_t Wo, size_t wq, size_t K4, const int8_t *Wp,
-                               const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride, const q8_rq *rq)
+void q8_cgemm_32x8__avx512vnni(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs, size_t K4,
+                               const int8_t *Wp, const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride,
+                               const q8_rq *rq)
 {
     for (size_t m0 = 0; m0 < M; m0 += 32) {
         const int8_t *w = Wp + m0 * K4 * 4;
         const int8_t *pf = m0 + 32 < M ? w + 32 * K4 * 4 : NULL;
         if (M - m0 >= 32)
-            panel(2, n0, n1, Wo, wq, K4, w, pf, x, koff, Y, y_stride, rq, m0);
+            panel(2, n0, n1, Wo, rs, cs, K4, w, pf, x, koff, Y, y_stride, rq, m0);
         else
-            panel(1, n0, n1, Wo, wq, K4, w, pf, x, koff, Y, y_stride, rq, m0);
+            panel(1, n0, n1, Wo, rs, cs, K4, w, pf, x, koff, Y, y_stride, rq, m0);
     }
 }

@@ -149,18 +149,20 @@ void q8_igemm_amx__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const
 int q8_amx_available(void);
 /* Channel-lane GEMM: output channels in the vector lanes, each pixel's k quad broadcast, so no pixel is padding
  * (a 7x7 map's 49 pixels fill 64 lanes of the pixel-lane tiles). Y[m][n] for pixels [n0, n1), n = oh Wo + ow compact;
- * k4 step k of pixel n is read at x + koff[k] + 4 (oh wq + ow): the implicit GEMM's padded copy (wq its extended row
- * width; no extended rows are computed or written) or packed X (koff[k] = 4 k np, Wo = wq = N). Weights as
- * q8_pack_w_c32 packs them: [ceil(M/32)][K4][32 rows][4 k], zero past M and K. M a multiple of 16; rq->scale set
- * (fp32 requantization); X read as uint8. */
-typedef void (*q8_cgemm_fn)(size_t M, size_t n0, size_t n1, size_t Wo, size_t wq, size_t K4, const int8_t *Wp,
-                            const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+ * k4 step k of pixel n is read at x + koff[k] + 4 (oh rs + ow cs): the implicit GEMM's padded copy (rs its row
+ * pitch times the stride, cs the horizontal stride: no extended rows are computed or written) or packed X
+ * (koff[k] = 4 k np, Wo = rs = N, cs = 1). Weights as q8_pack_w_c32 packs them: [ceil(M/32)][K4][32 rows][4 k], zero
+ * past M and K. M a multiple of 16; rq->scale set (fp32 requantization); X read as uint8. */
+typedef void (*q8_cgemm_fn)(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs, size_t K4,
+                            const int8_t *Wp, const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride,
+                            const q8_rq *rq);
 static inline size_t q8_pack_w_c32_bytes(size_t M, size_t K) { return (M + 31) / 32 * 32 * ((K + 3) / 4 * 4); }
 void q8_pack_w_c32(size_t M, size_t K, const int8_t *W, int8_t *Wp);
-void q8_cgemm__scalar(size_t M, size_t n0, size_t n1, size_t Wo, size_t wq, size_t K4, const int8_t *Wp,
+void q8_cgemm__scalar(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs, size_t K4, const int8_t *Wp,
                       const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride, const q8_rq *rq);
-void q8_cgemm_32x8__avx512vnni(size_t M, size_t n0, size_t n1, size_t Wo, size_t wq, size_t K4, const int8_t *Wp,
-                               const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+void q8_cgemm_32x8__avx512vnni(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs, size_t K4,
+                               const int8_t *Wp, const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride,
+                               const q8_rq *rq);
 /* 8 rows x 32 pixels (16 accumulators) */
 void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                               size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);

@@ -280,7 +280,8 @@ def test_q8_conv_stride2_im2col_clean_under_sanitizers(name, extra, tmp_path):
         assert np.abs(y - ref.astype(np.int16)).max() <= 1, case
 
 
-# the channel-lane GEMM through q8_conv (output channels a multiple of 16 per group): 7x7 and 5x31 maps, strides 1-3,
+# the channel-lane GEMM through q8_conv (output channels a multiple of 16 per group; strided kxk convs read a stride-1
+# padded copy, no phase split): 7x7 and 5x31 maps, strides 1-3,
 # pointwise and strided 1x1 (packed input), a last half panel (48, 80 channels), groups with dilation, 5x5; 2 threads
 # split pixel chunks (the 20x24 map) or 32-channel panels (the small maps)
 CGEMM_CONV_CASES = [
@@ -288,7 +289,8 @@ CGEMM_CONV_CASES = [
     (16, 9, 9, 48, 1, 1, 0, 1, 1, np.uint8), (17, 11, 13, 16, 1, 2, 0, 1, 1, np.int8),
     (6, 10, 10, 32, 3, 1, 2, 2, 2, np.uint8), (12, 5, 31, 16, 5, 1, 2, 1, 1, np.int8),
     (64, 20, 24, 64, 3, 1, 1, 1, 1, np.uint8), (32, 7, 7, 96, 3, 1, 1, 1, 1, np.uint8),
-    (16, 6, 6, 80, 1, 1, 0, 1, 1, np.int8), (8, 14, 23, 16, 3, 3, 1, 1, 1, np.uint8)]
+    (16, 6, 6, 80, 1, 1, 0, 1, 1, np.int8), (8, 14, 23, 16, 3, 3, 1, 1, 1, np.uint8),
+    (64, 30, 34, 32, 3, 2, 1, 1, 1, np.uint8)]  # a strided copy of >= 64 KB: split among 2 threads
 
 
 @pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
