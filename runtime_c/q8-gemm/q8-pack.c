@@ -4,29 +4,22 @@
 
 #include "q8-gemm.h"
 
-void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp)
+/* W [M][K] -> panels of `rows` rows: [ceil(M/rows)][K4][rows][4 k], zero past M and K */
+static void pack_panels(size_t M, size_t K, const int8_t *W, int8_t *Wp, size_t rows)
 {
     const size_t K4 = (K + 3) / 4;
-    for (size_t mb = 0; mb < (M + 3) / 4; mb++)
+    for (size_t mb = 0; mb < (M + rows - 1) / rows; mb++)
         for (size_t k4 = 0; k4 < K4; k4++)
-            for (size_t r = 0; r < 4; r++)
+            for (size_t r = 0; r < rows; r++)
                 for (size_t j = 0; j < 4; j++) {
-                    size_t m = mb * 4 + r, k = k4 * 4 + j;
+                    const size_t m = mb * rows + r, k = k4 * 4 + j;
                     *Wp++ = (m < M && k < K) ? W[m * K + k] : 0;
                 }
 }
 
-void q8_pack_w_c32(size_t M, size_t K, const int8_t *W, int8_t *Wp)
-{
-    const size_t K4 = (K + 3) / 4;
-    for (size_t mb = 0; mb < (M + 31) / 32; mb++)
-        for (size_t k4 = 0; k4 < K4; k4++)
-            for (size_t r = 0; r < 32; r++)
-                for (size_t j = 0; j < 4; j++) {
-                    const size_t m = mb * 32 + r, k = k4 * 4 + j;
-                    *Wp++ = (m < M && k < K) ? W[m * K + k] : 0;
-                }
-}
+void q8_pack_w(size_t M, size_t K, const int8_t *W, int8_t *Wp) { pack_panels(M, K, W, Wp, 4); }
+
+void q8_pack_w_c32(size_t M, size_t K, const int8_t *W, int8_t *Wp) { pack_panels(M, K, W, Wp, 32); }
 
 void q8_pack_w_amx(size_t M, size_t K, const int8_t *W, int8_t *Wp)
 {
