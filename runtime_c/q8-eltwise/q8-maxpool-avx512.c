@@ -27,7 +27,8 @@ static inline __mmask64 byte_range(long a, long b)
  * too (ResNet-50's 3x3 stride-2 pool spent half its time on the top row and left column one output at a time).
  * The window's rows max-ed first (one max per row and load), then its taps: the masks are per step, not per load
  * (computed per load, the scalar work outran the vector work 3 to 1). */
-static void row_s1(const uint8_t *const *r, int kh, int kw, size_t n, long c0, long c1, uint8_t *yr)
+static inline __attribute__((always_inline)) void row_s1(const uint8_t *const *r, int kh, int kw, size_t n, long c0,
+                                                         long c1, uint8_t *yr)
 {
     for (size_t o = 0; o < n; o += 64) {
         const __mmask64 mo = first_bytes(n - o);
@@ -44,7 +45,8 @@ static void row_s1(const uint8_t *const *r, int kh, int kw, size_t n, long c0, l
     }
 }
 
-static void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, long c0, long c1, uint8_t *yr)
+static inline __attribute__((always_inline)) void row_s2(const uint8_t *const *r, int kh, int kw, size_t n, long c0,
+                                                         long c1, uint8_t *yr)
 {
     const __m512i lo = _mm512_set1_epi16(0xFF);
     for (size_t o = 0; o < n; o += 32) {
@@ -87,8 +89,14 @@ static void pool_strided(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
                     yr[ow] = 0;
                 continue;
             }
-            if (s->sw == 1)
+            /* 3x3 windows (SqueezeNet's and ResNet's pools) compiled with their sizes: 1.3x the generic loops */
+            const int k3 = rows == 3 && s->kw == 3;
+            if (s->sw == 1 && k3)
+                row_s1(r, 3, 3, (size_t)Wo, s->pl, (long)s->pl + W, yr);
+            else if (s->sw == 1)
                 row_s1(r, rows, s->kw, (size_t)Wo, s->pl, (long)s->pl + W, yr);
+            else if (k3)
+                row_s2(r, 3, 3, (size_t)Wo, s->pl, (long)s->pl + W, yr);
             else
                 row_s2(r, rows, s->kw, (size_t)Wo, s->pl, (long)s->pl + W, yr);
         }
