@@ -70,17 +70,24 @@ static void gemm_chunk(void *ctx, size_t begin, size_t end)
     j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0, j->y_stride, j->rq);
 }
 
-/* rows [8 begin, 8 end) of the output channels, all pixels (q8_pack_w's layout: 4-row panels) */
-static void gemm_rows(void *ctx, size_t begin, size_t end)
+/* rq for the output channels from m0 on */
+static q8_rq rq_from(const q8_rq *rq, size_t m0)
 {
-    const gemm_job *j = (const gemm_job *)ctx;
-    const size_t m0 = begin * 8, m1 = end * 8 < j->M ? end * 8 : j->M;
-    q8_rq r = *j->rq;
+    q8_rq r = *rq;
     r.bias += m0;
     if (r.mult)
         r.mult += m0, r.shift += m0;
     if (r.scale)
         r.scale += m0;
+    return r;
+}
+
+/* rows [8 begin, 8 end) of the output channels, all pixels (q8_pack_w's layout: 4-row panels) */
+static void gemm_rows(void *ctx, size_t begin, size_t end)
+{
+    const gemm_job *j = (const gemm_job *)ctx;
+    const size_t m0 = begin * 8, m1 = end * 8 < j->M ? end * 8 : j->M;
+    const q8_rq r = rq_from(j->rq, m0);
     j->gemm(m1 - m0, j->N, j->K4, j->wp + m0 / 4 * j->K4 * 16, j->xp, j->np, j->y + m0 * j->y_stride, j->y_stride,
             &r);
 }
@@ -137,9 +144,7 @@ static void cgemm_task(void *ctx, size_t begin, size_t end)
     const cgemm_job *j = (const cgemm_job *)ctx;
     if (j->by_panel) {
         const size_t m0 = begin * 32, m1 = end * 32 < j->M ? end * 32 : j->M;
-        q8_rq r = *j->rq;
-        r.bias += m0;
-        r.scale += m0;
+        const q8_rq r = rq_from(j->rq, m0);
         j->cgemm(m1 - m0, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp + m0 * j->K4 * 4, j->x, j->koff,
                  j->y + m0 * j->N, j->N, &r);
     } else {
