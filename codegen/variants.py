@@ -82,10 +82,9 @@ def _q8(f: dict, t, path: str) -> bool:
         from edgec.codegen.ops.quant import _gspc_variant
         return f["G"] > 1 and _gspc_variant(t) is not None
     if path == "q8-cgemm":  # the channel-lane GEMM (weights of any value: the VNNI GEMM it stands in for is exact)
-        from edgec.codegen.ops.qpack import Q8_GEMM, cgemm_variant, gemm_variant
-        fn = gemm_variant(t)[0]
-        return not f["dw"] and fn == Q8_GEMM["avx512vnni"][0] and \
-            cgemm_variant(fn, f["K"] // f["G"], f["C"] // f["G"], (f["KH"], f["KW"])) is not None
+        from edgec.codegen.ops.qpack import cgemm_variant, gemm_variant
+        return not f["dw"] and \
+            cgemm_variant(gemm_variant(t)[0], f["K"] // f["G"], f["C"] // f["G"], (f["KH"], f["KW"])) is not None
     return True
 
 

@@ -340,6 +340,11 @@ def _emit_gemv(node: Node, ctx: EmitContext, w2d, b, scales, batch: int, q, macs
             f"    {fn}({M}u, {K}u, {wp}, {X} + b * {K}u, {Y} + b * {M}u, &rq);\n")
 
 
+def _wlayout(fn: str) -> str:
+    """The C weight-layout constant of GEMM fn's packed weights (q8-conv.h)."""
+    return "Q8_WLAYOUT_AMX" if fn == Q8_GEMM["amx"][0] else "Q8_WLAYOUT_PACK"
+
+
 def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, choice) -> str:
     """Dense / grouped conv as one packed GEMM per group (im2col, or a plain interleave for 1x1)."""
     N, C, H, W, OC, g = dims
@@ -361,23 +366,24 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     implicit = (k[0] * k[1] > 1 and (Wo >= Q8_IGEMM_MIN_WO or -(-ne // 16) <= -(-(Ho * Wo) // 16))
                 and 8 * 4 * ((cg + 3) // 4) <= 9 * cg)
     igemm = igemm_variant(fn, wq, g) if implicit and not cgemm else None
-    if cgemm:  # channel-lane GEMM: kxk over the padded copy (mirrors q8_conv_scratch_bytes), 1x1 over packed input
+    # the implicit copy (q8_conv_pad4_bytes) and its k4 offsets; mirrors q8_conv_scratch_bytes
+    c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
+    pad4 = c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64
+    koffs = 4 * c4n * k[0] * k[1] + 64
+    if cgemm:  # channel-lane GEMM: kxk over the padded copy (compact rows), 1x1 over packed input
         ctx.require(cgemm[1])
-        c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
         if k[0] * k[1] > 1:
             wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_c32(implicit_matrix(wq[j * ocg:(j + 1) * ocg]))
                                                                for j in range(g)]))
-            scr = ctx.scratch(c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64 + 4 * c4n * k[0] * k[1] + 64)
+            scr = ctx.scratch(pad4 + koffs)
         else:
             wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_c32(wg) for wg in wgs]))
             scr = ctx.scratch(ceil4(K) * ((Ho * Wo + 15) // 16 * 16) + cg * hp * wp_ + 32 + ceil4(K) + 4)
         ctx.note(algo="q8-cgemm", macs=macs, kernel=cgemm[0], why=choice.why)
-    elif igemm:  # no im2col: the padded, phase-split copy read in place (q8-conv.h); mirrors q8_conv_scratch_bytes
-        c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
+    elif igemm:  # no im2col: the padded, phase-split copy read in place (q8-conv.h), extended rows compacted
         wp = ctx.weight(f"{node.name}:wp", np.concatenate([pack_w_implicit(wq[j * ocg:(j + 1) * ocg], fn)
                                                            for j in range(g)]))
-        scr = ctx.scratch(c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64 + ocg * Ho * wq_ +
-                          4 * c4n * k[0] * k[1] + 64)
+        scr = ctx.scratch(pad4 + ocg * Ho * wq_ + koffs)
         ctx.note(algo="q8-gemm", macs=macs, kernel=igemm,
                  why=f"{choice.why}; implicit: no im2col, the padded input read in place ({wq_ - Wo} extra "
                      f"column{'s' if wq_ - Wo != 1 else ''} a row)")
@@ -389,7 +395,7 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
                   for f in ("bias", "mult", "shift"))
     scp = _scale_ptr(ctx, node.name, cgemm[0] if cgemm else fn, np.concatenate([r.scale for r in brs]))
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
-    wl = "Q8_WLAYOUT_AMX" if fn == Q8_GEMM["amx"][0] else "Q8_WLAYOUT_PACK"
+    wl = _wlayout(fn)
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
             f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}, {wl}, {cgemm[0] if cgemm else 'NULL'}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
@@ -526,7 +532,7 @@ def _emit_matmul(node: Node, ctx: EmitContext, a, as_, az, bmat: np.ndarray, bs,
     ctx.note(algo="q8-gemm", macs=rows * K * Nn, kernel=fn)
     return (f"const q8_rq rq = {{{bp}, {mp}, {sp}, {zy}, {lo}, {hi}, {scp}}};\n"
             f"q8_matmul({rows}u, {Nn}u, {K}u, (const uint8_t *){ctx.ptr(a)}, {wp}, &rq, {0x80 if signed else 0}, "
-            f"{fn}, {'Q8_WLAYOUT_AMX' if fn == Q8_GEMM['amx'][0] else 'Q8_WLAYOUT_PACK'}, (uint8_t *){ctx.ptr(y)}, "
+            f"{fn}, {_wlayout(fn)}, (uint8_t *){ctx.ptr(y)}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 
 
