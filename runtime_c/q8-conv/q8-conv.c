@@ -94,13 +94,14 @@ static void gemm_rows(void *ctx, size_t begin, size_t end)
 
 /* The pixel-lane GEMM over a layer's pixels on a pool: 32-pixel chunks, or, for maps of fewer than 4 chunks a
  * thread, 8-row panels of output channels (ResNet-50's 14x14 maps are 7 chunks: 4 and 3 on 2 threads, each
- * thread reading every weight) */
+ * thread reading every weight), several a claim: a call's next-panel prefetch hides where its weights come from
+ * memory, one-panel calls had none (ResNet-50's classifier ran slower on 2 threads than on 1) */
 static void run_gemm(gemm_job *j, int wlayout, ec_pool *pool)
 {
     const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
     const size_t panels = (j->M + 7) / 8;
     if (threads > 1 && wlayout == Q8_WLAYOUT_PACK && nc < 4 * threads && panels >= 4 * threads)
-        ec_parallel_for(pool, panels, 1, gemm_rows, j);
+        ec_parallel_for(pool, panels, gemm_grain(panels, pool), gemm_rows, j);
     else
         ec_parallel_for(pool, nc, gemm_grain(nc, pool), gemm_chunk, j);
 }
@@ -154,7 +155,8 @@ static void cgemm_task(void *ctx, size_t begin, size_t end)
 }
 
 /* The channel-lane GEMM over the whole layer: on one thread one call; on more, 32-pixel chunks where each thread
- * gets several (4 a thread), else 32-channel panels (a 7x7 map's 49 pixels are two chunks). */
+ * gets several (4 a thread), else 32-channel panels (a 7x7 map's 49 pixels are two chunks), about 4 claims a
+ * thread, so that calls of several panels prefetch the next one's weights. */
 static void run_cgemm(cgemm_job *j, ec_pool *pool)
 {
     const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
@@ -164,7 +166,7 @@ static void run_cgemm(cgemm_job *j, ec_pool *pool)
     }
     j->by_panel = nc < 4 * threads;
     if (j->by_panel)
-        ec_parallel_for(pool, (j->M + 31) / 32, 1, cgemm_task, j);
+        ec_parallel_for(pool, (j->M + 31) / 32, gemm_grain((j->M + 31) / 32 * 2, pool), cgemm_task, j);
     else
         ec_parallel_for(pool, nc, gemm_grain(nc, pool), cgemm_task, j);
 }

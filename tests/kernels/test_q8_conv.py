@@ -33,6 +33,7 @@ CASES = [
     (64, 16, 80, 8, 1, 1, 0, 1, 1, np.int8),   # and the pointwise interleave
     # maps of fewer than 4 pixel chunks a thread, >= 4 row panels a thread: 2 threads split the output channels
     (24, 7, 9, 70, 1, 1, 0, 1, 1, np.uint8), (9, 6, 7, 66, 3, 1, 1, 1, 1, np.int8),
+    (24, 7, 9, 268, 1, 1, 0, 1, 1, np.uint8),  # claims of 2 panels, the last one a half panel
     # windows that never leave the input, packed straight from it (no padded copy): stride-2 vector steps that would
     # end one byte past the input's last row (64- and 16-pixel steps, a valid 3x3), an even width, >= 64 KB packed
     (6, 7, 127, 8, 1, 2, 0, 1, 1, np.uint8),
@@ -290,7 +291,8 @@ CGEMM_CONV_CASES = [
     (6, 10, 10, 32, 3, 1, 2, 2, 2, np.uint8), (12, 5, 31, 16, 5, 1, 2, 1, 1, np.int8),
     (64, 20, 24, 64, 3, 1, 1, 1, 1, np.uint8), (32, 7, 7, 96, 3, 1, 1, 1, 1, np.uint8),
     (16, 6, 6, 80, 1, 1, 0, 1, 1, np.int8), (8, 14, 23, 16, 3, 3, 1, 1, 1, np.uint8),
-    (64, 30, 34, 32, 3, 2, 1, 1, 1, np.uint8)]  # a strided copy of >= 64 KB: split among 2 threads
+    (64, 30, 34, 32, 3, 2, 1, 1, 1, np.uint8),  # a strided copy of >= 64 KB: split among 2 threads
+    (16, 7, 7, 528, 3, 1, 1, 1, 1, np.int8)]  # 2 threads claim 2 of the 17 panels at a time, the last one 16 rows
 
 
 @pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
