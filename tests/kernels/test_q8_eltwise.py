@@ -281,16 +281,18 @@ def test_q8_lut_simd_matches_scalar(isa_name, fn, src, extra, tmp_path):
 @pytest.mark.parametrize("isa_name,fn,src,extra", [
     ("avx512", "q8_maxpool__avx512", "q8-eltwise/q8-maxpool-avx512.c", ()),
     ("avx512", "q8_maxpool__avx512", "q8-eltwise/q8-maxpool-avx512.c", SANITIZE),
+    ("avx512vbmi", "q8_maxpool__avx512", "q8-eltwise/q8-maxpool-avx512.c", ("-mavx512vl",)),  # 3-wide, stride 2
+    ("avx512vbmi", "q8_maxpool__avx512", "q8-eltwise/q8-maxpool-avx512.c", ("-mavx512vl", *SANITIZE)),
     ("avx2", "q8_maxpool__avx2", "q8-eltwise/q8-maxpool-avx2.c", ()),
     ("avx2", "q8_maxpool__avx2", "q8-eltwise/q8-maxpool-avx2.c", SANITIZE)],
-    ids=["avx512", "avx512-asan-ubsan", "avx2", "avx2-asan-ubsan"])
+    ids=["avx512", "avx512-asan-ubsan", "avx512vbmi", "avx512vbmi-asan-ubsan", "avx2", "avx2-asan-ubsan"])
 def test_q8_maxpool_simd_matches_portable(isa_name, fn, src, extra, tmp_path):
     isa = ISAS[isa_name]
     require(isa)
     exe = build(isa, tmp_path / "mp", ["q8_maxpool_test.c", "q8-eltwise/q8-eltwise-scalar.c", src],
                 {"KERNEL": fn, "KERNEL_NAME": f'"{isa_name}"'}, extra)
     r = run(isa, exe)
-    assert r.returncode == 0 and "107/107 cases match" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "114/114 cases match" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("isa_name,extra", [("scalar", ()), ("avx2", ()), ("avx2", SANITIZE)],

@@ -58,9 +58,9 @@ int main(void)
     /* any window at horizontal stride 1 or 2 over rows long enough for the vector steps (64 bytes / 32 outputs)
      * and their tails, padded or not: SqueezeNet's 3x3/2, ResNet's 3x3/2 pad 1, 3x3/1 pad 1, even and 1-wide windows */
     static const int win[][3] = {{3, 2, 0}, {3, 2, 1}, {3, 1, 1}, {2, 1, 0}, {5, 2, 2}, {4, 2, 1}, {1, 2, 0}};
-    static const int wide[] = {5, 33, 65, 111, 130};
+    static const int wide[] = {5, 33, 65, 111, 130, 260}; /* 260: 3x3/2 rows of three 63-output steps */
     for (int o = 0; o < 7; o++)
-        for (int wi = 0; wi < 5; wi++, cases++)
+        for (int wi = 0; wi < 6; wi++, cases++)
             fails += run(1, 2, 7, wide[wi], win[o][0], win[o][1], 1, win[o][2]);
     printf("%s: %d/%d cases match\n", KERNEL_NAME, cases - fails, cases);
     return fails != 0;
