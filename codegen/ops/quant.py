@@ -12,6 +12,7 @@ import numpy as np
 from edgec.codegen import costmodel
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
+from edgec.codegen.ops import _par
 from edgec.codegen.ops._util import flt
 from edgec.codegen.ops.pool import window_pads
 from edgec.codegen.ops.qpack import (FP32_RQ_KERNELS, Q8_GEMM, Q8_GEMM_MADDUBS, Q8_GEMV, Q8_IGEMM_MIN_WO, act_clamp,
@@ -95,6 +96,9 @@ def _scale_ptr(ctx: EmitContext, key: str, kernel: str, scale: np.ndarray) -> st
     return ctx.weight(f"{key}:scale", np.ascontiguousarray(scale, np.float32)) if kernel in FP32_RQ_KERNELS else "NULL"
 
 
+QDQ_BLOCK = 1024  # elements per parallel item of a QuantizeLinear / DequantizeLinear (a multiple of the 64-element steps)
+
+
 @register("QuantizeLinear")
 def emit_quantize(node: Node, ctx: EmitContext) -> str:
     x, s, z = node.inputs[0], node.input(1), node.input(2)
@@ -105,7 +109,11 @@ def emit_quantize(node: Node, ctx: EmitContext) -> str:
     zp = to_u8_domain(z.const if z is not None else 0, y.dtype)
     ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
     ctx.note(algo="q8-quantize", macs=y.size)
-    return f"q8_quantize({y.size}u, {ctx.ptr(x)}, {float(np.float32(scale))!r}f, {zp}, (uint8_t *){ctx.ptr(y)});\n"
+    sc = f"{float(np.float32(scale))!r}f"
+    if _par.split(ctx, _par.flat_items(y.size, QDQ_BLOCK), 2 * y.size):  # blocks among the threads (a division each)
+        return (f"{{\n    const size_t b_ = ec_b * {QDQ_BLOCK}u, e_ = ec_e * {QDQ_BLOCK}u < {y.size}u ? ec_e * {QDQ_BLOCK}u : "
+                f"{y.size}u;\n    q8_quantize(e_ - b_, {ctx.ptr(x)} + b_, {sc}, {zp}, (uint8_t *){ctx.ptr(y)} + b_);\n}}\n")
+    return f"q8_quantize({y.size}u, {ctx.ptr(x)}, {sc}, {zp}, (uint8_t *){ctx.ptr(y)});\n"
 
 
 @register("DequantizeLinear")
@@ -118,7 +126,11 @@ def emit_dequantize(node: Node, ctx: EmitContext) -> str:
     zp = to_u8_domain(z.const if z is not None else 0, x.dtype)
     ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
     ctx.note(algo="q8-dequantize", macs=y.size)
-    return f"q8_dequantize({y.size}u, (const uint8_t *){ctx.ptr(x)}, {float(np.float32(scale))!r}f, {zp}, {ctx.ptr(y)});\n"
+    sc = f"{float(np.float32(scale))!r}f"
+    if _par.split(ctx, _par.flat_items(y.size, QDQ_BLOCK), y.size):
+        return (f"{{\n    const size_t b_ = ec_b * {QDQ_BLOCK}u, e_ = ec_e * {QDQ_BLOCK}u < {y.size}u ? ec_e * {QDQ_BLOCK}u : "
+                f"{y.size}u;\n    q8_dequantize(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {sc}, {zp}, {ctx.ptr(y)} + b_);\n}}\n")
+    return f"q8_dequantize({y.size}u, (const uint8_t *){ctx.ptr(x)}, {sc}, {zp}, {ctx.ptr(y)});\n"
 
 
 def _conv_geometry(node: Node, x: Tensor, y: Tensor, w: np.ndarray):

@@ -199,7 +199,8 @@ def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
 
 def test_int8_split_ops_same_bytes_at_every_thread_count(tmp_path):
     """With every layer split (learned hand-off 0): the int8 conv's packing (padding, im2col, 1x1 interleave),
-    the table lookups and the byte MaxPool over thread shares give the 1-thread bytes at 2 and 3 threads."""
+    the table lookups, the byte MaxPool and the model's QuantizeLinear / DequantizeLinear edges over thread shares
+    give the 1-thread bytes at 2 and 3 threads."""
     from edgec.codegen import build_project
     from edgec.codegen.options import CompileOptions
     from edgec.codegen.verifier import run_binary as run_threads
@@ -211,7 +212,8 @@ def test_int8_split_ops_same_bytes_at_every_thread_count(tmp_path):
     x = rng.normal(0, 1, shape).astype(np.float32)
     opts = CompileOptions(target="native", threads=3, learned=(("pool-job-us", 0.0),))
     b = compile_model(q, tmp_path / "out", options=opts, input_shapes={"x": list(shape)})
-    assert "ec_b" in (b.dir / "model.c").read_text()  # the LUT / MaxPool bodies split
+    code = (b.dir / "model.c").read_text()
+    assert "ec_b" in code and "q8_quantize(e_ - b_" in code and "q8_dequantize(e_ - b_" in code  # bodies split
     runner = build_project(b.dir, "native", jobs=2)["runner"]
     got = {t: run_threads(runner, b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2, 3)}
     assert np.array_equal(got[2], got[1]) and np.array_equal(got[3], got[1])
