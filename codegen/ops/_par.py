@@ -68,6 +68,16 @@ def flat_items(size: int, block: int = 64) -> int:
     return -(-size // block)
 
 
+def flat_call(ctx: EmitContext, size: int, block: int, work_floats: int, call: str) -> str | None:
+    """An elementwise kernel call over a flat tensor, split among the threads in `block`-element blocks when its
+    `work_floats` outweigh the hand-off: `call` uses b_ (this share's first element) and e_ (one past its last);
+    None when the layer stays on one thread."""
+    if not split(ctx, flat_items(size, block), work_floats):
+        return None
+    return (f"{{\n    const size_t b_ = ec_b * {block}u, e_ = ec_e * {block}u < {size}u ? ec_e * {block}u : {size}u;\n"
+            f"    {call}\n}}\n")
+
+
 def fit_job_us(target, samples) -> dict[str, float]:
     """The hand-off cost fitted to a device's tuned layers: samples (threads, one-thread ms, the split won
     against the same kernel on one thread). The rule splits a layer when its time saved, ms * (1 - 1/threads),

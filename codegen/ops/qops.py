@@ -88,11 +88,11 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
     fn = lut_kernel(ctx)
     ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
     if lut.size == 256:
-        if _par.split(ctx, _par.flat_items(y.size, LUT_BLOCK), y.size // 4):  # blocks among the threads
-            return (f"{{\n    const size_t b_ = ec_b * {LUT_BLOCK}u, e_ = ec_e * {LUT_BLOCK}u < {y.size}u ? "
-                    f"ec_e * {LUT_BLOCK}u : {y.size}u;\n"
-                    f"    {fn}(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {ctx.ptr(lut)}, "
-                    f"(uint8_t *){ctx.ptr(y)} + b_);\n}}\n")
+        split = _par.flat_call(ctx, y.size, LUT_BLOCK, y.size // 4,  # blocks among the threads
+                               f"{fn}(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {ctx.ptr(lut)}, "
+                               f"(uint8_t *){ctx.ptr(y)} + b_);")
+        if split:
+            return split
         return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
     # one table per channel ([C, 256], codegen/ops/qlut.py) over NC... planes
     C = lut.shape[0]

@@ -110,10 +110,9 @@ def emit_quantize(node: Node, ctx: EmitContext) -> str:
     ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
     ctx.note(algo="q8-quantize", macs=y.size)
     sc = f"{float(np.float32(scale))!r}f"
-    if _par.split(ctx, _par.flat_items(y.size, QDQ_BLOCK), 2 * y.size):  # blocks among the threads (a division each)
-        return (f"{{\n    const size_t b_ = ec_b * {QDQ_BLOCK}u, e_ = ec_e * {QDQ_BLOCK}u < {y.size}u ? ec_e * {QDQ_BLOCK}u : "
-                f"{y.size}u;\n    q8_quantize(e_ - b_, {ctx.ptr(x)} + b_, {sc}, {zp}, (uint8_t *){ctx.ptr(y)} + b_);\n}}\n")
-    return f"q8_quantize({y.size}u, {ctx.ptr(x)}, {sc}, {zp}, (uint8_t *){ctx.ptr(y)});\n"
+    split = _par.flat_call(ctx, y.size, QDQ_BLOCK, 2 * y.size,  # a division each
+                           f"q8_quantize(e_ - b_, {ctx.ptr(x)} + b_, {sc}, {zp}, (uint8_t *){ctx.ptr(y)} + b_);")
+    return split or f"q8_quantize({y.size}u, {ctx.ptr(x)}, {sc}, {zp}, (uint8_t *){ctx.ptr(y)});\n"
 
 
 @register("DequantizeLinear")
@@ -127,10 +126,9 @@ def emit_dequantize(node: Node, ctx: EmitContext) -> str:
     ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c")
     ctx.note(algo="q8-dequantize", macs=y.size)
     sc = f"{float(np.float32(scale))!r}f"
-    if _par.split(ctx, _par.flat_items(y.size, QDQ_BLOCK), y.size):
-        return (f"{{\n    const size_t b_ = ec_b * {QDQ_BLOCK}u, e_ = ec_e * {QDQ_BLOCK}u < {y.size}u ? ec_e * {QDQ_BLOCK}u : "
-                f"{y.size}u;\n    q8_dequantize(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {sc}, {zp}, {ctx.ptr(y)} + b_);\n}}\n")
-    return f"q8_dequantize({y.size}u, (const uint8_t *){ctx.ptr(x)}, {sc}, {zp}, {ctx.ptr(y)});\n"
+    split = _par.flat_call(ctx, y.size, QDQ_BLOCK, y.size,
+                           f"q8_dequantize(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {sc}, {zp}, {ctx.ptr(y)} + b_);")
+    return split or f"q8_dequantize({y.size}u, (const uint8_t *){ctx.ptr(x)}, {sc}, {zp}, {ctx.ptr(y)});\n"
 
 
 def _conv_geometry(node: Node, x: Tensor, y: Tensor, w: np.ndarray):
