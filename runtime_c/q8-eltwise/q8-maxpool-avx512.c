@@ -76,6 +76,13 @@ static inline __attribute__((always_inline)) void row_s2(const uint8_t *const *r
  * padding): the window's rows max-ed over 128 input bytes, then vpermt2b picks each output's three taps (bytes 2j,
  * 2j + 1, 2j + 2) as three vectors: 63 outputs from 2 loads a row and 5 vector operations, the load masks (image
  * columns only) computed once per step for every plane and row. The 32-output u16 steps took ~4x as long. */
+/* output j of a step: the max of bytes 2j, 2j + 1, 2j + 2 of the 128 bytes v0 | v1 (index vectors E, O, E2) */
+static inline __m512i taps3(__m512i v0, __m512i v1, __m512i E, __m512i O, __m512i E2)
+{
+    const __m512i a = _mm512_max_epu8(_mm512_permutex2var_epi8(v0, E, v1), _mm512_permutex2var_epi8(v0, O, v1));
+    return _mm512_max_epu8(a, _mm512_permutex2var_epi8(v0, E2, v1));
+}
+
 static void pool_k3s2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
 {
     const int H = s->H, W = s->W, Ho = s->Ho, Wo = s->Wo;
@@ -113,9 +120,7 @@ static void pool_k3s2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
                 const __m512i v1 = _mm512_max_epu8(_mm512_max_epu8(_mm512_maskz_loadu_epi8(m1[0], r0 + 64),
                                                                    _mm512_maskz_loadu_epi8(m1[0], r0 + d + 64)),
                                                    _mm512_maskz_loadu_epi8(m1[0], r0 + 2 * d + 64));
-                const __m512i a = _mm512_max_epu8(_mm512_permutex2var_epi8(v0, E, v1),
-                                                  _mm512_permutex2var_epi8(v0, O, v1));
-                _mm512_mask_storeu_epi8(yr, mo[0], _mm512_max_epu8(a, _mm512_permutex2var_epi8(v0, E2, v1)));
+                _mm512_mask_storeu_epi8(yr, mo[0], taps3(v0, v1, E, O, E2));
             }
         }
         for (int oh = 0; oh < Ho; oh++) {
@@ -137,9 +142,7 @@ static void pool_k3s2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y)
                     v0 = _mm512_max_epu8(v0, _mm512_maskz_loadu_epi8(m0[t], r[i] + 126 * t));
                     v1 = _mm512_max_epu8(v1, _mm512_maskz_loadu_epi8(m1[t], r[i] + 126 * t + 64));
                 }
-                const __m512i a = _mm512_max_epu8(_mm512_permutex2var_epi8(v0, E, v1),
-                                                  _mm512_permutex2var_epi8(v0, O, v1));
-                _mm512_mask_storeu_epi8(yr + 63 * t, mo[t], _mm512_max_epu8(a, _mm512_permutex2var_epi8(v0, E2, v1)));
+                _mm512_mask_storeu_epi8(yr + 63 * t, mo[t], taps3(v0, v1, E, O, E2));
             }
         }
     }
