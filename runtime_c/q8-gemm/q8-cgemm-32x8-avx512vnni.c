@@ -5,18 +5,20 @@
  * implicit form's extended rows) and the implicit form writes compact rows, no extended ones to compact. On a
  * Zen 5 core ResNet-50's 3x3s ran 0.27-0.31 -> 0.23-0.27 ms.
  * A panel's first tile prefetches the next panel's weights (large layers' weights come from memory). The
- * requantized tile (16 channels x up to 8 pixels of bytes) is transposed into 16 rows of up to 8 bytes. */
+ * requantized tile (16 channels x up to 8 pixels of bytes) is transposed into 16 rows of up to 8 bytes; the _c4 form
+ * writes the blocked layout (q8-gemm.h) instead, which the packs' lane order already is. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "q8-gemm.h"
 #include "../ec_vnni.h"
+#include "../q8-requant/q8-rq-avx512.h"
 
 /* H (1 or 2) 16-channel halves x P (1..8) pixels at byte offsets po[] (from x + koff[k]); constant after inlining */
 static inline __attribute__((always_inline)) void tile(int H, int P, size_t K4, const int8_t *w, const uint8_t *x,
                                                        const int32_t *koff, const size_t *po, const int8_t *pf,
                                                        uint8_t *Y, size_t y_stride, const q8_rq *rq, size_t m0,
-                                                       size_t n0)
+                                                       size_t n0, int c4)
 {
     __m512i acc[2][8];
     for (int h = 0; h < H; h++) {
@@ -45,6 +47,30 @@ static inline __attribute__((always_inline)) void tile(int H, int P, size_t K4, 
     const __m512i zp = _mm512_set1_epi32(rq->zp);
     for (int h = 0; h < H; h++) {
         const __m512 sc = _mm512_loadu_ps(rq->scale + m0 + 16 * (size_t)h);
+        if (c4) { /* the blocked layout: a pack sequence over 4 pixels leaves 128-bit lane L = channel group L's 4
+                   * channels of those pixels, in the layout's order; lanes L of pixels 0-3 and 4-7 side by side */
+            const __m512i zp16 = _mm512_set1_epi16((short)rq->zp), lo8 = _mm512_set1_epi8((char)rq->qmin);
+            const __m512i hi8 = _mm512_set1_epi8((char)rq->qmax), z = _mm512_setzero_si512();
+            const __m512i a = q8_rq64_packs_fp32_avx512(acc[h][0], P > 1 ? acc[h][1] : z, P > 2 ? acc[h][2] : z,
+                                                        P > 3 ? acc[h][3] : z, sc, sc, zp16, lo8, hi8);
+            const __m512i b = P > 4 ? q8_rq64_packs_fp32_avx512(acc[h][4], P > 5 ? acc[h][5] : z, P > 6 ? acc[h][6] : z,
+                                                                P > 7 ? acc[h][7] : z, sc, sc, zp16, lo8, hi8)
+                                    : z;
+            const __m512i t01 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)); /* a0 a1 b0 b1 */
+            const __m512i t23 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2));
+            const __m512i p01 = _mm512_shuffle_i64x2(t01, t01, _MM_SHUFFLE(3, 1, 2, 0)); /* a0 b0 a1 b1 */
+            const __m512i p23 = _mm512_shuffle_i64x2(t23, t23, _MM_SHUFFLE(3, 1, 2, 0));
+            const __m256i o[4] = {_mm512_castsi512_si256(p01), _mm512_extracti64x4_epi64(p01, 1),
+                                  _mm512_castsi512_si256(p23), _mm512_extracti64x4_epi64(p23, 1)};
+            uint8_t *y = Y + ((m0 + 16 * (size_t)h) / 4 * y_stride + n0) * 4;
+            for (int j = 0; j < 4; j++) {
+                if (P == 8)
+                    _mm256_storeu_si256((__m256i *)(void *)(y + (size_t)j * y_stride * 4), o[j]);
+                else
+                    _mm256_mask_storeu_epi32((void *)(y + (size_t)j * y_stride * 4), (__mmask8)((1u << P) - 1), o[j]);
+            }
+            continue;
+        }
         __m128i q[8];
         for (int p = 0; p < 8; p++) {
             if (p >= P) {
@@ -91,7 +117,7 @@ static inline __attribute__((always_inline)) void panel(int H, size_t n0, size_t
                                                         size_t K4,
                                                         const int8_t *w, const int8_t *pf, const uint8_t *x,
                                                         const int32_t *koff, uint8_t *Y, size_t y_stride,
-                                                        const q8_rq *rq, size_t m0)
+                                                        const q8_rq *rq, size_t m0, int c4)
 {
     size_t oh = n0 / Wo, ow = n0 % Wo; /* pixel n0's row and column, walked along */
     const size_t tiles = (n1 - n0 + 7) / 8, base = tiles ? (n1 - n0) / tiles : 0, wide = tiles ? (n1 - n0) % tiles : 0;
@@ -105,15 +131,30 @@ static inline __attribute__((always_inline)) void panel(int H, size_t n0, size_t
                 ow = 0, oh++;
         }
         switch (P) {
-        case 8: tile(H, 8, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        case 7: tile(H, 7, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        case 6: tile(H, 6, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        case 5: tile(H, 5, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        case 4: tile(H, 4, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        case 3: tile(H, 3, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        case 2: tile(H, 2, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
-        default: tile(H, 1, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n); break;
+        case 8: tile(H, 8, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        case 7: tile(H, 7, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        case 6: tile(H, 6, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        case 5: tile(H, 5, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        case 4: tile(H, 4, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        case 3: tile(H, 3, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        case 2: tile(H, 2, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
+        default: tile(H, 1, K4, w, x, koff, po, pf, Y, y_stride, rq, m0, n, c4); break;
         }
+    }
+}
+
+static inline __attribute__((always_inline)) void cgemm(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs,
+                                                        size_t cs, size_t K4, const int8_t *Wp, const uint8_t *x,
+                                                        const int32_t *koff, uint8_t *Y, size_t y_stride,
+                                                        const q8_rq *rq, int c4)
+{
+    for (size_t m0 = 0; m0 < M; m0 += 32) {
+        const int8_t *w = Wp + m0 * K4 * 4;
+        const int8_t *pf = m0 + 32 < M ? w + 32 * K4 * 4 : NULL;
+        if (M - m0 >= 32)
+            panel(2, n0, n1, Wo, rs, cs, K4, w, pf, x, koff, Y, y_stride, rq, m0, c4);
+        else
+            panel(1, n0, n1, Wo, rs, cs, K4, w, pf, x, koff, Y, y_stride, rq, m0, c4);
     }
 }
 
@@ -121,12 +162,12 @@ void q8_cgemm_32x8__avx512vnni(size_t M, size_t n0, size_t n1, size_t Wo, size_t
                                const int8_t *Wp, const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_stride,
                                const q8_rq *rq)
 {
-    for (size_t m0 = 0; m0 < M; m0 += 32) {
-        const int8_t *w = Wp + m0 * K4 * 4;
-        const int8_t *pf = m0 + 32 < M ? w + 32 * K4 * 4 : NULL;
-        if (M - m0 >= 32)
-            panel(2, n0, n1, Wo, rs, cs, K4, w, pf, x, koff, Y, y_stride, rq, m0);
-        else
-            panel(1, n0, n1, Wo, rs, cs, K4, w, pf, x, koff, Y, y_stride, rq, m0);
-    }
+    cgemm(M, n0, n1, Wo, rs, cs, K4, Wp, x, koff, Y, y_stride, rq, 0);
+}
+
+void q8_cgemm_32x8__avx512vnni_c4(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs, size_t K4,
+                                  const int8_t *Wp, const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_np,
+                                  const q8_rq *rq)
+{
+    cgemm(M, n0, n1, Wo, rs, cs, K4, Wp, x, koff, Y, y_np, rq, 1);
 }

@@ -5,7 +5,8 @@
  * ppocr's 1x1 layers). The two 4-row panels of q8_pack_w are read side by side; a last panel alone and
  * a last 16-pixel block take the narrower forms of the same tile.
  * A panel's first tile prefetches the next panel's weights: weights read once per call come from memory on
- * large layers (ResNet-50's 2-2.4 MB stage-4 convs: 1.35x faster with the prefetch on a Zen 5 core). */
+ * large layers (ResNet-50's 2-2.4 MB stage-4 convs: 1.35x faster with the prefetch on a Zen 5 core).
+ * The _c4 form writes the blocked layout (q8-gemm.h): each 4-row group's bytes interleaved per pixel. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@
 static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t mr, size_t N, size_t n0, size_t K4,
                                                        const int8_t *w0, const uint8_t *Xp, size_t np, uint8_t *Y,
                                                        size_t y_stride, const q8_rq *rq, size_t m0,
-                                                       const int32_t *koff, const int8_t *pf)
+                                                       const int32_t *koff, const int8_t *pf, int c4)
 {
     __m512i acc[8][2];
     for (int r = 0; r < rows; r++)
@@ -43,12 +44,15 @@ static inline __attribute__((always_inline)) void tile(int rows, int nv, size_t 
         }
     }
     const size_t n = N - n0 < (size_t)(16 * nv) ? N - n0 : (size_t)(16 * nv);
-    q8_store_rows_avx512(rows, nv, mr, n, acc, Y, y_stride, rq, m0, n0);
+    if (c4)
+        q8_store_c4_avx512(rows, nv, n, acc, Y, y_stride, rq, m0, n0);
+    else
+        q8_store_rows_avx512(rows, nv, mr, n, acc, Y, y_stride, rq, m0, n0);
 }
 
 static inline __attribute__((always_inline)) void gemm(size_t M, size_t N, size_t K4, const int8_t *Wp,
                                                        const uint8_t *Xp, size_t np, uint8_t *Y, size_t y_stride,
-                                                       const q8_rq *rq, const int32_t *koff)
+                                                       const q8_rq *rq, const int32_t *koff, int c4)
 {
     for (size_t m0 = 0; m0 < M; m0 += 8) {
         const size_t mr = M - m0 < 8 ? M - m0 : 8;
@@ -58,14 +62,14 @@ static inline __attribute__((always_inline)) void gemm(size_t M, size_t N, size_
         /* np is a multiple of 16: a 32-pixel step must not read past it */
         if (mr > 4) {
             for (; n0 < N && n0 + 32 <= np; n0 += 32, pf = NULL)
-                tile(8, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
+                tile(8, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf, c4);
             if (n0 < N)
-                tile(8, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
+                tile(8, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf, c4);
         } else {
             for (; n0 < N && n0 + 32 <= np; n0 += 32, pf = NULL)
-                tile(4, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
+                tile(4, 2, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf, c4);
             if (n0 < N)
-                tile(4, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf);
+                tile(4, 1, mr, N, n0, K4, w, Xp, np, Y, y_stride, rq, m0, koff, pf, c4);
         }
     }
 }
@@ -73,11 +77,17 @@ static inline __attribute__((always_inline)) void gemm(size_t M, size_t N, size_
 void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                               size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq)
 {
-    gemm(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL);
+    gemm(M, N, K4, Wp, Xp, np, Y, y_stride, rq, NULL, 0);
+}
+
+void q8_gemm_8x32__avx512vnni_c4(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np,
+                                 uint8_t *Y, size_t y_np, const q8_rq *rq)
+{
+    gemm(M, N, K4, Wp, Xp, np, Y, y_np, rq, NULL, 1);
 }
 
 void q8_igemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *x, const int32_t *koff,
                                uint8_t *Y, size_t y_stride, const q8_rq *rq)
 {
-    gemm(M, N, K4, Wp, x, q8_pack_np(N), Y, y_stride, rq, koff);
+    gemm(M, N, K4, Wp, x, q8_pack_np(N), Y, y_stride, rq, koff, 0);
 }

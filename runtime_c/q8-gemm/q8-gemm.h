@@ -9,7 +9,12 @@
  *    the x86 kernels read uint8 (madd after zero-extension, vpdpbusd is u8 x s8).
  * rq.bias must then be   bias - zx * sum_k W[m][k]   (+ 128 * sum_k W[m][k] for signed X).
  * Y: uint8 (u8 domain, see q8-requant.h), row m at Y + m * y_stride, N valid pixels.
- * Callers split work by slicing M (4-row multiples) or N (16-pixel multiples). */
+ * Callers split work by slicing M (4-row multiples) or N (16-pixel multiples).
+ *
+ * The blocked activation layout (NCHW4c with a 16-pixel pitch, codegen/q8layout.py): a [C][H][W] tensor stored as
+ * [C/4][np][4], np = q8_pack_np(H W), i.e. exactly the packed X of a 1x1 conv over it, so such a conv reads it
+ * with no packing. The _c4 kernels write their output that way (M a multiple of 4; y_stride is then the output's
+ * np, row m pixel n at Y + ((m / 4) y_stride + n) 4 + m % 4); pixels past N are not written. */
 #ifndef Q8_GEMM_H
 #define Q8_GEMM_H
 
@@ -74,6 +79,13 @@ static inline int q8_im2col_direct(const q8_conv_shape *s)
     return s->pt == 0 && s->pl == 0 && q8_im2col_hp(s) <= (size_t)s->H && q8_im2col_wp(s) <= (size_t)s->W;
 }
 void q8_im2col_direct_k4(const q8_conv_shape *s, const uint8_t *x, uint8_t flip, uint8_t *Xp, size_t k4b, size_t k4e);
+/* From the blocked layout (x: [C/4][q8_pack_np(H W)][4], C a multiple of 4): q8_pack_pad4's copy for stride 1
+ * (sh = sw = 1: rows of 4-byte pixels copied whole between their padding), and q8_im2col_direct_k4's packed X of a
+ * strided 1x1 (every sh-th row's every sw-th pixel), both for channel groups [c4b, c4e) */
+void q8_pack_pad4_c4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *dst, size_t c4b, size_t c4e);
+void q8_im2col_direct_c4(const q8_conv_shape *s, const uint8_t *x, uint8_t *Xp, size_t c4b, size_t c4e);
+/* the layout's conversions for C channels of HW pixels: NCHW -> blocked is q8_pack_x(C, HW, x, HW, 0, y); back: */
+void q8_unpack_c4(size_t C, size_t HW, const uint8_t *x, uint8_t *y, size_t c4b, size_t c4e);
 
 void q8_gemm_4x8__scalar(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                          size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
@@ -166,5 +178,11 @@ void q8_cgemm_32x8__avx512vnni(size_t M, size_t n0, size_t n1, size_t Wo, size_t
 /* 8 rows x 32 pixels (16 accumulators) */
 void q8_gemm_8x32__avx512vnni(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp,
                               size_t np, uint8_t *Y, size_t y_stride, const q8_rq *rq);
+/* the blocked-output forms (see the layout above) */
+void q8_gemm_8x32__avx512vnni_c4(size_t M, size_t N, size_t K4, const int8_t *Wp, const uint8_t *Xp, size_t np,
+                                 uint8_t *Y, size_t y_np, const q8_rq *rq);
+void q8_cgemm_32x8__avx512vnni_c4(size_t M, size_t n0, size_t n1, size_t Wo, size_t rs, size_t cs, size_t K4,
+                                  const int8_t *Wp, const uint8_t *x, const int32_t *koff, uint8_t *Y, size_t y_np,
+                                  const q8_rq *rq);
 
 #endif

@@ -327,3 +327,51 @@ void q8_pack_pad4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t
             }
     }
 }
+
+void q8_pack_pad4_c4(const q8_conv_shape *s, const uint8_t *x, uint8_t pad, uint8_t *dst, size_t c4b, size_t c4e)
+{
+    const size_t hq = q8_pad4_hq(s), wq = q8_pad4_wq(s), W = (size_t)s->W, np = q8_pack_np((size_t)s->H * W);
+    const size_t c0 = (size_t)s->pl < wq ? (size_t)s->pl : wq, c1 = W + (size_t)s->pl < wq ? W + (size_t)s->pl : wq;
+    for (size_t c4 = c4b; c4 < c4e; c4++) {
+        const uint8_t *src = x + c4 * np * 4;
+        uint8_t *d = dst + c4 * hq * wq * 4;
+        for (size_t r = 0; r < hq; r++, d += wq * 4) {
+            const long ih = (long)r - s->pt;
+            if (ih < 0 || ih >= s->H) {
+                memset(d, pad, wq * 4);
+                continue;
+            }
+            memset(d, pad, c0 * 4);
+            memcpy(d + c0 * 4, src + (size_t)ih * W * 4, (c1 - c0) * 4); /* the row's pixels are 4 bytes each */
+            memset(d + c1 * 4, pad, (wq - c1) * 4);
+        }
+    }
+}
+
+void q8_im2col_direct_c4(const q8_conv_shape *s, const uint8_t *x, uint8_t *Xp, size_t c4b, size_t c4e)
+{
+    const size_t W = (size_t)s->W, npi = q8_pack_np((size_t)s->H * W), Ho = (size_t)s->Ho, Wo = (size_t)s->Wo;
+    const size_t N = Ho * Wo, np = q8_pack_np(N), sh = (size_t)s->sh, sw = (size_t)s->sw;
+    for (size_t c4 = c4b; c4 < c4e; c4++) {
+        const uint8_t *src = x + c4 * npi * 4;
+        uint8_t *d = Xp + c4 * np * 4;
+        for (size_t oh = 0; oh < Ho; oh++)
+            for (size_t ow = 0; ow < Wo; ow++)
+                memcpy(d + (oh * Wo + ow) * 4, src + (oh * sh * W + ow * sw) * 4, 4);
+        memset(d + N * 4, 0, (np - N) * 4);
+    }
+}
+
+void q8_unpack_c4(size_t C, size_t HW, const uint8_t *x, uint8_t *y, size_t c4b, size_t c4e)
+{
+    const size_t np = q8_pack_np(HW);
+    for (size_t c4 = c4b; c4 < c4e; c4++) {
+        const uint8_t *src = x + c4 * np * 4;
+        const size_t nc = C - 4 * c4 < 4 ? C - 4 * c4 : 4;
+        for (size_t j = 0; j < nc; j++) {
+            uint8_t *d = y + (4 * c4 + j) * HW;
+            for (size_t p = 0; p < HW; p++)
+                d[p] = src[p * 4 + j];
+        }
+    }
+}
