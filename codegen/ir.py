@@ -21,7 +21,8 @@ class Tensor:
     dtype: np.dtype
     const: np.ndarray | None = None
     # 0: NCHW (or any unblocked layout); c > 0: channel-blocked NCHWc, stored [N][ceil(C/c)][H][W][c] with the
-    # channels past C padded (codegen/layout.py); shape stays the logical one
+    # channels past C padded (codegen/layout.py); shape stays the logical one. Int8 activations (1-byte elements)
+    # block by 4 with the pixels of a plane padded to a multiple of 16 (codegen/q8layout.py; q8-gemm.h)
     block: int = 0
 
     def __post_init__(self):
@@ -43,6 +44,9 @@ class Tensor:
         if not self.block:
             return self.size
         c = self.shape[1]
+        if self.dtype.itemsize == 1:
+            hw = self.size // max(self.shape[0] * c, 1)
+            return self.shape[0] * -(-c // self.block) * self.block * -(-hw // 16) * 16
         return self.size // max(c, 1) * (-(-c // self.block) * self.block)
 
     @property

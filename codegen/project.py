@@ -51,8 +51,9 @@ def emit_layers(g: Graph, ctx: EmitContext) -> list[LayerInfo]:
 
 
 def _emit(g: Graph, target: Target, prefix: str) -> tuple[EmitContext, list[LayerInfo], Plan]:
-    from edgec.codegen import layout, options
+    from edgec.codegen import layout, options, q8layout
     g = layout.assign(g, target, options.active().layout)  # per region NCHW or NCHWc, reorders at the edges
+    g = q8layout.assign(g, target, options.active().layout)  # int8 activations between convs blocked where all read it
     ctx = EmitContext(target, weights_symbol=f"{prefix}_weights", pool_expr=f"{prefix}_pool")
     mark_inplace_concats(g)  # before emission: the Concat emitter skips the inputs written in place
     mark_residual_outputs(g)  # before emission: an emitter whose kernel accumulates onto its output takes the offer

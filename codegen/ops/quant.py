@@ -180,6 +180,78 @@ def _fused_add(node: Node) -> tuple[Node, Tensor, Tensor] | None:
     return add, (add.inputs[3] if add.inputs[0] is r else add.inputs[0]), r
 
 
+def _pointwise(k, s, pads, ins, outs) -> bool:
+    return k == [1, 1] and s == [1, 1] and pads == (0, 0) and ins == outs
+
+
+def conv_route(node: Node, target) -> tuple[str, object]:
+    """How QLinearConv `node` runs on `target`, as its emitter takes it: (route, the cost model's choice), route one
+    of dw, gemv, spmm, gspc, conv1x1-add (the vpmaddubsw GEMM with the Add in its store), or q8_conv's gemm / cgemm /
+    igemm (q8_conv_kernels). The int8 layout pass (codegen/q8layout.py) asks it which convs read and write the
+    blocked layout."""
+    x, w, wz, y = node.inputs[0], node.inputs[3], node.inputs[5], node.outputs[0]
+    wq = _weights_s8(node, w, wz)
+    k, s, d, (H, W), (Ho, Wo), (pt, pl) = _conv_geometry(node, x, y, wq)
+    C, OC, g = x.shape[1], wq.shape[0], int(node.attr("group", 1))
+    gv = _gspc_variant(target, OC // g, wq) if g > 1 else None  # the GSPC kernel these weights would get
+    cg = cgemm_variant(gemm_variant(target, wq.reshape(OC, -1))[0], OC // g, C // g, k)
+    choice = costmodel.choose_int8_conv(target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(target) is not None,
+                                        gspc_kernel=gv[0] if gv else None, cgemm=cg is not None)
+    pointwise = g == 1 and _pointwise(k, s, (pt, pl), (H, W), (Ho, Wo))
+    if choice.algo == "q8-dwconv":
+        return "dw", choice
+    if g == 1 and k == [1, 1] and (H, W, Ho, Wo) == (1, 1, 1, 1) and _gemv_kernel(target) is not None:
+        return "gemv", choice  # squeeze-excite convs
+    if pointwise and _spmm_kernel(target) is not None:
+        sp = costmodel.choose_int8_sparse(target, wq.reshape(OC, C), _sparse_mode())
+        if sp.algo == "q8-spmm":
+            return "spmm", sp
+    if choice.algo == "q8-gspc":
+        return "gspc", choice
+    if _fused_add(node) and pointwise and gemm_variant(target, wq.reshape(OC, -1)) == Q8_GEMM_MADDUBS:
+        return "conv1x1-add", choice
+    kern = q8_conv_kernels(target, wq, g, k, s, d, Ho, Wo, choice)
+    return ("cgemm" if kern[3] else "igemm" if kern[4] else "gemm"), choice
+
+
+def q8_conv_kernels(target, wq, g, k, s, d, Ho, Wo, choice):
+    """q8_conv's kernels for a layer: (GEMM, its file, reads X signed, channel-lane GEMM or None, implicit GEMM or
+    None). kxk convs take the implicit path where the channels' padding to 4 adds at most 1/8 of the multiply-adds
+    (3-channel stems: a third more; SqueezeNet's ran 0.17 -> 0.25 ms that way, ResNet-50's was a tie), the narrow
+    maps too when the extra columns fit in the 16-pixel vectors' padding (7x7: 63 for 49, both 64)."""
+    OC, cg = wq.shape[0], wq.shape[1]
+    ocg = OC // g
+    fn, src, signed = gemm_variant(target, wq.reshape(OC, -1))
+    cgemm = cgemm_variant(fn, ocg, cg, k) if choice.algo == "q8-cgemm" else None
+    ne = Ho * -(-((Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1) // s[1])  # the extended rows' pixels
+    implicit = (k[0] * k[1] > 1 and (Wo >= Q8_IGEMM_MIN_WO or -(-ne // 16) <= -(-(Ho * Wo) // 16))
+                and 8 * 4 * ((cg + 3) // 4) <= 9 * cg)
+    igemm = igemm_variant(fn, wq, g) if implicit and not cgemm else None
+    return fn, src, signed, cgemm, igemm
+
+
+C4_GEMMS = {"q8_gemm_8x32__avx512vnni"}  # pixel-lane GEMMs with a _c4 form; their channel-lane GEMMs have one too
+
+
+def blocked_io(node: Node, target) -> tuple[bool, bool]:
+    """Whether QLinearConv `node` reads its input / writes its output in the blocked int8 layout
+    (q8_conv_params.io): one group; input: channels a multiple of 4, a 1x1 without padding (read in place, or the
+    strided pick) or a kxk on the channel-lane GEMM (its padded copy from the blocked rows); output: channels a
+    multiple of 4 through a GEMM with a _c4 form, not the implicit pixel-lane GEMM (whose rows are compacted)."""
+    route, _ = conv_route(node, target)
+    x, w, wz, y = node.inputs[0], node.inputs[3], node.inputs[5], node.outputs[0]
+    if route not in ("gemm", "cgemm") or int(node.attr("group", 1)) != 1 or len(x.shape) != 4:
+        return False, False
+    wq = _weights_s8(node, w, wz)
+    k, s, d, ins, outs, (pt, pl) = _conv_geometry(node, x, y, wq)
+    fn = gemm_variant(target, wq.reshape(wq.shape[0], -1))[0]
+    if fn not in C4_GEMMS:
+        return False, False
+    pads = list(node.attr("pads", [0] * 4))
+    reads = x.shape[1] % 4 == 0 and ((route == "cgemm" and k[0] * k[1] > 1) or (k == [1, 1] and not any(pads)))
+    return reads, wq.shape[0] % 4 == 0
+
+
 @register("QLinearConv", epilogue=True)  # the epilogue: a residual EcQAdd (attr ec_qadd), nothing else
 def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     x, xs, xz, w, ws, wz, ys, yz = node.inputs[:8]
@@ -194,39 +266,36 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
     b = None if bias is None else bias.const.astype(np.int32)
     macs = N * OC * Ho * Wo * (C // g) * k[0] * k[1]
     geo = (k, s, d, pt, pl, Ho, Wo)
-    gv = _gspc_variant(ctx.target, OC // g, wq) if g > 1 else None  # the GSPC kernel these weights would get
-    cg = cgemm_variant(gemm_variant(ctx.target, wq.reshape(OC, -1))[0], OC // g, C // g, k)
-    choice = costmodel.choose_int8_conv(ctx.target, C, OC, g, k, Ho * Wo, gspc=_gspc_variant(ctx.target) is not None,
-                                        gspc_kernel=gv[0] if gv else None, cgemm=cg is not None)
-    if choice.algo == "q8-dwconv":
-        return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
-    code = None
-    if g == 1 and k == [1, 1] and (H, W, Ho, Wo) == (1, 1, 1, 1) and _gemv_kernel(ctx.target) is not None:
-        code = _emit_gemv(node, ctx, wq.reshape(OC, C), b, scales, N, q, macs)  # squeeze-excite convs
-    if code is None and g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and (Ho, Wo) == (H, W) and \
-            _spmm_kernel(ctx.target) is not None:
-        sp = costmodel.choose_int8_sparse(ctx.target, wq.reshape(OC, C), _sparse_mode())
-        if sp.algo == "q8-spmm":
-            code = _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, sp)
-    if code is None and choice.algo == "q8-gspc":
-        code = _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice, gv)
+    route, choice = conv_route(node, ctx.target)
+    if (x.block or y.block) and route not in ("gemm", "cgemm"):
+        raise EdgecError(f"internal: {node.name} runs on {route}, which reads and writes NCHW only")
     fused = _fused_add(node)
-    if code is None and fused and g == 1 and k == [1, 1] and s == [1, 1] and (pt, pl) == (0, 0) and \
-            (Ho, Wo) == (H, W) and gemm_variant(ctx.target, wq.reshape(OC, -1)) == Q8_GEMM_MADDUBS:
+    if route == "dw":
+        return _emit_dw(node, ctx, wq, b, scales, (N, C, H, W), geo, q, macs, choice)
+    if route == "gemv":
+        code = _emit_gemv(node, ctx, wq.reshape(OC, C), b, scales, N, q, macs)
+    elif route == "spmm":
+        code = _emit_spmm(node, ctx, wq.reshape(OC, C), b, scales, (N, C, H * W), q, macs, choice)
+    elif route == "gspc":
+        gv = _gspc_variant(ctx.target, OC // g, wq)
+        code = _emit_gspc(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice, gv)
+    elif route == "conv1x1-add":
         return _emit_conv1x1_add(node, ctx, wq, b, scales, (N, C, H, W, OC), q, macs, choice, fused)
-    if code is None:
+    else:
         code = _emit_gemm_conv(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
     lut = _fused_lut(node, ctx)  # a fused table outside the depthwise kernel: a pass after the conv
     Y = f"(uint8_t *){ctx.ptr(y)}"
-    if lut:
+    if lut:  # elementwise, over the stored bytes (a blocked tensor's too)
         ctx.note(fused_lut=lut[1])
-        code = "{\n" + code + f"}}\n{lut[1]}({y.size}u, {Y}, {lut[0]}, {Y});\n"
+        code = "{\n" + code + f"}}\n{lut[1]}({y.nbytes}u, {Y}, {lut[0]}, {Y});\n"
     if fused:  # a kernel without the Add in its store: the Add as its own pass, in place on the output
         add, mine, r = fused
+        if r.block != y.block:
+            raise EdgecError(f"internal: {node.name}'s residual {r.name} is stored unlike its output")
         ctx.require("q8-eltwise/q8-eltwise.h", "q8-eltwise/q8-eltwise-scalar.c", "q8-eltwise/q8-add-pool.c")
         ctx.note(residual_add="q8_add_f32")
         code = ("{\n" + code + f"}}\n{{\nconst q8_addf_params ap = {qaddf_params(add, mine)};\n"
-                f"q8_add_f32_pool({y.size}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y}, {ctx.pool});\n}}\n")
+                f"q8_add_f32_pool({y.nbytes}u, {Y}, (const uint8_t *){ctx.ptr(r)}, &ap, {Y}, {ctx.pool});\n}}\n")
     return code
 
 
@@ -247,7 +316,7 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
     ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
     shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK, NULL}};\n"
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK, NULL, 0}};\n"
             f"const q8_add_params ap = {qadd_params(add, mine)};\n"
             f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
@@ -360,22 +429,14 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     N, C, H, W, OC, g = dims
     k, s, d, pt, pl, Ho, Wo = geo
     zx, zy, lo, hi = q
-    fn, src, signed = gemm_variant(ctx.target, wq.reshape(OC, -1))
+    fn, src, signed, cgemm, igemm = q8_conv_kernels(ctx.target, wq, g, k, s, d, Ho, Wo, choice)
     ctx.require("q8-conv/q8-conv.h", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", *gemm_files(fn, src))
     ocg, cg = OC // g, C // g
-    cgemm = cgemm_variant(fn, ocg, cg, k) if choice.algo == "q8-cgemm" else None
     wgs = [wq[j * ocg:(j + 1) * ocg].reshape(ocg, -1) for j in range(g)]
     brs = [row_params(wg, None if b is None else b[j * ocg:(j + 1) * ocg], zx, scales[j * ocg:(j + 1) * ocg], signed)
            for j, wg in enumerate(wgs)]
     K = cg * k[0] * k[1]
     hp, wp_ = (Ho - 1) * s[0] + (k[0] - 1) * d[0] + 1, (Wo - 1) * s[1] + (k[1] - 1) * d[1] + 1
-    # implicit where the channels' padding to 4 adds at most 1/8 of the multiply-adds (3-channel stems: a third more;
-    # SqueezeNet's ran 0.17 -> 0.25 ms that way, ResNet-50's was a tie)
-    # the narrow maps too when the extra columns fit in the 16-pixel vectors' padding (7x7: 63 for 49, both 64)
-    ne = Ho * -(-wp_ // s[1])
-    implicit = (k[0] * k[1] > 1 and (Wo >= Q8_IGEMM_MIN_WO or -(-ne // 16) <= -(-(Ho * Wo) // 16))
-                and 8 * 4 * ((cg + 3) // 4) <= 9 * cg)
-    igemm = igemm_variant(fn, wq, g) if implicit and not cgemm else None
     # the implicit copy (q8_conv_pad4_bytes) and its k4 offsets; mirrors q8_conv_scratch_bytes
     c4n, hq, wq_ = (cg + 3) // 4, -(-hp // s[0]), -(-wp_ // s[1])
     pad4 = c4n * s[0] * s[1] * hq * wq_ * 4 + 4 * (32 + k[1] * d[1]) + 64
@@ -406,8 +467,18 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     scp = _scale_ptr(ctx, node.name, cgemm[0] if cgemm else fn, np.concatenate([r.scale for r in brs]))
     shape = f"{{{cg}, {H}, {W}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {d[0]}, {d[1]}, {pt}, {pl}, {Ho}, {Wo}}}"
     wl = _wlayout(fn)
+    # the blocked int8 layout (codegen/q8layout.py): flags for q8_conv, the GEMMs' _c4 forms for a blocked output
+    x, y = node.inputs[0], node.outputs[0]
+    reads, writes = blocked_io(node, ctx.target) if x.block or y.block else (False, False)
+    if (x.block and not reads) or (y.block and not writes):
+        raise EdgecError(f"internal: {node.name} cannot read or write the blocked int8 layout")
+    io = ("Q8_X_C4" if x.block else "") + (" | " if x.block and y.block else "") + ("Q8_Y_C4" if y.block else "")
+    c4 = "_c4" if y.block else ""
+    if x.block or y.block:
+        ctx.note(layout=f"{x.layout} -> {y.layout}")
+    cg_fn = cgemm[0] + c4 if cgemm else "NULL"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn}, {scp}, {igemm or 'NULL'}, {wl}, {cgemm[0] if cgemm else 'NULL'}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn + c4}, {scp}, {igemm or 'NULL'}, {wl}, {cg_fn}, {io or 0}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 

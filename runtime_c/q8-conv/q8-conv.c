@@ -16,6 +16,7 @@ typedef struct {
     const uint8_t *xp;
     uint8_t *y;
     const q8_rq *rq;
+    size_t ypx; /* bytes from one output pixel to the next: 1, or 4 in the blocked layout */
 } gemm_job;
 
 #define Q8_CHUNK 32 /* pixels per parallel item: a multiple of every kernel's pixel tile */
@@ -67,7 +68,7 @@ static void gemm_chunk(void *ctx, size_t begin, size_t end)
 {
     const gemm_job *j = (const gemm_job *)ctx;
     const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
-    j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0, j->y_stride, j->rq);
+    j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0 * j->ypx, j->y_stride, j->rq);
 }
 
 /* rq for the output channels from m0 on */
@@ -82,7 +83,8 @@ static q8_rq rq_from(const q8_rq *rq, size_t m0)
     return r;
 }
 
-/* rows [8 begin, 8 end) of the output channels, all pixels (q8_pack_w's layout: 4-row panels) */
+/* rows [8 begin, 8 end) of the output channels, all pixels (q8_pack_w's layout: 4-row panels); row m0 is at
+ * m0 y_stride in either output layout */
 static void gemm_rows(void *ctx, size_t begin, size_t end)
 {
     const gemm_job *j = (const gemm_job *)ctx;
@@ -109,7 +111,16 @@ static void run_gemm(gemm_job *j, int wlayout, ec_pool *pool)
 static void pad4_task(void *ctx, size_t begin, size_t end)
 {
     const pack_job *j = (const pack_job *)ctx;
-    q8_pack_pad4(j->pad4, j->x, j->p->zx, j->p->flip, j->xp, begin, end);
+    if (j->p->io & Q8_X_C4)
+        q8_pack_pad4_c4(j->pad4, j->x, j->p->zx, j->xp, begin, end);
+    else
+        q8_pack_pad4(j->pad4, j->x, j->p->zx, j->p->flip, j->xp, begin, end);
+}
+
+static void direct_c4_task(void *ctx, size_t begin, size_t end)
+{
+    const pack_job *j = (const pack_job *)ctx;
+    q8_im2col_direct_c4(&j->p->s, j->x, j->xp, begin, end);
 }
 
 typedef struct {
@@ -138,6 +149,7 @@ typedef struct {
     uint8_t *y;
     const q8_rq *rq;
     int by_panel; /* items: 32-channel panels (small maps), else 32-pixel chunks */
+    size_t ys;    /* the output's row pitch: N, or np in the blocked layout (row m0 at m0 ys either way) */
 } cgemm_job;
 
 static void cgemm_task(void *ctx, size_t begin, size_t end)
@@ -147,10 +159,10 @@ static void cgemm_task(void *ctx, size_t begin, size_t end)
         const size_t m0 = begin * 32, m1 = end * 32 < j->M ? end * 32 : j->M;
         const q8_rq r = rq_from(j->rq, m0);
         j->cgemm(m1 - m0, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp + m0 * j->K4 * 4, j->x, j->koff,
-                 j->y + m0 * j->N, j->N, &r);
+                 j->y + m0 * j->ys, j->ys, &r);
     } else {
         const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
-        j->cgemm(j->M, n0, n1, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
+        j->cgemm(j->M, n0, n1, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->ys, j->rq);
     }
 }
 
@@ -161,7 +173,7 @@ static void run_cgemm(cgemm_job *j, ec_pool *pool)
 {
     const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
     if (threads <= 1) {
-        j->cgemm(j->M, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->N, j->rq);
+        j->cgemm(j->M, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->ys, j->rq);
         return;
     }
     j->by_panel = nc < 4 * threads;
@@ -212,14 +224,15 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
         }
     pack_job pj = {p, xg, xp, NULL, s};
     if (ec_pool_threads(pool) <= 1 || c4n * plane < Q8_PACK_PAR_BYTES)
-        q8_pack_pad4(s, xg, p->zx, p->flip, xp, 0, c4n);
+        pad4_task(&pj, 0, c4n);
     else
         ec_parallel_for(pool, c4n, 1, pad4_task, &pj);
     memset(xp + c4n * plane, p->zx ^ p->flip, pad - c4n * plane); /* what the last tiles read past the copy */
     if (p->cgemm) { /* compact rows straight into yg */
         const size_t sh0 = (size_t)p->s.sh, sw0 = (size_t)p->s.sw; /* the conv's own stride */
-        cgemm_job cj = {p->cgemm, (size_t)p->ocg, (size_t)p->s.Ho * p->s.Wo, (size_t)p->s.Wo, sh0 * wq, sw0,
-                        c4n * taps, wg, xp, koff, yg, rq, 0};
+        const size_t N = (size_t)p->s.Ho * p->s.Wo;
+        cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, (size_t)p->s.Wo, sh0 * wq, sw0, c4n * taps, wg, xp, koff, yg, rq, 0,
+                        p->io & Q8_Y_C4 ? q8_pack_np(N) : N};
         run_cgemm(&cj, pool);
         return;
     }
@@ -234,7 +247,10 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
 {
     const q8_conv_shape *s = &p->s;
     const size_t K = (size_t)s->C * s->kh * s->kw, N = (size_t)s->Ho * s->Wo;
-    const size_t in_g = (size_t)s->C * s->H * s->W, out_g = (size_t)p->ocg * N;
+    const int xc4 = (p->io & Q8_X_C4) != 0, yc4 = (p->io & Q8_Y_C4) != 0;
+    /* the blocked layout's planes are q8_pack_np pixels apart (channels a multiple of 4 there) */
+    const size_t in_g = (size_t)s->C * (xc4 ? q8_pack_np((size_t)s->H * s->W) : (size_t)s->H * s->W);
+    const size_t out_g = (size_t)p->ocg * (yc4 ? q8_pack_np(N) : N);
     const size_t wg = p->wlayout == Q8_WLAYOUT_AMX ? q8_pack_w_amx_bytes((size_t)p->ocg, K)
                                                    : q8_pack_w_bytes((size_t)p->ocg, K);
     const size_t mg = ((size_t)p->ocg + 3) / 4 * 4;
@@ -252,7 +268,15 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
                 continue;
             }
             pack_job pj = {p, xg, scratch, scratch + q8_pack_x_bytes(K, N), s};
-            if (ec_pool_threads(pool) <= 1 || q8_pack_x_bytes(K, N) < Q8_PACK_PAR_BYTES) {
+            const uint8_t *xp = scratch; /* the GEMM's packed X */
+            if (xc4 && is_pointwise(s)) {
+                xp = xg; /* the blocked input is the packed X */
+            } else if (xc4) { /* a strided 1x1 (q8_conv_params.io) */
+                if (ec_pool_threads(pool) <= 1 || q8_pack_x_bytes(K, N) < Q8_PACK_PAR_BYTES)
+                    q8_im2col_direct_c4(s, xg, scratch, 0, (K + 3) / 4);
+                else
+                    ec_parallel_for(pool, (K + 3) / 4, 1, direct_c4_task, &pj);
+            } else if (ec_pool_threads(pool) <= 1 || q8_pack_x_bytes(K, N) < Q8_PACK_PAR_BYTES) {
                 if (is_pointwise(s))
                     q8_pack_x(K, N, xg, N, p->flip, scratch);
                 else if (q8_im2col_direct(s)) /* strided 1x1s: the padded copy cost ResNet-50's 1.5x their GEMM */
@@ -278,13 +302,13 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
                 for (size_t k = 0; k < K4; k++)
                     koff[k] = (int32_t)(4 * k * np);
                 cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, N, N, 1, K4,
-                                p->wp + g * q8_pack_w_c32_bytes((size_t)p->ocg, K), scratch, koff,
-                                y + ((size_t)b * p->groups + g) * out_g, &rq, 0};
+                                p->wp + g * q8_pack_w_c32_bytes((size_t)p->ocg, K), xp, koff,
+                                y + ((size_t)b * p->groups + g) * out_g, &rq, 0, yc4 ? np : N};
                 run_cgemm(&cj, pool);
                 continue;
             }
-            gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), N, p->wp + g * wg, scratch,
-                          y + ((size_t)b * p->groups + g) * out_g, &rq};
+            gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), yc4 ? q8_pack_np(N) : N, p->wp + g * wg,
+                          xp, y + ((size_t)b * p->groups + g) * out_g, &rq, yc4 ? 4 : 1};
             run_gemm(&j, p->wlayout, pool);
         }
 }
@@ -299,7 +323,7 @@ void q8_matmul(size_t rows, size_t M, size_t K, const uint8_t *A, const int8_t *
         for (size_t k = 0; k < K; k++)
             xp[((k / 4) * np + r) * 4 + k % 4] = A[r * K + k] ^ flip;
     /* rows are the GEMM's pixels: a classifier's one row on a pool splits the output channels (run_gemm) */
-    gemm_job j = {gemm, M, rows, (K + 3) / 4, np, rows, wp, xp, rows == 1 ? Y : yt, rq};
+    gemm_job j = {gemm, M, rows, (K + 3) / 4, np, rows, wp, xp, rows == 1 ? Y : yt, rq, 1};
     run_gemm(&j, wlayout, pool);
     if (rows == 1)
         return;

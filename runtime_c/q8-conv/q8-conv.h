@@ -31,7 +31,14 @@ typedef struct {
     /* non-NULL: the channel-lane GEMM instead of gemm / igemm (q8-gemm.h; ocg a multiple of 16, wp packed by
      * q8_pack_w_c32): kxk convs read the implicit path's padded copy (its weight order), writing compact rows */
     q8_cgemm_fn cgemm;
+    /* Q8_X_C4 / Q8_Y_C4: input / output in the blocked layout (q8-gemm.h; one group, channels a multiple of 4).
+     * A blocked input serves 1x1 convs (stride 1: read in place as the packed X; strided: q8_im2col_direct_c4) and
+     * the channel-lane GEMM's kxk convs (q8_pack_pad4_c4); a blocked output needs a _c4 gemm / cgemm and no
+     * implicit pixel-lane GEMM. */
+    int io;
 } q8_conv_params;
+
+enum { Q8_X_C4 = 1, Q8_Y_C4 = 2 };
 
 static inline int q8_conv_implicit(const q8_conv_params *p)
 {

@@ -319,3 +319,51 @@ def test_q8_conv_channel_lane_gemm_vs_exact_qlinearconv(extra, tmp_path):
         y = np.frombuffer(outs[0], np.uint8).reshape(shape).astype(np.int16) - (128 if case[-1] == np.int8 else 0)
         ref = exact_int8(model, {"x": x})[0]
         assert np.abs(y - ref.astype(np.int16)).max() <= 1, case
+
+
+# the blocked layout (q8_conv_params.io) through both GEMM families: pointwise (the input read in place as the packed
+# X; 2 threads on pixel chunks or, 268 channels over 63 pixels, on row panels), strided 1x1 (q8_im2col_direct_c4, >=
+# 64 KB split among threads), kxk via the channel-lane GEMM's copy (q8_pack_pad4_c4: strides 1-3, 5x5, >= 64 KB), and
+# a kxk im2col with a blocked output only (the pixel-lane GEMM's im2col reads NCHW)
+C4_GEMM_CASES = [  # (case, io flags the pixel-lane path takes)
+    ((16, 9, 9, 48, 1, 1, 0, 1, 1, np.uint8), (1, 2, 3)), ((64, 16, 80, 8, 1, 1, 0, 1, 1, np.int8), (1, 2, 3)),
+    ((24, 7, 9, 268, 1, 1, 0, 1, 1, np.uint8), (1, 2, 3)), ((20, 11, 13, 36, 1, 2, 0, 1, 1, np.int8), (1, 2, 3)),
+    ((168, 12, 130, 8, 1, 2, 0, 1, 1, np.uint8), (1, 3)), ((8, 9, 45, 8, 3, 2, 1, 1, 1, np.uint8), (2,)),
+    ((4, 5, 7, 4, 3, 1, 1, 1, 1, np.int8), (2,))]
+C4_CGEMM_CASES = [
+    (8, 7, 7, 16, 3, 1, 1, 1, 1, np.uint8), (20, 14, 14, 32, 3, 2, 1, 1, 1, np.int8),
+    (16, 9, 9, 48, 1, 1, 0, 1, 1, np.uint8), (16, 11, 13, 16, 1, 2, 0, 1, 1, np.int8),
+    (12, 5, 31, 16, 5, 1, 2, 1, 1, np.int8), (64, 20, 24, 64, 3, 1, 1, 1, 1, np.uint8),
+    (32, 7, 7, 96, 3, 1, 1, 1, 1, np.uint8), (16, 7, 7, 528, 3, 1, 1, 1, 1, np.int8),
+    (64, 30, 34, 32, 3, 2, 1, 1, 1, np.uint8), (8, 6, 6, 80, 1, 1, 0, 1, 1, np.int8), (8, 14, 23, 16, 3, 3, 1, 1, 1, np.uint8)]
+
+
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_conv_blocked_layout_equals_nchw(extra, tmp_path):
+    """q8_conv with a blocked input, output or both (the driver converts at its edges; the blocked input ends at an
+    inaccessible page): the bytes of the NCHW run, at 1, 2 and 3 threads, for both GEMM families."""
+    isa = ISAS["avx512vnni"]
+    require(isa)
+    files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c",
+             "q8-gemm/q8-gemm-8x32-avx512vnni.c", "q8-gemm/q8-cgemm-32x8-avx512vnni.c"]
+    gemm, cgemm = "q8_gemm_8x32__avx512vnni", "q8_cgemm_32x8__avx512vnni"
+    cg = {"CGEMM": cgemm, "PACK_W_BYTES": "q8_pack_w_c32_bytes"}
+    exes = {}
+    for io in (0, 1, 2, 3):
+        c4 = "_c4" if io & 2 else ""
+        exes["gemm", io] = build(isa, tmp_path / f"g{io}", files, {"KERNEL": gemm + c4, "IO": str(io)}, extra)
+        exes["cgemm", io] = build(isa, tmp_path / f"c{io}", files,
+                                  {**cg, "KERNEL": gemm + c4, "CGEMM": cgemm + c4, "IO": str(io)}, extra)
+    rng = np.random.default_rng(17)
+    cases = [("gemm", c, ios) for c, ios in C4_GEMM_CASES] + [("cgemm", c, (1, 2, 3)) for c in C4_CGEMM_CASES]
+    for i, (family, case, ios) in enumerate(cases):
+        model, x, q = _model_and_data(case, rng)
+        _problem_file(tmp_path / f"p{i}.bin", case, x, q, False, cgemm=family == "cgemm")
+        outs = {}
+        for io in (0, *ios):
+            for threads in ("1", "2", "3"):
+                out = tmp_path / f"y{i}_{io}_{threads}.bin"
+                r = run(isa, exes[family, io], str(tmp_path / f"p{i}.bin"), str(out), threads)
+                assert r.returncode == 0, (family, case, io, r.stderr[-3000:])
+                outs[io, threads] = out.read_bytes()
+        assert len(set(outs.values())) == 1, (family, case, [k for k, v in outs.items() if v != outs[0, "1"]])

@@ -4,6 +4,8 @@
  * File: int32 header[21] = batch groups C H W ocg kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx flip,
  * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8).
  * Optional argv[3]: threads.
+ * With IO (q8_conv_params.io flags): x is converted to the blocked layout first (q8_pack_x per image) and y back
+ * (q8_unpack_c4), so the file and the output stay NCHW; the blocked input also ends at the inaccessible page.
  * x ends where an inaccessible page begins: a read past its last byte faults, masked vector loads included (which
  * AddressSanitizer does not check). */
 #define _DEFAULT_SOURCE
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
         return 2;
     q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
                         h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
-                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0, NULL};
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0, NULL, 0};
 #ifdef IGEMM
     p.igemm = IGEMM;
 #endif
@@ -84,20 +86,45 @@ int main(int argc, char **argv)
     size_t xlen;
     uint8_t *x = slurp_guarded(f, nx, &xmap, &xlen), *y = malloc(ny), *scratch = malloc(q8_conv_scratch_bytes(&p));
     fclose(f);
+    uint8_t *xin = x, *yout = y, *yc = NULL;
+    void *cmap = NULL;
+    size_t clen = 0;
+#ifdef IO
+    const size_t HW = (size_t)p.s.H * p.s.W, N = (size_t)p.s.Ho * p.s.Wo, C = (size_t)p.s.C, M = (size_t)p.ocg;
+    p.io = IO;
+    if (p.io & Q8_X_C4) { /* the blocked copy, its last byte before the guard page */
+        const size_t nc = (size_t)p.batch * C * q8_pack_np(HW), ps = (size_t)sysconf(_SC_PAGESIZE);
+        clen = (nc + ps - 1) / ps * ps + ps;
+        cmap = mmap(NULL, clen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (cmap == MAP_FAILED || mprotect((uint8_t *)cmap + clen - ps, ps, PROT_NONE))
+            return 2;
+        xin = (uint8_t *)cmap + clen - ps - nc;
+        for (int b = 0; b < p.batch; b++)
+            q8_pack_x(C, HW, x + (size_t)b * C * HW, HW, 0, xin + (size_t)b * C * q8_pack_np(HW));
+    }
+    if (p.io & Q8_Y_C4)
+        yout = yc = malloc((size_t)p.batch * M * q8_pack_np(N));
+#endif
     ec_pool pool, *pp = NULL;
     if (argc == 4 && atoi(argv[3]) > 1) { /* threaded run: must give the same bytes */
         if (ec_pool_init(&pool, atoi(argv[3])))
             return 2;
         pp = &pool;
     }
-    q8_conv(&p, x, y, scratch, pp);
+    q8_conv(&p, xin, yout, scratch, pp);
     if (pp)
         ec_pool_destroy(pp);
+#ifdef IO
+    for (int b = 0; yc && b < p.batch; b++)
+        q8_unpack_c4(M, N, yc + (size_t)b * M * q8_pack_np(N), y + (size_t)b * M * N, 0, (M + 3) / 4);
+#endif
     FILE *o = fopen(argv[2], "wb");
     if (!o || fwrite(y, 1, ny, o) != ny)
         return 2;
     fclose(o);
     free((void *)p.wp); free((void *)p.bias); free((void *)p.mult); free((void *)p.shift); free((void *)p.scale);
-    munmap(xmap, xlen); free(y); free(scratch);
+    munmap(xmap, xlen); free(y); free(scratch); free(yc);
+    if (cmap)
+        munmap(cmap, clen);
     return 0;
 }
