@@ -301,11 +301,11 @@ def emit_concat(node: Node, ctx: EmitContext) -> str:
         raise EdgecError(f"internal: node {node.name} (Concat) has inputs that are not whole channel blocks")
     from edgec.codegen.memory import INPLACE_ATTR
     nested = {id(t) for t, f in zip(node.inputs, node.attr(INPLACE_ATTR) or []) if f}
-    N, hw = y.shape[0], _spatial(y)
-    per = _blocks(y.shape[1], b) * hw * b
+    N = y.shape[0]
+    per = y.stored_size // N  # stored elements an image (int8: planes of a 16-pixel pitch, codegen/q8layout.py)
     segs, off = [], 0
     for t in xs:
-        n = _blocks(t.shape[1], b) * hw * b
+        n = t.stored_size // N
         if id(t) not in nested:  # a nested input's layer wrote it into its place in y (codegen/memory.py)
             segs.append((ctx.ptr(t), n, off))
         off += n
@@ -313,5 +313,5 @@ def emit_concat(node: Node, ctx: EmitContext) -> str:
         ctx.note(algo="in-place", layout=y.layout)
         return "/* every input was written into its place in the output */\n"
     ctx.note(algo="copy-nchwc" if not nested else "copy-part-nchwc", layout=y.layout)
-    # the copies see the stored elements: a flat float tensor of the output's padded size
-    return _segments(ctx, ctx.ptr(y), Tensor(y.name, (N * per,), np.float32), N, per, segs, into_big=True)
+    # the copies see the stored elements: a flat tensor of the output's padded size
+    return _segments(ctx, ctx.ptr(y), Tensor(y.name, (N * per,), y.dtype), N, per, segs, into_big=True)

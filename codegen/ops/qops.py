@@ -87,13 +87,16 @@ def emit_qlut(node: Node, ctx: EmitContext) -> str:
     y = node.outputs[0]
     fn = lut_kernel(ctx)
     ctx.note(algo="q8-lut", macs=y.size, kernel=fn)
-    if lut.size == 256:
-        split = _par.flat_call(ctx, y.size, LUT_BLOCK, y.size // 4,  # blocks among the threads
+    if lut.size == 256:  # bytewise: over the stored bytes (a blocked tensor's too, codegen/q8layout.py)
+        if x.block != y.block:
+            raise EdgecError(f"internal: node {node.name} (EcQLut) reads {x.layout} and writes {y.layout}")
+        n = y.nbytes
+        split = _par.flat_call(ctx, n, LUT_BLOCK, n // 4,  # blocks among the threads
                                f"{fn}(e_ - b_, (const uint8_t *){ctx.ptr(x)} + b_, {ctx.ptr(lut)}, "
                                f"(uint8_t *){ctx.ptr(y)} + b_);")
         if split:
             return split
-        return f"{fn}({y.size}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
+        return f"{fn}({n}u, (const uint8_t *){ctx.ptr(x)}, {ctx.ptr(lut)}, (uint8_t *){ctx.ptr(y)});\n"
     # one table per channel ([C, 256], codegen/ops/qlut.py) over NC... planes
     C = lut.shape[0]
     if len(x.shape) < 2 or x.shape[1] != C or lut.size != C * 256:

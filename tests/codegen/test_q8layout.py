@@ -100,3 +100,64 @@ def test_blocked_int8_layout_under_sanitizers(resnet_like, tmp_path):
     x = np.random.default_rng(6).normal(0, 1, (2, 3, 13, 13)).astype(np.float32)
     got = run_binary(bins["runner"], b.target, [x], tmp_path / "run", threads=2)
     assert np.abs(got[0] - exact(resnet_like, {"x": x})).max() <= _out_scale(resnet_like) * 1.001
+
+
+def _fires(path, batch, rng):
+    """Two SqueezeNet fire modules (squeeze 1x1, expand 1x1 and 3x3, their Concat: the expands have their own
+    scales, so one reaches the Concat through a requantization table), a MaxPool after the second (an NCHW reader)
+    and a 1x1 conv; 13x13 maps."""
+    specs = {"s1": (16, 8, 1, 1), "e1": (32, 16, 1, 1), "f1": (32, 16, 3, 3), "s2": (16, 64, 1, 1), "e2": (32, 16, 1, 1),
+             "f2": (32, 16, 3, 3), "w": (8, 64, 1, 1)}
+    inits = [numpy_helper.from_array(rng.normal(0, 1.0 / np.sqrt(np.prod(s[1:])), s).astype(np.float32), k)
+             for k, s in specs.items()]
+    nodes = []
+    for i, src in ((1, "x"), (2, "c1")):
+        nodes += [helper.make_node("Conv", [src, f"s{i}"], [f"q{i}"]), helper.make_node("Relu", [f"q{i}"], [f"r{i}"]),
+                  helper.make_node("Conv", [f"r{i}", f"e{i}"], [f"a{i}"]), helper.make_node("Relu", [f"a{i}"], [f"ar{i}"]),
+                  helper.make_node("Conv", [f"r{i}", f"f{i}"], [f"b{i}"], pads=[1] * 4),
+                  helper.make_node("Relu", [f"b{i}"], [f"br{i}"]),
+                  helper.make_node("Concat", [f"ar{i}", f"br{i}"], [f"c{i}"], axis=1)]
+    nodes += [helper.make_node("MaxPool", ["c2"], ["p"], kernel_shape=[3, 3], strides=[2, 2]),
+              helper.make_node("Conv", ["p", "w"], ["y"])]
+    g = helper.make_graph(nodes, "fires", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8, 13, 13])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return path
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_blocked_int8_concat_and_table(batch, tmp_path):
+    """One image: the first fire's Concat, its inputs (one through the table) and the squeeze conv after it blocked;
+    the expands write their planes straight into the Concat's. The second Concat feeds the MaxPool: NCHW. Two
+    images: a blocked Concat would interleave the images' planes, so both stay NCHW. The NCHW build's bytes at 1 and
+    3 threads either way, and the exact QDQ result."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.targets import get_target
+    from edgec.codegen.verifier import run_binary
+    t = get_target("native")
+    if not (t.arch == "x86_64" and "avx512_vnni" in t.features):
+        pytest.skip("the blocked int8 layout needs the AVX-512 VNNI GEMMs' _c4 forms; this CPU lacks avx512_vnni")
+    rng = np.random.default_rng(22)
+    shape = (batch, 8, 13, 13)
+    q = quantize(_fires(tmp_path / "m.onnx", batch, rng), tmp_path / "q.onnx", "x",
+                 [rng.normal(0, 1, shape).astype(np.float32) for _ in range(8)])
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    outs, builds = {}, {}
+    for layout in ("auto", "nchw"):
+        opts = CompileOptions(target="native", threads=3, layout=layout)
+        b = builds[layout] = compile_model(q, tmp_path / layout, options=opts, build=True, input_shapes={"x": list(shape)})
+        for threads in (1, 3):
+            outs[layout, threads] = run_binary(b.binaries["runner"], b.target, [x], tmp_path / f"{layout}{threads}",
+                                               threads=threads)[0]
+    cats = [la for la in builds["auto"].layers if la["op"] == "Concat"]
+    luts = [la for la in builds["auto"].layers if la["algo"] == "q8-lut"]
+    assert len(cats) == 2 and len(luts) == 2, [la["algo"] for la in builds["auto"].layers]
+    if batch == 1:
+        assert cats[0]["algo"] == "in-place" and cats[0]["details"].get("layout") == "nchw4c", cats
+        assert "layout" not in cats[1].get("details", {}), cats
+    else:
+        assert all("layout" not in c.get("details", {}) for c in cats), cats
+    want = outs["nchw", 1]
+    for key, got in outs.items():
+        assert np.array_equal(got, want), key
+    assert np.abs(want - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
