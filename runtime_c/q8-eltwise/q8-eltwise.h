@@ -146,6 +146,10 @@ static inline void q8_maxpool_cols(const q8_pool_shape *s, int *lo, int *hi)
     *hi = h;
 }
 void q8_maxpool__avx512(const q8_pool_shape *s, const uint8_t *x, uint8_t *y); /* AVX-512BW */
+/* the same in the blocked layout (q8-gemm.h), C counting 4-channel planes (q8-maxpool-c4.c); the AVX-512BW form
+ * runs the portable one for shapes it does not take */
+void q8_maxpool_c4(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
+void q8_maxpool_c4__avx512(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
 void q8_maxpool__avx2(const q8_pool_shape *s, const uint8_t *x, uint8_t *y);
 
 #endif

@@ -104,8 +104,8 @@ def test_blocked_int8_layout_under_sanitizers(resnet_like, tmp_path):
 
 def _fires(path, batch, rng):
     """Two SqueezeNet fire modules (squeeze 1x1, expand 1x1 and 3x3, their Concat: the expands have their own
-    scales, so one reaches the Concat through a requantization table), a MaxPool after the second (an NCHW reader)
-    and a 1x1 conv; 13x13 maps."""
+    scales, so one reaches the Concat through a requantization table), a 3x3 stride-2 MaxPool after the second and
+    a 1x1 conv; 13x13 maps."""
     specs = {"s1": (16, 8, 1, 1), "e1": (32, 16, 1, 1), "f1": (32, 16, 3, 3), "s2": (16, 64, 1, 1), "e2": (32, 16, 1, 1),
              "f2": (32, 16, 3, 3), "w": (8, 64, 1, 1)}
     inits = [numpy_helper.from_array(rng.normal(0, 1.0 / np.sqrt(np.prod(s[1:])), s).astype(np.float32), k)
@@ -127,10 +127,10 @@ def _fires(path, batch, rng):
 
 @pytest.mark.parametrize("batch", [1, 2])
 def test_blocked_int8_concat_and_table(batch, tmp_path):
-    """One image: the first fire's Concat, its inputs (one through the table) and the squeeze conv after it blocked;
-    the expands write their planes straight into the Concat's. The second Concat feeds the MaxPool: NCHW. Two
-    images: a blocked Concat would interleave the images' planes, so both stay NCHW. The NCHW build's bytes at 1 and
-    3 threads either way, and the exact QDQ result."""
+    """One image: both fires' Concats, their inputs (one through the table each), the MaxPool and the convs around
+    them blocked; the expands write their planes straight into the Concats'. Two images: a blocked Concat would
+    interleave the images' planes, so both stay NCHW (the MaxPool with them). The NCHW build's bytes at 1 and 3
+    threads either way, and the exact QDQ result."""
     from edgec.codegen.options import CompileOptions
     from edgec.codegen.targets import get_target
     from edgec.codegen.verifier import run_binary
@@ -152,11 +152,12 @@ def test_blocked_int8_concat_and_table(batch, tmp_path):
     cats = [la for la in builds["auto"].layers if la["op"] == "Concat"]
     luts = [la for la in builds["auto"].layers if la["algo"] == "q8-lut"]
     assert len(cats) == 2 and len(luts) == 2, [la["algo"] for la in builds["auto"].layers]
+    pool = [la for la in builds["auto"].layers if la["algo"] == "q8-maxpool"]
     if batch == 1:
-        assert cats[0]["algo"] == "in-place" and cats[0]["details"].get("layout") == "nchw4c", cats
-        assert "layout" not in cats[1].get("details", {}), cats
+        assert all(c["algo"] == "in-place" and c["details"].get("layout") == "nchw4c" for c in cats), cats
+        assert pool[0]["details"]["kernel"] == "q8_maxpool_c4__avx512", pool
     else:
-        assert all("layout" not in c.get("details", {}) for c in cats), cats
+        assert all("layout" not in c.get("details", {}) for c in cats + pool), cats + pool
     want = outs["nchw", 1]
     for key, got in outs.items():
         assert np.array_equal(got, want), key

@@ -21,3 +21,16 @@ def test_q8_c4_kernels_match_the_layout(extra, tmp_path):
     exe = build(isa, tmp_path / "c4", FILES, {**DEFINES, "KERNEL_NAME": '"avx512vnni-c4"'}, extra)
     r = run(isa, exe)
     assert r.returncode == 0 and f"{CASES}/{CASES} cases match" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("extra", [(), SANITIZE], ids=["plain", "asan-ubsan"])
+def test_q8_maxpool_c4_matches_nchw(extra, tmp_path):
+    """The blocked MaxPool: its portable form equals the NCHW q8_maxpool between the layout's conversions, the
+    AVX-512BW form equals the portable one (9 window kinds, 24 shapes each, the input before a guard page)."""
+    isa = ISAS["avx512"]
+    require(isa)
+    exe = build(isa, tmp_path / "mp", ["q8_maxpool_c4_test.c", "q8-eltwise/q8-maxpool-c4.c",
+                                       "q8-eltwise/q8-eltwise-scalar.c", "q8-gemm/q8-pack.c"],
+                {"KERNEL": "q8_maxpool_c4__avx512", "KERNEL_NAME": '"avx512-maxpool-c4"'}, extra)
+    r = run(isa, exe)
+    assert r.returncode == 0 and "216/216 cases match" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
