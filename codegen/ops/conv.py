@@ -125,7 +125,9 @@ def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
     if not winograd.eligible(g):
         return None
     cols, kind = direct_path_3x3(ctx.target, g)
-    choice = winograd.choose(ctx.target, g, cols, kind)
+    # in a blocked region a grouped conv's Winograd runs one dense conv a group (layout._wino chose the same way)
+    choose = winograd.choose_blocked if node.outputs[0].block else winograd.choose
+    choice = choose(ctx.target, g, cols, kind)
     if choice.algo == "direct":
         ctx.note(winograd=choice.why)
     return choice

@@ -152,6 +152,30 @@ def choose(target, g: dict, direct_cols: int, direct_kind: str) -> costmodel.Cho
                                     options.active().conv)
 
 
+def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str) -> costmodel.Choice:
+    """choose() for a layer that may run in a channel-blocked region (codegen/layout.py). A grouped conv with whole
+    blocks a group runs there as a dense conv per group (f32-winograd-nchwc.h), so where choose() keeps the direct
+    path (its grouped Winograd estimate prices the NCHW driver's small per-group GEMMs) Winograd is weighed again as
+    that dense conv over N G images, at the blocked driver's share of the NCHW one's time (the layout constant
+    wino_nchwc, as layout.node_cost prices it), against the same direct path."""
+    c = choose(target, g, direct_cols, direct_kind)
+    if c.algo != "direct" or g["G"] == 1 or options.active().conv != "auto":
+        return c
+    from edgec.codegen.options import active
+    gk = kernels.gemm_kernel(target)
+    mr, nr, threads = gk.params["mr"], gk.params["nr"], max(1, active().threads)
+    dense = dict(g, C=g["C"] // g["G"], K=g["K"] // g["G"], G=1, N=g["N"] * g["G"])
+    share = costmodel._lc(target, "wino_nchwc")
+    est = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr), threads)["cost"] * share
+           for m in (2, 4)}
+    m = min(est, key=lambda k: est[k])
+    d = costmodel.direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads)
+    if d > est[m]:
+        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, one dense conv a group: est. "
+                                f"{d / est[m]:.1f}x faster than direct", {"est_speedup": round(d / est[m], 2)})
+    return c
+
+
 def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice) -> str:
     from edgec.codegen.ops.conv import _bias, _shape_init, epilogue_fields
 
@@ -221,16 +245,19 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
     t, b = ctx.target, node.outputs[0].block
     wk = kernels.winograd_kernel(t, m)
     isa = nchwc._kernels(ctx, b)  # the blocked 1x1's (requires its file)
-    if (node.inputs[0].block != b or b != nchwc.LANES.get(wk.isa) or g["G"] != 1 or g["C"] % b or g["K"] % b
-            or "outc" not in wk.params):
+    G = g["G"]
+    C, K = g["C"] // G, g["K"] // G  # a group's: whole blocks, so group g is image n G + g of a dense conv
+    if node.inputs[0].block != b or b != nchwc.LANES.get(wk.isa) or C % b or K % b or "outc" not in wk.params:
         raise EdgecError(f"internal: node {node.name}: Winograd cannot run blocked {node.inputs[0].block}/{b} on "
                          f"{wk.name}")
-    C, K = g["C"], g["K"]
+    gg = dict(g, C=C, K=K)
     kt = nchwc.tile_blocks(t, True)
     kc = nchwc.pass_channels(t, kt, C, b)
-    tt, ks = nchwc_tiles(t, g, m, options.active().threads)
+    tt, ks = nchwc_tiles(t, dict(gg, N=g["N"] * G), m, options.active().threads)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
-    u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}", pack_u_blocked(transform_weights(w, m), b))
+    uw = transform_weights(w, m)
+    u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}",
+                   np.concatenate([pack_u_blocked(uw[j * K:(j + 1) * K], b).ravel() for j in range(G)]))
     zero = ctx.weight(f"zeros:{K}", np.zeros(K, np.float32))
     a2 = (m + 2) ** 2
     per = a2 * (C * tt + 16 + K * tt + 16)  # f32_winograd_nchwc_tmp_floats
@@ -239,11 +266,11 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
     ctx.note(algo=f"winograd-f{m}3-nchwc-{nchwc.PT}x{kt * b}-{wk.isa}", macs=macs,
              kernel=f"{wk.name} + f32_nchwc_conv1x1__{isa}", tt=tt, ks=ks, kc=kc, why=choice.why,
              **choice.estimates, layout=node.outputs[0].layout)
-    shape = _shape_init(g, "N C H W K Ho Wo PT PL")
+    shape = _shape_init(gg, "N C H W K Ho Wo PT PL")
     gemm = (f"{{1u, {C}u, 1u, 1u, {K}u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 0u, 0u, {b}u, 1u, 1u, {kc}u, {C}u, 1u, "
             f"{kt}u, 1u, f32_nchwc_conv1x1__{isa}}}")
     return (f"static const f32_winograd_nchwc_shape S = {{{shape}, {m}u, {th}u, {tw}u, {tt}u, {ks}u, {b}u, "
-            f"f32_winograd_inc_f{m}3__{wk.isa}, {wk.params['outc']}, {gemm}}};\n"
+            f"f32_winograd_inc_f{m}3__{wk.isa}, {wk.params['outc']}, {gemm}, {G}u}};\n"
             f"const f32_winograd_nchwc_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
             f"{zero}, {epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){tmp}}};\n"
             f"f32_winograd_nchwc_run(&S, &A, {ctx.pool});\n")

@@ -22,14 +22,16 @@ typedef struct {
   f32_winograd_inc_fn tin;
   f32_winograd_out_fn tout; /* an outc transform */
   f32_nchwc_conv_shape gemm; /* the dense 1x1 over the tiles: C, K, KC, WS = C, KT, fn; the rest set per item */
+  size_t G; /* groups: C and K count one group's channels, whole blocks; an image's groups' blocks follow one
+             * another, so group g of image n is "image" n G + g of a dense conv with group g's weights */
 } f32_winograd_nchwc_shape;
 
 typedef struct {
   const float *x;
   float *y;
-  const float *u;    /* [alpha^2][K/CB][C][CB] */
+  const float *u;    /* [G][alpha^2][K/CB][C][CB] */
   const float *zero; /* K zeros: the GEMMs' bias */
-  const float *bias; /* K floats, or NULL */
+  const float *bias; /* G K floats, or NULL */
   const float *res;
   int res_before_act;
   ec_act act;
@@ -46,13 +48,14 @@ static inline size_t f32_winograd_nchwc_tmp_floats(size_t C, size_t K, size_t M,
 }
 
 static inline size_t f32_winograd_nchwc_items(const f32_winograd_nchwc_shape *s) {
-  return s->N * EC_DIV_UP(s->TH * s->TW, s->TT) * s->KS;
+  return s->N * s->G * EC_DIV_UP(s->TH * s->TW, s->TT) * s->KS;
 }
 
 static inline void f32_winograd_nchwc_item(const f32_winograd_nchwc_shape *s, const f32_winograd_nchwc_args *a,
                                            size_t item, float *tmp) {
   const size_t CB = s->CB, nbc = s->C / CB, kbn = s->K / CB, a2 = (s->M + 2) * (s->M + 2), T = s->TH * s->TW;
-  const size_t nch = EC_DIV_UP(T, s->TT), ks = item % s->KS, n = item / s->KS / nch;
+  /* n counts images x groups (the blocks' order), grp is its group */
+  const size_t nch = EC_DIV_UP(T, s->TT), ks = item % s->KS, n = item / s->KS / nch, grp = n % s->G;
   const size_t t0 = item / s->KS % nch * s->TT, nt = EC_MIN(s->TT, T - t0);
   /* this item's output blocks: whole groups of the 1x1's KT, split evenly */
   const size_t kq = EC_DIV_UP(kbn, s->gemm.KT), q0 = kq * ks / s->KS, q1 = kq * (ks + 1) / s->KS;
@@ -65,7 +68,8 @@ static inline void f32_winograd_nchwc_item(const f32_winograd_nchwc_shape *s, co
   g.N = 1, g.H = g.Ho = 1, g.W = g.Wo = nt, g.YHW = nt, g.PC = nt;
   const ec_act none = {EC_ACT_NONE, 0.0f, 0.0f};
   for (size_t xi = 0; xi < a2; xi++) {
-    const f32_nchwc_conv_args ga = {V + xi * VS, Mm + xi * MS, a->u + xi * kbn * s->C * CB, a->zero, NULL, 0, none};
+    const f32_nchwc_conv_args ga = {V + xi * VS, Mm + xi * MS, a->u + (grp * a2 + xi) * kbn * s->C * CB, a->zero, NULL,
+                                    0, none};
     for (size_t q = q0; q < q1; q++) g.fn(&g, &ga, q); /* one pixel chunk: item q is output blocks q*KT.. */
   }
   const size_t HWo = s->Ho * s->Wo, m = s->M;
@@ -74,7 +78,8 @@ static inline void f32_winograd_nchwc_item(const f32_winograd_nchwc_shape *s, co
     const size_t rows = EC_MIN(m, s->Ho - th * m), cols = EC_MIN(m, s->Wo - tw * m);
     for (size_t kb = q0 * s->gemm.KT; kb < EC_MIN(kbn, q1 * s->gemm.KT); kb++) {
       const size_t o = ((n * kbn + kb) * HWo + th * m * s->Wo + tw * m) * CB;
-      s->tout(CB, Mm + (kb * nt + k) * CB, MS, a->y + o, s->Wo, 0, rows, cols, a->bias ? a->bias + kb * CB : NULL,
+      s->tout(CB, Mm + (kb * nt + k) * CB, MS, a->y + o, s->Wo, 0, rows, cols,
+              a->bias ? a->bias + (grp * kbn + kb) * CB : NULL,
               a->res ? a->res + o : NULL, a->res_before_act, a->act);
     }
   }

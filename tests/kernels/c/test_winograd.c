@@ -122,42 +122,44 @@ static void from_blocked(const float *x, size_t N, size_t C, size_t HW, float *d
 }
 
 /* the channel-lane driver (f32-winograd-nchwc.h: T_INC transforms, the blocked 1x1 as the GEMMs, kt output blocks a
- * tile, TT tiles and KS output-block ranges an item) against the direct conv */
+ * tile, TT tiles and KS output-block ranges an item) against the direct conv; groups of whole blocks */
 static int run_nchwc(const conv_p *p, size_t TT, size_t KS, size_t kt, size_t KC, ec_act act, int use_res,
                      int before) {
-  const size_t Ho = conv_ho(p), Wo = conv_wo(p), A = T_M + 2, a2 = A * A, C = p->C, K = p->K;
-  const size_t nx = p->N * C * p->H * p->W, ny = p->N * K * Ho * Wo;
-  float *x = falloc(nx), *w = falloc(K * C * 9), *b = falloc(K), *r = falloc(ny), *zero = falloc(K);
+  const size_t Ho = conv_ho(p), Wo = conv_wo(p), A = T_M + 2, a2 = A * A, G = p->G, C = p->C / G, K = p->K / G;
+  const size_t nx = p->N * p->C * p->H * p->W, ny = p->N * p->K * Ho * Wo;
+  float *x = falloc(nx), *w = falloc(p->K * C * 9), *b = falloc(p->K), *r = falloc(ny), *zero = falloc(K);
   float *xb = falloc(nx), *rb = falloc(ny), *ybk = falloc(ny), *y = falloc(ny), *yr = falloc(ny);
-  float *u = falloc(a2 * K * C);
+  float *u = falloc(a2 * p->K * C);
   for (size_t k = 0; k < K; k++) zero[k] = 0.0f;
-  for (size_t k = 0; k < K; k++) /* U = G g G^T, [xi][K/vl][C][vl] */
-    for (size_t c = 0; c < C; c++)
-      for (size_t i = 0; i < A; i++)
-        for (size_t j = 0; j < A; j++) {
-          double acc = 0;
-          for (size_t a = 0; a < 3; a++)
-            for (size_t bb = 0; bb < 3; bb++) acc += Gm[i][a] * w[(k * C + c) * 9 + a * 3 + bb] * Gm[j][bb];
-          u[(((i * A + j) * (K / T_VL) + k / T_VL) * C + c) * T_VL + k % T_VL] = (float)acc;
-        }
-  to_blocked(x, p->N, C, p->H * p->W, xb);
-  to_blocked(r, p->N, K, Ho * Wo, rb);
+  for (size_t g = 0; g < G; g++) /* U = G g G^T, [g][xi][K/vl][C][vl] (C, K a group's) */
+    for (size_t k = 0; k < K; k++)
+      for (size_t c = 0; c < C; c++)
+        for (size_t i = 0; i < A; i++)
+          for (size_t j = 0; j < A; j++) {
+            double acc = 0;
+            for (size_t a = 0; a < 3; a++)
+              for (size_t bb = 0; bb < 3; bb++)
+                acc += Gm[i][a] * w[((g * K + k) * C + c) * 9 + a * 3 + bb] * Gm[j][bb];
+            u[((((g * A + i) * A + j) * (K / T_VL) + k / T_VL) * C + c) * T_VL + k % T_VL] = (float)acc;
+          }
+  to_blocked(x, p->N, p->C, p->H * p->W, xb);
+  to_blocked(r, p->N, p->K, Ho * Wo, rb);
   const size_t TH = EC_DIV_UP(Ho, (size_t)T_M), TW = EC_DIV_UP(Wo, (size_t)T_M);
   f32_winograd_nchwc_shape s = {p->N, C, p->H, p->W, K, Ho, Wo, p->PT, p->PL, T_M, TH, TW, TT, KS, T_VL, T_INC,
                                 T_OUTC, {1, C, 1, 1, K, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, T_VL, 1, 1, KC, C, 1, kt, 1,
-                                         T_1X1}};
+                                         T_1X1}, G};
   float *tmp = falloc(EC_MAX_THREADS * f32_winograd_nchwc_tmp_floats(C, K, T_M, TT));
   f32_winograd_nchwc_args a = {xb, ybk, u, zero, b, use_res ? rb : NULL, before, act, tmp};
   f32_winograd_nchwc_run(&s, &a, g_pool);
-  from_blocked(ybk, p->N, K, Ho * Wo, y);
+  from_blocked(ybk, p->N, p->K, Ho * Wo, y);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   const double e = max_err(y, yr, ny);
   if (e > g_worst) g_worst = e;
   const double tol = T_M == 2 ? 2e-5 : T_M == 4 ? 2e-4 : 5e-4;
   const int bad = !(e < tol);
   if (bad)
-    printf("FAIL nchwc N%zu C%zu H%zu W%zu K%zu p%zu,%zu,%zu,%zu TT%zu KS%zu kt%zu KC%zu act%d res%d: %g\n", p->N,
-           C, p->H, p->W, K, p->PT, p->PL, p->PB, p->PR, TT, KS, kt, KC, (int)act.kind, use_res, e);
+    printf("FAIL nchwc N%zu C%zu H%zu W%zu K%zu G%zu p%zu,%zu,%zu,%zu TT%zu KS%zu kt%zu KC%zu act%d res%d: %g\n",
+           p->N, p->C, p->H, p->W, p->K, G, p->PT, p->PL, p->PB, p->PR, TT, KS, kt, KC, (int)act.kind, use_res, e);
   free(x), free(w), free(b), free(r), free(zero), free(xb), free(rb), free(ybk), free(y), free(yr), free(u);
   free(tmp);
   return bad;
@@ -225,6 +227,12 @@ int main(int argc, char **argv) {
     fails += run_nchwc(&p1, T1, 1, 2 + 2 * (i % 2), c, k_acts[i % N_ACTS], (int)i % 2, (int)(i / 2) % 2), cases++;
     fails += run_nchwc(&p0, 1 + i % 4, 1 + i % 3, 4, T_VL, k_acts[(i + 2) % N_ACTS], (int)(i + 1) % 2, 1), cases++;
     fails += run_nchwc(&pa, 2 + i, 2, 2, c, k_acts[(i + 4) % N_ACTS], 1, (int)i % 2), cases++;
+  }
+  for (size_t i = 0; i < 4; i++) { /* groups of whole blocks: 2-4 groups of 1-2 blocks in and out, 1-2 images */
+    static const size_t gs[] = {2, 3, 4, 2};
+    const size_t G = gs[i], cg = T_VL * (1 + i % 2), c = G * cg, k = G * T_VL * (1 + (i + 1) % 2);
+    conv_p p = cp(1 + i % 2, c, odd[i + 2] % 13 + 3, odd[i + 1] + 2, k, G, 1, 1, 1, 1);
+    fails += run_nchwc(&p, 1 + i, 1 + i % 2, 2, cg, k_acts[i % N_ACTS], (int)i % 2, 1), cases++;
   }
 #endif
   if (!quick) { /* a layer of real size */
