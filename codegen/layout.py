@@ -1,8 +1,8 @@
 """Layout pass: NCHW or channel-blocked NCHWc per region of the lowered graph.
 
 A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
-depthwise convs (any window, stride, pad, dilation), 3x3 stride-1 convs on the Winograd path (one group, whole
-blocks of channels: runtime_c/f32-winograd reads and writes blocks), strided dense convs on whole blocks of input
+depthwise convs (any window, stride, pad, dilation), 3x3 stride-1 convs on the Winograd path (whole blocks of
+channels a group, one dense conv per group: runtime_c/f32-winograd reads and writes blocks), strided dense convs on whole blocks of input
 channels (a blocked im2col, then the 1x1 kernel over its taps' channels), 1x1 stride-1 convs, dense or grouped (a block straddling
 a group edge reads both groups, up to MAX_STRADDLE times the conv's MACs; fused epilogue and residual
 included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1]
