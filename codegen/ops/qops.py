@@ -41,43 +41,32 @@ def emit_qmaxpool(node: Node, ctx: EmitContext) -> str:
     s, d = list(node.attr("strides", [1, 1])), list(node.attr("dilations", [1, 1]))
     b, _ = window_pads(node, list(x.shape[2:]), list(y.shape[2:]), k, s, d)
     if x.block or y.block:  # the blocked layout (codegen/q8layout.py): 4-channel planes of 4-byte pixels
-        return _maxpool_c4(node, ctx, x, y, k, s, d, b)
-    fn = "q8_maxpool"
-    if ctx.target.arch == "x86_64" and "avx512bw" in ctx.target.features:  # any window (its own fallback)
-        fn = "q8_maxpool__avx512"
-        ctx.require("q8-eltwise/q8-maxpool-avx512.c")
-    elif ctx.target.arch == "x86_64":  # else the portable code
-        if "avx2" in ctx.target.features:
-            fn = "q8_maxpool__avx2"
-            ctx.require("q8-eltwise/q8-maxpool-avx2.c")
+        if x.block != y.block or x.shape[1] % x.block:
+            raise EdgecError(f"internal: node {node.name} (MaxPool) reads {x.layout} and writes {y.layout}")
+        fn = "q8_maxpool_c4"
+        if ctx.target.arch == "x86_64" and "avx512bw" in ctx.target.features:  # strides 1-2 (its own fallback)
+            fn = "q8_maxpool_c4__avx512"
+        ctx.require("q8-eltwise/q8-maxpool-c4.c", "q8-gemm/q8-gemm.h", "q8-gemm/q8-pack.c")
+        ctx.note(layout=y.layout)
+        planes = x.shape[0] * x.shape[1] // 4
+    else:
+        fn = "q8_maxpool"
+        if ctx.target.arch == "x86_64" and "avx512bw" in ctx.target.features:  # any window (its own fallback)
+            fn = "q8_maxpool__avx512"
+            ctx.require("q8-eltwise/q8-maxpool-avx512.c")
+        elif ctx.target.arch == "x86_64":  # else the portable code
+            if "avx2" in ctx.target.features:
+                fn = "q8_maxpool__avx2"
+                ctx.require("q8-eltwise/q8-maxpool-avx2.c")
+        planes = x.shape[0] * x.shape[1]
     ctx.require(*FILES)
     ctx.note(algo="q8-maxpool", macs=y.size * k[0] * k[1], kernel=fn)
-    planes, hw, hwo = x.shape[0] * x.shape[1], x.shape[2] * x.shape[3], y.shape[2] * y.shape[3]
+    pi, po = x.nbytes // planes, y.nbytes // planes  # bytes a plane (blocked: 4 channels, the 16-pixel pitch)
     rest = ", ".join(str(v) for v in (x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], b[0], b[1],
                                       y.shape[2], y.shape[3]))
     # planes among the threads: a window's bytes cost about a float's worth of vector work per 16 outputs, and each
     # output row about 12 floats' worth of set-up (SqueezeNet's 13x13 pool, 256 planes, took 28 us on one Zen 5 core
     # where the windows alone came to 10)
-    if _par.split(ctx, planes, y.size * k[0] * k[1] // 16 + planes * y.shape[2] * 12):
-        return (f"const q8_pool_shape s = {{1, (int)(ec_e - ec_b), {rest}}};\n"
-                f"{fn}(&s, (const uint8_t *){ctx.ptr(x)} + ec_b * {hw}u, (uint8_t *){ctx.ptr(y)} + ec_b * {hwo}u);\n")
-    return (f"const q8_pool_shape s = {{1, {planes}, {rest}}};\n"
-            f"{fn}(&s, (const uint8_t *){ctx.ptr(x)}, (uint8_t *){ctx.ptr(y)});\n")
-
-
-def _maxpool_c4(node: Node, ctx: EmitContext, x, y, k, s, d, b) -> str:
-    """MaxPool in the blocked layout (q8-maxpool-c4.c), planes among the threads as in NCHW."""
-    if x.block != y.block or x.shape[1] % x.block:
-        raise EdgecError(f"internal: node {node.name} (MaxPool) reads {x.layout} and writes {y.layout}")
-    fn = "q8_maxpool_c4"
-    if ctx.target.arch == "x86_64" and "avx512bw" in ctx.target.features:  # strides 1-2 (its own fallback)
-        fn = "q8_maxpool_c4__avx512"
-    ctx.require(*FILES, "q8-eltwise/q8-maxpool-c4.c", "q8-gemm/q8-gemm.h", "q8-gemm/q8-pack.c")
-    ctx.note(algo="q8-maxpool", macs=y.size * k[0] * k[1], kernel=fn, layout=y.layout)
-    planes = x.shape[0] * x.shape[1] // 4
-    pi, po = x.nbytes // planes, y.nbytes // planes  # bytes a plane: the 16-pixel pitch
-    rest = ", ".join(str(v) for v in (x.shape[2], x.shape[3], k[0], k[1], s[0], s[1], d[0], d[1], b[0], b[1],
-                                      y.shape[2], y.shape[3]))
     if _par.split(ctx, planes, y.size * k[0] * k[1] // 16 + planes * y.shape[2] * 12):
         return (f"const q8_pool_shape s = {{1, (int)(ec_e - ec_b), {rest}}};\n"
                 f"{fn}(&s, (const uint8_t *){ctx.ptr(x)} + ec_b * {pi}u, (uint8_t *){ctx.ptr(y)} + ec_b * {po}u);\n")
