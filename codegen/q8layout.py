@@ -4,14 +4,15 @@ The blocked int8 layout (NCHW4c with a 16-pixel pitch, runtime_c/q8-gemm/q8-gemm
 1x1 convolution: a conv that reads it skips its packing (ResNet-50's int8 build spent 3-5% of an inference packing
 1x1 inputs and copying 3x3 inputs into their padded form, more on two threads, where a thread packs bytes the other
 wrote). Tensors that must share a layout form a group: a one-table lookup's input and output (EcQLut: bytewise), a
-MaxPool's (q8-maxpool-c4.c: the window over 4-channel pixels), a one-image channel Concat's inputs and output (their planes follow one another: in place as in NCHW, codegen/memory.py),
-a conv's output and its fused residual (the Add runs on the stored bytes). A group is blocked when each of its
-tensors is a 4-D int8 activation with a writer that can write it blocked (a QLinearConv through a GEMM with a _c4
-form, quant.blocked_io, or the group's lookup / Concat) and only readers that can read it so (QLinearConvs whose
-input it is: 1x1 without padding, or kxk on the channel-lane GEMM; the group's lookups, Concats and Adds). No
-reorders are inserted: a tensor any other node reads (average pools, dequantization, per-channel tables, graph outputs)
-keeps its group NCHW, and so do the tensors of convs a tuning record covers (their variant was measured in NCHW,
-and a forced one may not read the layout). layout=nchw (EDGEC_LAYOUT) turns it off.
+MaxPool's (q8-maxpool-c4.c: the window over 4-channel pixels), a one-image channel Concat's inputs and output (their
+planes follow one another: in place as in NCHW, codegen/memory.py), a conv's output and its fused residual (the Add
+runs on the stored bytes). A group is blocked when each of its tensors is a 4-D int8 activation with a writer that
+can write it blocked (a QLinearConv through a GEMM with a _c4 form, quant.blocked_io, or the group's lookup, pool or
+Concat) and only readers that can read it so (QLinearConvs whose input it is: 1x1 without padding, or kxk on the
+channel-lane GEMM; the group's lookups, pools, Concats and Adds). No reorders are inserted: a tensor any other node
+reads (average pools, dequantization, per-channel tables, graph outputs) keeps its group NCHW, and so do the tensors
+of convs a tuning record covers (their variant was measured in NCHW, and a forced one may not read the layout).
+layout=nchw (EDGEC_LAYOUT) turns it off.
 """
 
 from __future__ import annotations

@@ -238,17 +238,18 @@ def blocked_io(node: Node, target) -> tuple[bool, bool]:
     (q8_conv_params.io): one group; input: channels a multiple of 4, a 1x1 without padding (read in place, or the
     strided pick) or a kxk on the channel-lane GEMM (its padded copy from the blocked rows); output: channels a
     multiple of 4 through a GEMM with a _c4 form, not the implicit pixel-lane GEMM (whose rows are compacted)."""
-    route, _ = conv_route(node, target)
     x, w, wz, y = node.inputs[0], node.inputs[3], node.inputs[5], node.outputs[0]
-    if route not in ("gemm", "cgemm") or int(node.attr("group", 1)) != 1 or len(x.shape) != 4:
+    if int(node.attr("group", 1)) != 1 or len(x.shape) != 4:
         return False, False
     wq = _weights_s8(node, w, wz)
-    k, s, d, ins, outs, (pt, pl) = _conv_geometry(node, x, y, wq)
-    fn = gemm_variant(target, wq.reshape(wq.shape[0], -1))[0]
-    if fn not in C4_GEMMS:
+    if gemm_variant(target, wq.reshape(wq.shape[0], -1))[0] not in C4_GEMMS:  # no _c4 GEMM on this target
         return False, False
-    pads = list(node.attr("pads", [0] * 4))
-    reads = x.shape[1] % 4 == 0 and ((route == "cgemm" and k[0] * k[1] > 1) or (k == [1, 1] and not any(pads)))
+    route, _ = conv_route(node, target)
+    if route not in ("gemm", "cgemm"):
+        return False, False
+    k = _conv_geometry(node, x, y, wq)[0]
+    pointwise_in = k == [1, 1] and not any(node.attr("pads", [0] * 4))  # 1x1 windows never leave the input
+    reads = x.shape[1] % 4 == 0 and ((route == "cgemm" and k[0] * k[1] > 1) or pointwise_in)
     return reads, wq.shape[0] % 4 == 0
 
 
