@@ -2,7 +2,8 @@
 
 A region is a connected set of float32 4-D nodes that have a blocked kernel (runtime_c/f32-nchwc):
 depthwise convs (any window, stride, pad, dilation), 3x3 stride-1 convs on the Winograd path (whole blocks of
-channels a group, one dense conv per group: runtime_c/f32-winograd reads and writes blocks), strided dense convs on whole blocks of input
+channels a group, or groups merged into whole blocks by merge_groups; one dense conv per group: runtime_c/f32-winograd
+reads and writes blocks), strided dense convs on whole blocks of input
 channels (a blocked im2col, then the 1x1 kernel over its taps' channels), 1x1 stride-1 convs, dense or grouped (a block straddling
 a group edge reads both groups, up to MAX_STRADDLE times the conv's MACs; fused epilogue and residual
 included), MaxPool/AveragePool, GlobalAveragePool, same-shape Add/Mul, the squeeze-excite Mul by an [N,C,1,1]
@@ -87,6 +88,8 @@ def kind(n: Node, target=None) -> str | None:
             return "1x1" if c and straddle(g, c) <= MAX_STRADDLE else None
         if target is not None and _stem(n, g, target):
             return "stem"
+        if n.attr("ec_merged_groups"):  # merge_groups rewrote it for the blocked Winograd driver
+            return "wino"
         return "wino" if target is not None and _wino(g, target) and not _sparse(n, g, target) else None
     if n.op == SHUFFLE_OP:
         return "shuffle" if _f32_4d(n.input(0), y) else None
@@ -228,19 +231,56 @@ def _stem(n: Node, g: dict, target) -> bool:
     return choice is not None and choice.algo == "direct"
 
 
-def _wino(g: dict, target) -> bool:
-    """Whether the Winograd path runs this conv and can read and write it blocked (f32-winograd-nchwc.h): whole
-    blocks of input and output channels a group (each group then runs as an image of a dense conv). Grouped convs
-    on maps of fewer than 14x14 stay out: blocked F(2,3) ran 1.04-1.17x the NCHW grouped driver there (960
-    channels at 7x7, g = 2 and 4; Zen 5)."""
+def merged_groups(g: dict, c: int) -> int:
+    """The groups a grouped conv runs as on blocks of c channels: its own when they are whole blocks, else the
+    fewest merged (s of them as one group, block-diagonal weights with zeros between: s times the MACs) that are;
+    0 when no merge gives whole blocks."""
+    G, cpg, kpg = g["G"], g["C"] // g["G"], g["K"] // g["G"]
+    return next((G // s for s in range(1, G + 1) if G % s == 0 and cpg * s % c == 0 and kpg * s % c == 0), 0)
+
+
+def _wino_choice(g: dict, target):
+    """winograd.choose_blocked's Choice for a conv the blocked Winograd driver could run (whole blocks a group,
+    or groups merged into whole blocks: merged_groups), None where it cannot. Grouped convs on maps of fewer
+    than 14x14 stay out: blocked F(2,3) ran 1.04-1.17x the NCHW grouped driver there (960 channels at 7x7,
+    g = 2 and 4; Zen 5)."""
     from edgec.codegen.ops import winograd
     from edgec.codegen.ops.conv import direct_path_3x3
     c = block_width(target)
-    if not c or not winograd.eligible(g) or (g["C"] // g["G"]) % c or (g["K"] // g["G"]) % c or \
-            (g["G"] > 1 and g["Ho"] * g["Wo"] < 196):
-        return False
+    if not c or not winograd.eligible(g) or (g["G"] > 1 and g["Ho"] * g["Wo"] < 196):
+        return None
+    groups = merged_groups(g, c)
+    if not groups:
+        return None
     cols, path = direct_path_3x3(target, g)
-    return winograd.choose_blocked(target, g, cols, path).algo != "direct"
+    return winograd.choose_blocked(target, g, cols, path, groups)
+
+
+def _wino(g: dict, target) -> bool:
+    """Whether the Winograd path runs this conv and can read and write it blocked (f32-winograd-nchwc.h): each
+    group (or merged group) then runs as an image of a dense conv."""
+    ch = _wino_choice(g, target)
+    return ch is not None and ch.algo != "direct"
+
+
+def merge_groups(n: Node, target) -> None:
+    """Rewrite a blocked Winograd conv whose groups are not whole blocks as merged_groups' fewer groups:
+    block-diagonal weights (a merged group's output channels read only their own group's inputs), the same
+    results. ec_blocked_wino records the algorithm the layout chose (the emitter runs it)."""
+    from edgec.codegen.ops.conv import geometry
+    g = geometry(n)
+    groups = merged_groups(g, block_width(target))
+    if groups == g["G"]:
+        return
+    G, s, cpg, kpg = g["G"], g["G"] // groups, g["C"] // g["G"], g["K"] // g["G"]
+    w = n.inputs[1]
+    src = w.const.reshape(G, kpg, cpg, g["KH"], g["KW"])
+    out = np.zeros((G, kpg, s * cpg, g["KH"], g["KW"]), w.dtype)
+    for j in range(G):
+        out[j, :, (j % s) * cpg:(j % s + 1) * cpg] = src[j]
+    algo = _wino_choice(g, target).algo
+    n.inputs[1] = Tensor(f"{w.name}__merged{s}", (g["K"], s * cpg, g["KH"], g["KW"]), w.dtype, const=out)
+    n.attrs = {**n.attrs, "group": groups, "ec_merged_groups": G, "ec_blocked_wino": algo}
 
 
 def _tuned(n: Node) -> bool:
@@ -357,7 +397,11 @@ def node_cost(n: Node, target) -> tuple[float, float]:
         # no phase packing and channel-lane transforms (f32-winograd-nchwc.h), a fraction of that
         g = geometry(n)
         t = g["N"] * g["K"] * g["C"] // g["G"] * 9 * g["Ho"] * g["Wo"] * costmodel._lc(target, "gemm_mac") / 2
-        return t, t * costmodel._lc(target, "wino_nchwc")
+        merged = merged_groups(g, c)
+        gain = _wino_choice(g, target).estimates.get("est_speedup") if merged != g["G"] else None
+        if gain:  # groups to merge: blocked at the estimate's gain over the NCHW path
+            return t, t / gain
+        return t, t * costmodel._lc(target, "wino_nchwc") * g["G"] / merged
     if k in ("dw", "1x1"):
         return costmodel.layout_node_cost(target, k, c, g=geometry(n))
     return costmodel.layout_node_cost(target, k, c, y_shape=n.outputs[0].shape)
@@ -532,6 +576,9 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     if not chosen:
         return g
     _fold_shuffles(g, chosen, target)
+    for n in g.nodes:
+        if id(n) in chosen and n.op == "Conv" and kind(n, target) == "wino":
+            merge_groups(n, target)
     stems = {id(n) for n in g.nodes if id(n) in chosen and kind(n, target) == "stem"}  # read NCHW, write blocked
     users = g.consumers()
     outs = {id(t) for t in g.outputs}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgec.codegen import kernels, memory, options
+from edgec.codegen import costmodel, kernels, memory, options
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node
 from edgec.codegen.ops._util import flt
@@ -93,7 +93,8 @@ def emit(node: Node, ctx: EmitContext) -> str:
         node.attrs[memory.RES_ATTR] = memory.RES_CANDIDATE
     g = geometry(node)
     w = node.inputs[1].const.reshape(g["K"], g["C"] // g["G"], g["KH"], g["KW"]).astype(np.float32)
-    macs = g["N"] * g["K"] * (g["C"] // g["G"]) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
+    # the layer's own MACs: a conv whose groups layout.merge_groups merged multiplies zeros besides
+    macs = g["N"] * g["K"] * (g["C"] // node.attr("ec_merged_groups", g["G"])) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
     if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
         if not node.inputs[0].block and smallc_kernel(ctx.target, g) is not None:  # a stem writing the region
             return _emit_smallc(node, ctx, g, w, macs, node.outputs[0].block)
@@ -124,6 +125,9 @@ def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
     from edgec.codegen.ops import winograd
     if not winograd.eligible(g):
         return None
+    if node.outputs[0].block and node.attr("ec_blocked_wino"):  # groups merged for it (layout.merge_groups)
+        return costmodel.Choice(node.attr("ec_blocked_wino"), f"blocked, {node.attr('ec_merged_groups')} groups "
+                                f"merged into {g['G']} of whole blocks (zero weights between them)", {})
     cols, kind = direct_path_3x3(ctx.target, g)
     # in a blocked region a grouped conv's Winograd runs one dense conv a group (layout._wino chose the same way)
     choose = winograd.choose_blocked if node.outputs[0].block else winograd.choose

@@ -152,27 +152,42 @@ def choose(target, g: dict, direct_cols: int, direct_kind: str) -> costmodel.Cho
                                     options.active().conv)
 
 
-def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str) -> costmodel.Choice:
+def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: int | None = None) -> costmodel.Choice:
     """choose() for a layer that may run in a channel-blocked region (codegen/layout.py). A grouped conv with whole
     blocks a group runs there as a dense conv per group (f32-winograd-nchwc.h), so where choose() keeps the direct
     path (its grouped Winograd estimate prices the NCHW driver's small per-group GEMMs) Winograd is weighed again as
     that dense conv over N G images, at the blocked driver's share of the NCHW one's time (the layout constant
-    wino_nchwc, as layout.node_cost prices it), against the same direct path."""
+    wino_nchwc, as layout.node_cost prices it), against the same direct path.
+    groups: fewer groups than g's, each of whole blocks (layout.merged_groups: g's groups merged, zero weights
+    between them), when g's groups are not whole blocks: the blocked driver then runs that many dense convs of
+    G / groups times g's MACs, weighed against whatever the NCHW emitter would run (direct, or choose()'s
+    grouped Winograd); a direct choice means the layer stays out of blocked regions."""
     c = choose(target, g, direct_cols, direct_kind)
-    if c.algo != "direct" or g["G"] == 1 or options.active().conv != "auto":
-        return c
+    merged = groups is not None and groups != g["G"]
+    if options.active().conv != "auto" or (not merged and (c.algo != "direct" or g["G"] == 1)):
+        return c  # EDGEC_CONV's algorithm, merged groups or not
     from edgec.codegen.options import active
     gk = kernels.gemm_kernel(target)
     mr, nr, threads = gk.params["mr"], gk.params["nr"], max(1, active().threads)
-    dense = dict(g, C=g["C"] // g["G"], K=g["K"] // g["G"], G=1, N=g["N"] * g["G"])
+    gb = groups if merged else g["G"]
+    dense = dict(g, C=g["C"] // gb, K=g["K"] // gb, G=1, N=g["N"] * gb)
     share = costmodel._lc(target, "wino_nchwc")
     est = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr), threads)["cost"] * share
            for m in (2, 4)}
     m = min(est, key=lambda k: est[k])
-    d = costmodel.direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads)
+    if c.algo == "direct":
+        d, what = costmodel.direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads), "direct"
+    else:  # merged groups against the NCHW grouped Winograd choose() picked
+        mn = int(c.algo.rsplit("f", 1)[1][0])
+        d = costmodel._winograd_at(costmodel.winograd_estimate(target, g, mn, mr, nr), threads)["cost"]
+        what = f"the NCHW grouped F({mn},3)"
+    how = f"{g['G']} groups merged into {gb} of whole blocks" if merged else "one dense conv a group"
     if d > est[m]:
-        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, one dense conv a group: est. "
-                                f"{d / est[m]:.1f}x faster than direct", {"est_speedup": round(d / est[m], 2)})
+        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {how}: est. "
+                                f"{d / est[m]:.1f}x faster than {what}", {"est_speedup": round(d / est[m], 2)})
+    if merged:
+        return costmodel.Choice("direct", f"NCHW: blocked F({m},3) with {how} est. {est[m] / d:.1f}x {what}'s "
+                                "time", {})
     return c
 
 
