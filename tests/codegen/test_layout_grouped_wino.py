@@ -45,17 +45,17 @@ def test_merged_groups():
     assert merged_groups(_geom(128, 4), 16) == 4  # whole blocks: as they are
     assert merged_groups(_geom(128, 16), 16) == 8  # 8 a group: pairs
     assert merged_groups(_geom(192, 8), 16) == 4  # 24: pairs of 48
-    assert merged_groups(_geom(192, 16), 16) == 4  # 12: fours of 48
-    assert merged_groups(_geom(40, 8), 16) == 0  # 5 a group: not even all 40 make whole blocks
-    assert merged_groups(_geom(48, 8), 16) == 1  # 6: one dense conv of 48
+    assert merged_groups(_geom(192, 16), 16) == 0  # 12: pairs are not whole blocks
+    assert merged_groups(_geom(144, 2), 16) == 0  # 72: too wide to double the MACs
+    assert merged_groups(_geom(24, 3), 16) == 0  # 8 a group, an odd count: no pairs
     assert merged_groups(dict(_geom(96, 4), K=64), 16) == 2  # 24 in, 16 out a group: inputs need pairs
-    assert merged_groups(dict(_geom(128, 4), K=32), 16) == 2  # 32 in, 8 out: outputs need pairs
+    assert merged_groups(dict(_geom(128, 4), K=32), 16) == 0  # 32 in (whole, wide), 8 out
+    assert merged_groups(_geom(96, 8), 8) == 4  # 12 a group on 8-channel blocks (AVX2)
 
 
-def test_merge_chosen_by_estimate(tmp_path):
-    """192 channels in 8 groups (24 a group) on 28x28 maps: the estimate runs them merged into 4 groups of 48 on the
-    blocked driver (1.2x the NCHW grouped Winograd's estimate; measured 0.70x its time on a Zen 5 core). Code only,
-    for a fixed target: the choice is the cost model's, not the host's."""
+def test_merge_chosen(tmp_path):
+    """192 channels in 8 groups (24 a group) on 28x28 maps run merged into 4 groups of 48 on the blocked driver
+    (measured 0.70x the NCHW grouped Winograd's time on a Zen 5 core). Code only, for a fixed target."""
     path = _model(tmp_path / "m.onnx", 192, 8, hw=28)
     bld = compile_model(path, tmp_path / "out", build=False, options=CompileOptions(target="x86_64-avx512", threads=1))
     convs = [la for la in bld.layers if la["op"] == "Conv"]
