@@ -237,10 +237,13 @@ def pack_u_blocked(u: np.ndarray, b: int) -> np.ndarray:
     return np.ascontiguousarray(out, dtype=np.float32)
 
 
-def nchwc_tiles(target, g: dict, m: int, threads: int) -> tuple[int, int]:
+def nchwc_tiles(target, g: dict, m: int, threads: int, kt: int = 1, b: int = 1) -> tuple[int, int]:
     """(TT, KS) of f32_winograd_nchwc_run: TT tiles a work item, V and M of them within half of L2, balanced; KS
     output-block ranges per tile chunk when there are fewer chunks than 2 a thread (each range transforms the
-    chunk's input again: cheap beside its GEMMs)."""
+    chunk's input again: cheap beside its GEMMs). A range is whole groups of the 1x1 kernel's kt blocks (of b
+    channels), so there are at most that many; where they and the chunks still leave a thread idle, the tiles
+    split into more chunks (64ch 16x16 F(4,3): 4 blocks are one range of the 4-block kernel, and all 16 tiles one
+    chunk had run on one thread: 0.175 ms a 4-layer stack at 2 threads, 0.128 at 1; Zen 5)."""
     a2, T = (m + 2) ** 2, -(-g["Ho"] // m) * -(-g["Wo"] // m)
     per_tile = a2 * (g["C"] + g["K"]) * 4
     tt = max(1, min(T, target.l2_bytes // 2 // per_tile))
@@ -248,7 +251,13 @@ def nchwc_tiles(target, g: dict, m: int, threads: int) -> tuple[int, int]:
         tt = T  # U streams once per chunk: few tiles and large weights take them all
     tt = -(-T // -(-T // tt))
     chunks = g["N"] * -(-T // tt)
-    ks = 1 if threads <= 1 or chunks >= 2 * threads else -(-2 * threads // chunks)
+    if threads <= 1 or chunks >= 2 * threads:
+        return tt, 1
+    ranges = -(-(g["K"] // b) // kt)
+    ks = min(ranges, -(-2 * threads // chunks))
+    if chunks * ks < threads:  # still an idle thread: more, smaller tile chunks
+        per_image = min(T, -(-threads // (g["N"] * ks)))
+        tt = -(-T // per_image)
     return tt, ks
 
 
@@ -268,7 +277,7 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
     gg = dict(g, C=C, K=K)
     kt = nchwc.tile_blocks(t, True)
     kc = nchwc.pass_channels(t, kt, C, b)
-    tt, ks = nchwc_tiles(t, dict(gg, N=g["N"] * G), m, options.active().threads)
+    tt, ks = nchwc_tiles(t, dict(gg, N=g["N"] * G), m, options.active().threads, kt, b)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     uw = transform_weights(w, m)
     u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}",

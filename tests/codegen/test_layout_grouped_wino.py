@@ -17,7 +17,7 @@ from edgec.codegen.targets import get_target
 from edgec.codegen.verifier import onnxruntime_outputs, run_binary
 
 
-def _model(path, c, g, hw=15):
+def _model(path, c, g, hw=15, n=2):
     rng = np.random.default_rng(8)
     inits, nodes, h = [], [], "x"
     for i in range(3):
@@ -30,7 +30,7 @@ def _model(path, c, g, hw=15):
         else:
             nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
             h = f"r{i}"
-    graph = helper.make_graph(nodes, "gw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, hw, hw])],
+    graph = helper.make_graph(nodes, "gw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c, hw, hw])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.save(onnx.shape_inference.infer_shapes(m), path)
@@ -86,3 +86,26 @@ def test_grouped_winograd_blocked_matches_onnxruntime(groups, blocks, tmp_path):
                                               threads=threads)[0]
     for key, y in got.items():
         np.testing.assert_allclose(y, want, rtol=2e-4, atol=2e-4, err_msg=str(key))
+
+
+def test_few_blocks_split_tiles_among_threads(tmp_path):
+    """A dense conv of 2 blocks, one image: its output blocks are one range of the 1x1 kernel's tile, so 3 threads
+    get chunks of the tiles instead (winograd.nchwc_tiles); results as onnxruntime's at 1 and 3 threads."""
+    from edgec.codegen.ops import nchwc, winograd
+    t = get_target("native")
+    b = block_width(t)
+    if not b:
+        pytest.skip("this target has no channel-blocked kernels")
+    c = 2 * b
+    g = dict(_geom(c, 1, 15), K=c)
+    tt, _ = winograd.nchwc_tiles(t, g, 4, 3, nchwc.tile_blocks(t, True), b)
+    assert tt < 16  # 16 tiles of F(4,3) in more than one chunk
+    path = _model(tmp_path / "m.onnx", c, 1, n=1)
+    x = np.random.default_rng(3).standard_normal((1, c, 15, 15)).astype(np.float32)
+    want = onnxruntime_outputs(path, {"x": x})[1][0]
+    bld = compile_model(path, tmp_path / "b", build=True,
+                        options=CompileOptions(target="native", threads=3, layout="nchwc", conv="winograd-f43"))
+    assert all(la["algo"].startswith("winograd-f43-nchwc") for la in bld.layers if la["op"] == "Conv")
+    for threads in (1, 3):
+        y = run_binary(bld.binaries["runner"], bld.target, [x], tmp_path / f"r{threads}", threads=threads)[0]
+        np.testing.assert_allclose(y, want, rtol=2e-4, atol=2e-4, err_msg=str(threads))
