@@ -161,7 +161,7 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     groups: half g's groups, each a pair of g's narrow ones making whole blocks (layout.merged_groups: zero weights
     between them): the blocked driver then runs that many dense convs at twice g's MACs. Chosen whatever the
     estimate says: it priced them at 0.83-0.96x the NCHW paths' speed where they measured 1.15-1.45x (the cases
-    in merged_groups); the estimate picks F(2,3) or F(4,3) and is noted."""
+    in merged_groups); it only picks F(2,3) or F(4,3)."""
     c = choose(target, g, direct_cols, direct_kind)
     merged = groups is not None and groups != g["G"]
     if options.active().conv != "auto" or (not merged and (c.algo != "direct" or g["G"] == 1)):
@@ -175,19 +175,13 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     est = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr), threads)["cost"] * share
            for m in (2, 4)}
     m = min(est, key=lambda k: est[k])
-    if c.algo == "direct":
-        d, what = costmodel.direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads), "direct"
-    else:  # merged groups against the NCHW grouped Winograd choose() picked
-        mn = int(c.algo.rsplit("f", 1)[1][0])
-        d = costmodel._winograd_at(costmodel.winograd_estimate(target, g, mn, mr, nr), threads)["cost"]
-        what = f"the NCHW grouped F({mn},3)"
-    how = f"{g['G']} groups merged into {gb} of whole blocks" if merged else "one dense conv a group"
     if merged:  # pairs of narrow groups: merged whatever the estimate says (layout.merged_groups)
-        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {how} (est. {d / est[m]:.2f}x "
-                                f"{what}'s speed)", {"est_speedup": round(d / est[m], 2)})
+        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {g['G']} groups merged into {gb} of "
+                                "whole blocks", {})
+    d = costmodel.direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads)
     if d > est[m]:
-        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {how}: est. "
-                                f"{d / est[m]:.1f}x faster than {what}", {"est_speedup": round(d / est[m], 2)})
+        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, one dense conv a group: est. "
+                                f"{d / est[m]:.1f}x faster than direct", {"est_speedup": round(d / est[m], 2)})
     return c
 
 
