@@ -269,6 +269,7 @@ def direct_estimate(target, g: dict, mr: int, nr: int, cols: int, kind: str) -> 
 # o8: block loop 68%, packing 15%, stores 12%). Other ISAs: the same per-value costs, not measured.
 _FMA_LATENCY = 4  # cycles: Zen 3, Skylake, Cortex-A76 (A72: 7; the model then favours wider blocks a bit less)
 _GSPC_PACK, _GSPC_OUT = 14.0, 13.0
+_GSPC_LOADS = 0.9  # loads issued per FMA slot in the T_O tiles' K loop (gspc_tile_factor)
 # the along-ow kernel's K steps take 1.7x their FMA issue slots (per tap: the tap's phase and offset, a row
 # vector load, Kpg weight broadcasts): it measured 1.76x the o8 tile on rows without idle lanes (64ch 56x56
 # g=8) and 1.9x on 28-wide rows (128ch g=16), both Kpg 8 on Zen 3, where the issue slots are equal
@@ -286,6 +287,16 @@ def _peak_lpc(target) -> int:
     from edgec.codegen import kernels
 
     return max([k.params["lpc"] for k in kernels.usable(target, "gspc")] + [1])
+
+
+def gspc_tile_factor(wo: int, owb: int, bmax: int, gv: int) -> float:
+    """Issue slots per FMA of a T_O tile of gv vectors on a wo-wide row, relative to FMA-bound: a block of b
+    pixels loads b input broadcasts and gv weight vectors for b * gv FMAs (_GSPC_LOADS a FMA slot), and needs _FMA_LATENCY * 2 independent accumulators to hide the FMA latency on two units. One
+    vector a tile (every FMA its own broadcast) measured 1.1-1.25x two on stride-2 rows (Zen 5: 128ch 28x28
+    g=2 0.142 / 0.128 ms, 256ch 14x14 g=2 0.154 / 0.124, 576ch 14x14 g=2 0.724 / 0.595); four vectors in
+    6-pixel blocks ran 1.1-1.35x two (0.140, 0.152, 0.805 ms)."""
+    bs = _blocks(wo, owb, bmax)
+    return sum(b * max(1.0, (1.0 / gv + 1.0 / b) / _GSPC_LOADS, 2.0 * _FMA_LATENCY / (b * gv)) for b in bs) / sum(bs)
 
 
 def _blocks(wo: int, owb: int, bmax: int) -> list[int]:
@@ -325,8 +336,18 @@ def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
         bmax = k.params["bmax"] if k.params["t_o"] else 1
         compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, bmax)) * vl * P / lpc
         span = (min(owb, g["Wo"]) - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
-        ws = 4 * cpg * (t_o * taps + g["KH"] * span)
+        gv = k.params.get("gv", 1)
+        # weight bytes a FMA reads do not grow with gv (a block reads gv vectors for gv times the FMAs): a wide
+        # tile's working set counts as one vector's
+        ws = 4 * cpg * (t_o // gv * taps + g["KH"] * span)
         compute *= 1 + _GSPC_L1 * max(0.0, ws / target.l1d_bytes - 1)
+        if gv > 1 and g["SW"] > 1:
+            # the constants above were fitted on one-vector tiles: only what gv saves is added. Measured at stride 2
+            # (gspc_tile_factor); at stride 1 the comparisons with Winograd and the indirect GEMM lean on the fitted
+            # one-vector cost, and adding it there moved three Zen 5 layers to a slower GSPC (4-layer stacks, 1
+            # thread: 128ch 8x8 g=2 0.113 -> 0.167 ms, 512ch 7x7 g=4 0.725 -> 0.956, 576ch 14x14 g=16 1.51 -> 1.79)
+            bmax_, owb_ = k.params["bmax"], min(owb, k.params["bmax"])
+            compute *= gspc_tile_factor(g["Wo"], owb_, bmax_, gv) / gspc_tile_factor(g["Wo"], owb_, bmax_, 1)
         out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT
     return compute + n * g["C"] * hp * wp * _GSPC_PACK + out
 
@@ -754,6 +775,8 @@ def describe_dense_conv(algo: str, groups: int, c_in: int) -> str:
     if algo.startswith("gspc-g"):
         return (f"{groups} groups of {c_in // groups} channels: GSPC with several narrow groups per vector "
                 "(one broadcast load feeds them all)")
+    if algo.startswith("gspc") and groups == 1:
+        return "strided: direct row kernel over one padded copy of the input (no im2col, no padded pixel tiles)"
     if algo.startswith("gspc"):
         return f"{groups} groups of {c_in // groups} channels: GSPC, weights tiled per group, parallel over groups"
     per_group = f"one GEMM per group ({groups} groups), " if algo.startswith("gemm-grouped") else ""

@@ -91,6 +91,15 @@ KERNELS: tuple[Kernel, ...] = (
            {"t_o": 4, "bmax": 24, "lpc": 8}, arch="aarch64", scratch="N x C x Hp x Wp x 4"),
     Kernel("f32_gspc_row_o4__neon", "f32", "gspc", "neon", "o4", _GS + "o4-neon.c",
            {"t_o": 4, "bmax": 12, "lpc": 8}, arch="armv7", scratch="N x C x Hp x Wp x 4"),
+    # gv vectors a tile: one input broadcast feeds gv FMAs (at one vector the broadcast loads bound the
+    # loop: 1.1-1.25x slower on stride-2 rows, Zen 5); bmax = what the register file holds beside the gv
+    # weight vectors. Four zmm in 6-pixel blocks measured 1.1-1.35x two; three ymm (T_O 24) on AVX-512 ran
+    # 1.3-1.4x two zmm even with the zmm tile a third padding (Zen 5), so neither is here
+    *(Kernel(f"f32_gspc_row_o{t}__{isa}", "f32", "gspc", isa, f"o{t}", f"{_GS}o{t}-{isa}.c",
+             {"t_o": t, "bmax": bmax, "lpc": lpc, "gv": gv}, arch=arch, scratch="N x C x Hp x Wp x 4")
+      for isa, t, bmax, lpc, gv, arch in (("avx512", 32, 14, 16, 2, None), ("avx512", 48, 9, 16, 3, None),
+                                          ("avx2", 16, 6, 16, 2, None), ("neon", 8, 12, 8, 2, "aarch64"),
+                                          ("neon", 8, 5, 8, 2, "armv7"))),
     # along ow (groups of <= 8 output channels, chosen at stride 1): measured 1.3-2.6x the o4/o8
     # tiles there
     *(Kernel(f"f32_gspc_row_ow__{isa}", "f32", "gspc_ow", isa, "ow", f"{_GS}ow-{isa}.c",
@@ -140,8 +149,13 @@ def igemm_kernel(target: Target) -> Kernel:
     return usable(target, "igemm")[0]
 
 
-def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:
-    """(row kernel, T_O) for Kpg output channels per group: least padded work per FMA lane."""
+def gspc_kernel(target: Target, kpg: int, wo: int | None = None) -> tuple[Kernel, int]:
+    """(row kernel, T_O) for Kpg output channels per group: least padded work per FMA lane, each tile's lanes
+    weighted by its row blocks' issue limits on wo-wide rows (gspc_tile_factor); the narrower tile on a tie
+    (fewer weights a row, wider blocks)."""
+    from edgec.codegen.costmodel import gspc_tile_factor
+    from edgec.codegen.ops.conv import _owb
+
     best, seen = None, set()
     for k in usable(target, "gspc"):  # best isa first: a tile width counts once, in its best isa
         if k.params["t_o"] in seen:
@@ -149,7 +163,10 @@ def gspc_kernel(target: Target, kpg: int) -> tuple[Kernel, int]:
         seen.add(k.params["t_o"])
         t = k.params["t_o"] or _largest_divisor(kpg, 16)
         padded = -(-kpg // t) * t
-        key = (padded / k.params["lpc"], padded - kpg, -t)
+        f = 1.0
+        if wo and k.params["t_o"]:
+            f = gspc_tile_factor(wo, _owb(wo, k.params["bmax"]), k.params["bmax"], k.params.get("gv", 1))
+        key = (round(padded / k.params["lpc"] * f, 6), padded - kpg, t)
         if best is None or key < best[0]:
             best = (key, k, t)
     return best[1], best[2]
@@ -215,7 +232,7 @@ def gspc_candidates(target: Target, g: dict) -> dict:
     from edgec.codegen.ops.conv import _owb
 
     kpg, cpg = g["K"] // g["G"], g["C"] // g["G"]
-    k, t_o = gspc_kernel(target, kpg)
+    k, t_o = gspc_kernel(target, kpg, g["Wo"])
     out = {"tile": (k, t_o, _largest_divisor(cpg, t_o), _owb(g["Wo"], k.params["bmax"] if k.params["t_o"] else 1))}
     mg = gspc_mg_kernel(target, kpg)
     if mg is not None:

@@ -1,7 +1,13 @@
 /* GSPC row kernel body shared by the SIMD files. The including file picks the vocabulary
- * (ec_simd_*.h, T_O = EC_VL), BMAX (largest ow register block its register file holds) and FN.
- * Blocks have compile-time widths (switch below) so accumulators stay in registers. */
+ * (ec_simd_*.h), GV (vectors per output tile: T_O = GV * EC_VL, default 1), BMAX (largest ow register
+ * block its register file holds next to GV weight vectors) and FN. Blocks have compile-time widths
+ * (switch below) so accumulators stay in registers. GV > 1 reuses each input broadcast for GV FMAs: at
+ * GV = 1 every FMA needs its own broadcast load, and the loads, not the FMAs, bound the loop. */
 #include <string.h>
+
+#ifndef GV
+#define GV 1
+#endif
 
 /* Epilogue + NCHW transpose of one block, shared by every block width (kept out of line). Without a
  * residual, blocks of at least EC_VL columns run the epilogue in registers and transpose EC_VL x EC_VL
@@ -32,13 +38,13 @@ static __attribute__((noinline)) void gspc_finish(const f32_gspc_shape *s, const
   }
 }
 
-/* SW is a constant 1 in the common stride-1 instantiation: the B broadcasts then read at immediate
+/* SW is a constant 1 or 2 in the common instantiations: the B broadcasts then read at immediate
  * offsets of one pointer (a run-time stride needed B index registers, spilled inside the FMA loop). */
 EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, size_t ow0, const int B,
                           const size_t SW) {
-  ec_v acc[BMAX];
+  ec_v acc[BMAX * GV];
 #pragma GCC unroll 32
-  for (int b = 0; b < B; b++) acc[b] = ec_vzero();
+  for (int b = 0; b < B * GV; b++) acc[b] = ec_vzero();
   const size_t TI = s->T_I, Wp = s->Wp, ncb = s->C / s->G / TI;
   const float *w = a->w;
   const float *xb = a->xp + a->oh * s->SH * TI * Wp + ow0 * SW;
@@ -47,19 +53,39 @@ EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, s
       const float *xr = xb + kh * s->DH * TI * Wp;
       for (size_t kw = 0; kw < s->KW; kw++) {
         const float *xk = xr + kw * s->DW;
-        for (size_t ti = 0; ti < TI; ti++, w += EC_VL) {
-          const ec_v wv = ec_vld(w);
+        for (size_t ti = 0; ti < TI; ti++, w += GV * EC_VL) {
+          ec_v wv[GV];
+#pragma GCC unroll 4
+          for (int v = 0; v < GV; v++) wv[v] = ec_vld(w + v * EC_VL);
           const float *xi = xk + ti * Wp;
 #pragma GCC unroll 32
-          for (int b = 0; b < B; b++) acc[b] = ec_vfma(acc[b], ec_vset1(xi[(size_t)b * SW]), wv);
+          for (int b = 0; b < B; b++) {
+            const ec_v xv = ec_vset1(xi[(size_t)b * SW]);
+#pragma GCC unroll 4
+            for (int v = 0; v < GV; v++) acc[b * GV + v] = ec_vfma(acc[b * GV + v], xv, wv[v]);
+          }
         }
       }
     }
   }
-  float tile[BMAX * EC_VL];
+  float tile[GV][BMAX * EC_VL];
 #pragma GCC unroll 32
-  for (int b = 0; b < B; b++) ec_vst(tile + b * EC_VL, acc[b]);
-  gspc_finish(s, a, tile, ow0, (size_t)B);
+  for (int b = 0; b < B; b++)
+#pragma GCC unroll 4
+    for (int v = 0; v < GV; v++) ec_vst(tile[v] + b * EC_VL, acc[b * GV + v]);
+#if GV == 1
+  gspc_finish(s, a, tile[0], ow0, (size_t)B);
+#else
+  const size_t HoWo = s->Ho * s->Wo;
+  for (size_t v = 0; v < GV && v * EC_VL < a->nvalid; v++) { /* each vector is a T_O = EC_VL tile's epilogue */
+    f32_gspc_row_args av = *a;
+    av.y += v * EC_VL * HoWo;
+    av.bias = a->bias ? a->bias + v * EC_VL : NULL;
+    av.res = a->res ? a->res + v * EC_VL * HoWo : NULL;
+    av.nvalid = EC_MIN((size_t)EC_VL, a->nvalid - v * EC_VL);
+    gspc_finish(s, &av, tile[v], ow0, (size_t)B);
+  }
+#endif
 }
 
 #define GSPC_CAT2(a, b) a##b
@@ -71,6 +97,8 @@ EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, s
                                                        const f32_gspc_row_args *a, size_t ow0) { \
     if (s->SW == 1)                                                                              \
       gspc_block(s, a, ow0, B, 1);                                                               \
+    else if (s->SW == 2)                                                                         \
+      gspc_block(s, a, ow0, B, 2);                                                               \
     else                                                                                         \
       gspc_block(s, a, ow0, B, s->SW);                                                           \
   }

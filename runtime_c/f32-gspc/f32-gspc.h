@@ -41,6 +41,11 @@ void f32_gspc_row_o8__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a
 void f32_gspc_row_o8__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 void f32_gspc_row_o4__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 void f32_gspc_row_o4__neon(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+/* several vectors per tile (T_O = GV vectors): one input broadcast feeds GV FMAs */
+void f32_gspc_row_o32__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o48__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o16__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
+void f32_gspc_row_o8__neon(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 /* along ow: T_O = Kpg <= 8, T_I = 1, SW = 1 */
 void f32_gspc_row_ow__avx2(const f32_gspc_shape *s, const f32_gspc_row_args *a);
 void f32_gspc_row_ow__avx512(const f32_gspc_shape *s, const f32_gspc_row_args *a);
