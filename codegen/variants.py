@@ -46,8 +46,18 @@ def _wino_ok(f: dict, _t) -> bool:
         and not f["dw"]
 
 
-def _gspc_ok(f: dict, _t) -> bool:
+def _grouped_ok(f: dict, _t) -> bool:
     return f["kind"] == "conv" and f["G"] > 1 and not f["dw"] and f["KH"] * f["KW"] > 1
+
+
+def _gspc_ok(f: dict, t) -> bool:
+    """Grouped convs with a window, and dense strided ones (the row kernel as one group or the GEMM:
+    conv.strided_direct), few-channel stems aside (the smallc family weighs theirs)."""
+    if _grouped_ok(f, t):
+        return True
+    from edgec.codegen.ops.conv import smallc_kernel
+    return f["kind"] == "conv" and f["G"] == 1 and f["KH"] * f["KW"] > 1 and f["SH"] * f["SW"] > 1 \
+        and smallc_kernel(t, f) is None
 
 
 def _gspc_direct(f: dict) -> tuple:
@@ -94,15 +104,15 @@ def _build_table() -> tuple[Variant, ...]:
         v.append(Variant("conv3x3", name, (("conv", name),), _wino_ok,
                          "3x3 stride-1 conv: the direct kernel the cost model would use, or Winograd F(m,3)"))
     v.append(Variant("gspc", "gspc-tile", (("gspc", "tile"),), _gspc_ok,
-                     "grouped conv: T_O output-channel tiles per group"))
+                     "grouped or dense strided conv: GSPC's T_O output-channel tiles per group"))
     v.append(Variant("gspc", "gspc-ow", (("gspc", "ow"),),
-                     lambda f, t: _gspc_ok(f, t) and kernels.gspc_ow_kernel(t, f["K"] // f["G"], 1, f["Wo"]) is not None,
+                     lambda f, t: _grouped_ok(f, t) and kernels.gspc_ow_kernel(t, f["K"] // f["G"], 1, f["Wo"]) is not None,
                      "grouped conv: vectors along the output row (few channels per group)"))
     v.append(Variant("gspc", "gspc-mg", (("gspc", "mg"),),
-                     lambda f, t: _gspc_ok(f, t) and kernels.gspc_mg_kernel(t, f["K"] // f["G"]) is not None,
+                     lambda f, t: _grouped_ok(f, t) and kernels.gspc_mg_kernel(t, f["K"] // f["G"]) is not None,
                      "grouped conv: several narrow groups per vector"))
     v.append(Variant("gspc", "gspc-gemm", (("gspc", "gemm"),), _gspc_ok,
-                     "grouped conv: one packed GEMM per group (many channels a group)"))
+                     "grouped or dense strided conv: a packed GEMM (one per group)"))
     v.append(Variant("dw", "dw-plane", (("dw", "plane"),), lambda f, t: f["kind"] == "conv" and f["dw"],
                      "depthwise: one plane at a time"))
     v.append(Variant("dw", "dw-cb", (("dw", "cb"),),

@@ -116,6 +116,8 @@ def emit(node: Node, ctx: EmitContext) -> str:
         return winograd.emit(node, ctx, g, w, macs, wino)
     if g["G"] > 1 and g["KH"] * g["KW"] > 1 and not grouped_gemm(ctx.target, g):
         return _emit_gspc(node, ctx, g, w, macs)  # grouped 1x1 has no window to reuse: GEMM per group
+    if g["G"] == 1 and strided_direct(ctx.target, g):
+        return _emit_gspc(node, ctx, g, w, macs)
     return _emit_gemm(node, ctx, g, w, macs)
 
 
@@ -181,6 +183,26 @@ def grouped_gemm(target, g: dict) -> bool:
     gemm = costmodel.direct_estimate(target, g, k.params["mr"], k.params["nr"], cols, kind)["cost"]
     kk, t_o, _, owb = gspc_tiles(target, g)
     return gemm < costmodel.gspc_estimate(target, g, kk, t_o, owb)
+
+
+def strided_direct(target, g: dict) -> bool:
+    """Whether a dense strided conv with a window runs GSPC's row kernel with one group (a direct conv over one
+    padded copy of the input) instead of the spatial-pack GEMM: forced by EDGEC_GSPC (gemm, or a GSPC family),
+    else the cheaper estimate. The GEMM copies every tap of the input (KH*KW times its pixels at stride 1) and
+    pads the pixels to its tile; the row kernel reads the input in place, a row of output pixels a block.
+    Zen 5, 1 thread, one 3x3 stride-2 layer (bench_gspc.py shapes, GEMM -> two-vector tile): 64ch 56x56 0.313 ->
+    0.249 ms, 128ch 28x28 0.307 -> 0.235, 96ch 112x112 2.42 -> 2.20, 256ch 14x14 0.265 -> 0.232, 576ch 14x14
+    1.24 -> 1.17 (the estimate keeps the last two on the GEMM)."""
+    if g["KH"] * g["KW"] == 1 or g["SH"] * g["SW"] == 1 or smallc_kernel(target, g) is not None:
+        return False  # 1x1: a GEMM; stride 1: Winograd / the indirect GEMM; stems: choose_smallc's measured pick
+    mode = options.active().gspc
+    if mode != "auto":
+        return mode != "gemm"
+    k = kernels.gemm_kernel(target)
+    cols, kind = gemm_path(target, g)
+    gemm = costmodel.direct_estimate(target, g, k.params["mr"], k.params["nr"], cols, kind)["cost"]
+    kk, t_o, _, owb = gspc_tiles(target, g)
+    return kk.op == "gspc" and costmodel.gspc_estimate(target, g, kk, t_o, owb) < gemm
 
 
 def _shape_init(g: dict, keys: str) -> str:

@@ -73,7 +73,7 @@ def test_which_variants_apply(tmp_path):
         ("Relu", ["t0"], {}, []),
         _conv("2", 32, 32, g=32, x="t1"),            # depthwise
         _conv("3", 32, 32, g=8, x="t2"),             # grouped 3x3 s1 (4 per group): Winograd, GSPC families
-        _conv("4", 32, 32, k=3, s=2, x="t3"),        # 3x3 stride 2: nothing to choose
+        _conv("4", 32, 32, k=3, s=2, x="t3"),        # 3x3 stride 2: GSPC's row kernel as one group or the GEMM
         _conv("5", 32, 32, k=1, x="t4", pruned=True),  # pruned 1x1: dense or sparse blocks
     ], [1, 16, 12, 12])
     n = lower_file(p).nodes
@@ -83,7 +83,7 @@ def test_which_variants_apply(tmp_path):
     assert _names(n[1], get_target("generic")) == ["dw-plane"]  # no channel-blocked kernel without SIMD
     assert set(_names(n[2])) == {"direct", "winograd-f23", "winograd-f43", "winograd-f63", "gspc-tile", "gspc-ow",
                                  "gspc-mg", "gspc-gemm"}
-    assert _names(n[3]) == []
+    assert _names(n[3]) == ["gspc-tile", "gspc-gemm"]
     # partitioning applies to every covered layer; the split axis to the dense GEMM drivers and to Winograd's
     # (tile blocks or output channels), grouped 3x3 stride-1 layers included
     assert _names(n[3], family="par") == _names(n[0], family="par") == _names(n[2], family="par") == \
@@ -221,7 +221,7 @@ def _expect(v: variants.Variant, layer: dict) -> bool:
     op = {k.name: k.op for k in kernels.KERNELS}.get(layer.get("details", {}).get("kernel"))
     checks = {
         "conv3x3": lambda m: algo.startswith(m) if m.startswith("winograd") else not algo.startswith("winograd"),
-        "gspc": lambda m: algo.startswith("gemm-grouped-") if m == "gemm" else op == {"tile": "gspc"}.get(m, f"gspc_{m}"),
+        "gspc": lambda m: algo.startswith("gemm") if m == "gemm" else op == {"tile": "gspc"}.get(m, f"gspc_{m}"),
         "dw": lambda m: op == {"plane": "dwconv", "cb": "dwconv_cb"}[m],
         "sparse": lambda m: algo in (m.replace("sparse", "spmm"), m.replace("sparse", "spmv")) if m != "dense"
         else not algo.startswith(("spmm", "spmv")),
@@ -298,7 +298,8 @@ def _odd_f32_model(path):
     conv(3, 20, (17, 19), s=2)  # few input channels: direct kernel or GEMM
     conv(4, 12, (13, 15), ks=5)
     conv(2600, 9, (5, 5), ks=1, s=2, relu=False)  # K beyond one K block on every target: whole K forced
-    conv(11, 18, (29, 27), s=2)  # more GEMM-path layers, one per blocking variant
+    conv(11, 18, (29, 27), s=2)  # dense strided: GSPC's row kernel as one group, or the GEMM
+    conv(99, 18, (29, 27), ks=1, s=2)  # more GEMM-path layers, one per blocking variant
     conv(30, 17, (13, 11), ks=1)
     g = helper.make_graph(nodes, "odd", ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
                           inits)

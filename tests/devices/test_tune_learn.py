@@ -362,7 +362,7 @@ def test_a_blocking_most_layers_preferred_is_learned_for_untuned_layers(tmp_path
     assert costmodel.fit_blk([{"nc-double": 1.02}] * 4) == {}  # within BLK_GAIN: no preference
     assert costmodel.fit_blk([{"kc-whole": 1.1, "nc-half": 0.9}] * 3) == {"blk-kc": 0.0}
     path = _gemm_model(tmp_path / "g.onnx")
-    opts = CompileOptions(target="x86_64-avx2", layout="nchw")
+    opts = CompileOptions(target="x86_64-avx2", layout="nchw", gspc="gemm")  # strided 3x3: the GEMM too
     base = {l["details"]["signature"]: l for l in compile_model(path, tmp_path / "b", options=opts).layers
             if "signature" in l["details"]}
     learned = opts.with_(learned=(("blk-nc", 2.0),))

@@ -204,6 +204,73 @@ def test_conv_emitter_threads(tmp_path):
     run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path, threads=2)
 
 
+def strided_model(path):
+    """Dense strided convs with windows (conv.strided_direct) and grouped strided ones whose groups are several
+    vectors wide: tails of a multi-vector T_O tile (70 = 2 x 32 + 6, 40 = 32 + 8, 36 of a 48-lane tile), odd
+    rows, asymmetric pads and strides, a residual, batch 2."""
+    g = G()
+    x = g.input("x", [2, 32, 15, 17])
+    g.out(g.node("Relu", [g.conv(x, 32, 70, 3, strides=[2, 2], pads=[1, 1, 1, 1])]))
+    g.out(g.node("HardSwish", [g.conv(x, 32, 40, (5, 3), strides=[2, 3], pads=[2, 0, 1, 2])]))
+    g.out(g.conv(x, 32, 72, 3, group=2, strides=[2, 2], pads=[0, 1, 1, 0], bias=False))
+    y = g.conv(x, 32, 64, 3, strides=[2, 2], pads=[1, 1, 1, 1])
+    g.out(g.node("Add", [g.conv(y, 64, 64, 3, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
+                         g.input("r", [2, 64, 4, 5])]))
+    return g.save(path)
+
+
+@pytest.mark.parametrize("target,threads", [("native", 1), ("native", 3), ("x86_64-avx2", 1), ("aarch64-neon", 1),
+                                            ("armv7-neon", 1)])
+def test_strided_direct_matches_onnxruntime(tmp_path, monkeypatch, target, threads):
+    """EDGEC_GSPC=tile: every strided conv with a window on GSPC's row kernels, dense ones as one group, against
+    onnxruntime; the wide tiles (several vectors a tile) run where the target has them."""
+    from edgec.codegen import kernels
+
+    monkeypatch.setenv("EDGEC_GSPC", "tile")
+    b = run_against_ort(strided_model(tmp_path / "s.onnx"), target, tmp_path, threads=threads)
+    convs = [l for l in b.layers if l["op"] == "Conv"]
+    assert len(convs) == 5 and all(l["algo"].startswith("gspc-o") for l in convs), b.layers
+    wide = {k.name for k in kernels.usable(get_target(target), "gspc") if k.params.get("gv", 1) > 1}
+    assert not wide or wide & {l["details"]["kernel"] for l in convs}, (wide, b.layers)
+
+
+def test_strided_direct_by_estimate():
+    """Unforced, a dense 3x3 stride-2 conv runs the row kernel where its estimate beats the spatial-pack GEMM's
+    (Zen 5, one layer, 1 thread: 128ch 28x28 0.307 ms GEMM, 0.235 the two-zmm tile); 1x1 and stride-1 convs
+    never do, and EDGEC_GSPC=gemm keeps the GEMM."""
+    from edgec.codegen.options import CompileOptions, using
+    from edgec.codegen.ops.conv import strided_direct
+
+    def geom(c, hw, s, k=3):
+        ho = (hw + 2 * (k // 2) - k) // s + 1
+        return dict(N=1, C=c, H=hw, W=hw, K=c, Ho=ho, Wo=ho, G=1, KH=k, KW=k, SH=s, SW=s, DH=1, DW=1,
+                    PT=k // 2, PL=k // 2)
+
+    t = get_target("x86_64-avx512")
+    assert strided_direct(t, geom(128, 28, 2)) and strided_direct(t, geom(64, 56, 2))
+    assert not strided_direct(t, geom(128, 28, 1)) and not strided_direct(t, geom(256, 28, 2, k=1))
+    with using(CompileOptions(gspc="gemm")):
+        assert not strided_direct(t, geom(128, 28, 2))
+
+
+def test_gspc_tile_width():
+    """The T_O tile: one vector a tile loads a broadcast per FMA, so two vectors win wherever they pad no more
+    lanes (Zen 5, stride 2: 1.1-1.25x), and even where they pad a third more (192ch 28x28 g=8, Kpg 24: 0.107 ms
+    two zmm against 0.123 one); three where two would pad (Kpg 48)."""
+    from edgec.codegen import kernels
+    from edgec.codegen.costmodel import gspc_tile_factor
+
+    def tile(target, kpg, wo):
+        return kernels.gspc_kernel(get_target(target), kpg, wo)[1]
+
+    assert [tile("x86_64-avx512", k, 14) for k in (8, 16, 24, 32, 48, 64, 128)] == [8, 16, 32, 32, 48, 32, 32]
+    assert tile("x86_64-avx2", 64, 28) == 16 and tile("x86_64-avx2", 8, 28) == 8
+    assert tile("aarch64-neon", 32, 14) == 8 and tile("aarch64-neon", 4, 14) == 4
+    # a block of b pixels and gv vectors: FMA-bound from two vectors on wide rows, latency-bound on short blocks
+    assert gspc_tile_factor(14, 14, 28, 1) > 1.1 and gspc_tile_factor(14, 14, 14, 2) == 1.0
+    assert gspc_tile_factor(14, 2, 2, 2) > gspc_tile_factor(14, 7, 14, 2)
+
+
 @pytest.mark.parametrize("target", ["native", "generic", "aarch64-neon"])
 def test_gemm_matmul_emitters_match_onnxruntime(tmp_path, target):
     run_against_ort(gemm_model(tmp_path / "gemm.onnx"), target, tmp_path)
