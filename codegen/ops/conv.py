@@ -198,6 +198,10 @@ def strided_direct(target, g: dict) -> bool:
     mode = options.active().gspc
     if mode != "auto":
         return mode != "gemm"
+    m = costmodel.measured(target, costmodel.layer_key("gspc", C=g["C"], OC=g["K"], g=1, k=f"{g['KH']}x{g['KW']}",
+                                                      s=g["SW"], px=g["Ho"] * g["Wo"]))
+    if m in ("tile", "gemm"):  # a tuning database (EDGEC_TUNING_DB) measured the two
+        return m == "tile"
     k = kernels.gemm_kernel(target)
     cols, kind = gemm_path(target, g)
     gemm = costmodel.direct_estimate(target, g, k.params["mr"], k.params["nr"], cols, kind)["cost"]

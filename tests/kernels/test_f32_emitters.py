@@ -251,6 +251,17 @@ def test_strided_direct_by_estimate():
     assert not strided_direct(t, geom(128, 28, 1)) and not strided_direct(t, geom(256, 28, 2, k=1))
     with using(CompileOptions(gspc="gemm")):
         assert not strided_direct(t, geom(128, 28, 2))
+    # a tuning database's measured pick wins over the estimate (costmodel.measured)
+    import json
+    import tempfile
+    from edgec.codegen import costmodel
+    key = costmodel.layer_key("gspc", C=128, OC=128, g=1, k="3x3", s=2, px=196)
+    with tempfile.TemporaryDirectory() as d:
+        db = f"{d}/db.json"
+        with open(db, "w") as fh:
+            json.dump({t.name: {key: "gemm"}}, fh)
+        with using(CompileOptions(tuning_db=db)):
+            assert not strided_direct(t, geom(128, 28, 2)) and strided_direct(t, geom(64, 56, 2))
 
 
 def test_gspc_tile_width():
