@@ -5,6 +5,9 @@
 #include "ec_common.h"
 
 #define EC_VL 16
+/* k-masked stores cost about what a store does (AVX2's vmaskmovps stores are microcoded on Zen): kernels may store
+ * partial vectors in their inner epilogues */
+#define EC_MASKED_STORE 1
 typedef __m512 ec_v;
 EC_INLINE ec_v ec_vzero(void) { return _mm512_setzero_ps(); }
 EC_INLINE ec_v ec_vset1(float x) { return _mm512_set1_ps(x); }

@@ -16,6 +16,19 @@
  * The scalar transpose cost 20-30% of the layer at 8 input channels per group. */
 static __attribute__((noinline)) void gspc_finish(const f32_gspc_shape *s, const f32_gspc_row_args *a,
                                                   float *tile, size_t ow0, size_t nb) {
+#ifdef EC_MASKED_STORE
+  if (a->res == NULL && nb < EC_VL) { /* one square, nb columns stored with a mask (stride-2 rows: 7 or 14) */
+    const size_t HoWo = s->Ho * s->Wo;
+    const ec_v bias = a->bias ? ec_vld_n(a->bias, a->nvalid) : ec_vzero();
+    ec_v t[EC_VL];
+    for (size_t i = 0; i < EC_VL; i++)
+      t[i] = i < nb ? ec_vact(a->act, ec_vadd(ec_vld(tile + i * EC_VL), bias)) : ec_vzero();
+    ec_vtranspose(t);
+    float *y = a->y + ow0;
+    for (size_t o = 0; o < a->nvalid; o++, y += HoWo) ec_vst_n(y, t[o], nb);
+    return;
+  }
+#endif
   if (a->res != NULL || nb < EC_VL) {
     const int fused = a->res == NULL;
     if (fused) {
