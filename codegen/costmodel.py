@@ -291,12 +291,14 @@ def _peak_lpc(target) -> int:
 
 def gspc_tile_factor(wo: int, owb: int, bmax: int, gv: int) -> float:
     """Issue slots per FMA of a T_O tile of gv vectors on a wo-wide row, relative to FMA-bound: a block of b
-    pixels loads b input broadcasts and gv weight vectors for b * gv FMAs (_GSPC_LOADS a FMA slot), and needs _FMA_LATENCY * 2 independent accumulators to hide the FMA latency on two units. One
-    vector a tile (every FMA its own broadcast) measured 1.1-1.25x two on stride-2 rows (Zen 5: 128ch 28x28
-    g=2 0.142 / 0.128 ms, 256ch 14x14 g=2 0.154 / 0.124, 576ch 14x14 g=2 0.724 / 0.595); four vectors in
-    6-pixel blocks ran 1.1-1.35x two (0.140, 0.152, 0.805 ms)."""
+    pixels loads b input broadcasts and gv weight vectors for b * gv FMAs (_GSPC_LOADS a FMA slot), and needs
+    _FMA_LATENCY * 2 independent accumulators to hide the FMA latency on two units. One vector a tile (every
+    FMA its own broadcast) measured 1.1-1.25x two on stride-2 rows (Zen 5: 128ch 28x28 g=2 0.142 / 0.128 ms,
+    256ch 14x14 g=2 0.154 / 0.124, 576ch 14x14 g=2 0.724 / 0.595); four vectors in 6-pixel blocks ran
+    1.1-1.35x two (0.140, 0.152, 0.805 ms)."""
     bs = _blocks(wo, owb, bmax)
-    return sum(b * max(1.0, (1.0 / gv + 1.0 / b) / _GSPC_LOADS, 2.0 * _FMA_LATENCY / (b * gv)) for b in bs) / sum(bs)
+    slots = (max(1.0, (1.0 / gv + 1.0 / b) / _GSPC_LOADS, 2.0 * _FMA_LATENCY / (b * gv)) for b in bs)
+    return sum(b * x for b, x in zip(bs, slots)) / sum(bs)
 
 
 def _blocks(wo: int, owb: int, bmax: int) -> list[int]:
