@@ -178,11 +178,17 @@ def grouped_gemm(target, g: dict) -> bool:
         return m == "gemm"
     if min(g["C"], g["K"]) // g["G"] < GROUPED_GEMM_MIN:
         return False
+    gemm, _, gspc = _gemm_and_gspc(target, g)
+    return gemm < gspc
+
+
+def _gemm_and_gspc(target, g: dict) -> tuple[float, object, float]:
+    """(packed GEMM estimate, GSPC row kernel, its estimate) of a conv with a window."""
     k = kernels.gemm_kernel(target)
     cols, kind = gemm_path(target, g)
     gemm = costmodel.direct_estimate(target, g, k.params["mr"], k.params["nr"], cols, kind)["cost"]
     kk, t_o, _, owb = gspc_tiles(target, g)
-    return gemm < costmodel.gspc_estimate(target, g, kk, t_o, owb)
+    return gemm, kk, costmodel.gspc_estimate(target, g, kk, t_o, owb)
 
 
 def strided_direct(target, g: dict) -> bool:
@@ -202,11 +208,8 @@ def strided_direct(target, g: dict) -> bool:
                                                       s=g["SW"], px=g["Ho"] * g["Wo"]))
     if m in ("tile", "gemm"):  # a tuning database (EDGEC_TUNING_DB) measured the two
         return m == "tile"
-    k = kernels.gemm_kernel(target)
-    cols, kind = gemm_path(target, g)
-    gemm = costmodel.direct_estimate(target, g, k.params["mr"], k.params["nr"], cols, kind)["cost"]
-    kk, t_o, _, owb = gspc_tiles(target, g)
-    return kk.op == "gspc" and costmodel.gspc_estimate(target, g, kk, t_o, owb) < gemm
+    gemm, kk, gspc = _gemm_and_gspc(target, g)
+    return kk.op == "gspc" and gspc < gemm
 
 
 def _shape_init(g: dict, keys: str) -> str:
