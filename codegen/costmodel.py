@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
+import math
 from dataclasses import dataclass, field
 
 
@@ -275,10 +276,15 @@ _GSPC_LOADS = 0.9  # loads issued per FMA slot in the T_O tiles' K loop (gspc_ti
 # g=8) and 1.9x on 28-wide rows (128ch g=16), both Kpg 8 on Zen 3, where the issue slots are equal
 _GSPC_OW_STEP = 1.7
 # A T_O tile's K loop reads the block's weights (T_O x Cpg x taps) and input rows (Cpg x KH x the block's span)
-# once per output row; past L1 both come from L2 and the FMAs wait on them. Each L1's worth beyond the first adds
-# _GSPC_L1 of the compute. Zen 3 (32 KB L1d), 4-layer stacks, thread CPU time against F(2,3) on the same layers
-# (bench_gspc.py --variants): 576ch 14x14 g=2 (135 KB) 9.95 ms against 5.07, g=4 (68 KB) 5.56 / 2.54; up to
-# ~32 KB the two kept their estimates' ratio within the run's noise (128ch 28x28 g=8-16, 64ch 56x56 g=4-8).
+# once per output row; past L1 both come from L2 and the FMAs wait on them. Each doubling of the working set
+# beyond L1 adds _GSPC_L1 of the compute: the stream's share that misses L1 grows with the set, the cost of a
+# miss does not (L2 feeds it at a fixed rate, the prefetchers run ahead of the sequential weights). Zen 3 (32 KB
+# L1d), 4-layer stacks, thread CPU time against F(2,3) on the same layers (bench_gspc.py --variants): 576ch 14x14
+# g=2 (135 KB) 9.95 ms against 5.07, g=4 (68 KB) 5.56 / 2.54; up to ~32 KB the two kept their estimates' ratio
+# within the run's noise (128ch 28x28 g=8-16, 64ch 56x56 g=4-8). Zen 5 (48 KB L1d), one 3x3 stride-2 layer, the
+# two-vector tile against the GEMM, the measured time ratios asked for 0.17-0.38 a doubling (96ch 112x112 89 KB
+# to 576ch 14x14 dense 532 KB; 0.73 at 59 KB, just past L1; least squares 0.28): a term linear in the set (the earlier form) priced the
+# 532 KB one at 3.9x its compute, where it ran at 0.94x the GEMM's time, and kept 256ch/576ch on the GEMM.
 _GSPC_L1 = 0.3
 
 
@@ -342,7 +348,7 @@ def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
         # weight bytes a FMA reads do not grow with gv (a block reads gv vectors for gv times the FMAs): a wide
         # tile's working set counts as one vector's
         ws = 4 * cpg * (t_o // gv * taps + g["KH"] * span)
-        compute *= 1 + _GSPC_L1 * max(0.0, ws / target.l1d_bytes - 1)
+        compute *= 1 + _GSPC_L1 * max(0.0, math.log2(ws / target.l1d_bytes))
         if gv > 1 and g["SW"] > 1:
             # the constants above were fitted on one-vector tiles: only what gv saves is added. Measured at stride 2
             # (gspc_tile_factor); at stride 1 the comparisons with Winograd and the indirect GEMM lean on the fitted

@@ -248,6 +248,9 @@ def test_strided_direct_by_estimate():
 
     t = get_target("x86_64-avx512")
     assert strided_direct(t, geom(128, 28, 2)) and strided_direct(t, geom(64, 56, 2))
+    # working sets of 3.6-5 L1s: each doubling past L1 adds a fixed share (Zen 5, GEMM -> row kernel: 192ch
+    # 28x28 0.640 -> 0.513 ms, 256ch 14x14 0.271 -> 0.232); a share per L1's worth kept both on the GEMM
+    assert strided_direct(t, geom(192, 28, 2)) and strided_direct(t, geom(256, 14, 2))
     assert not strided_direct(t, geom(128, 28, 1)) and not strided_direct(t, geom(256, 28, 2, k=1))
     with using(CompileOptions(gspc="gemm")):
         assert not strided_direct(t, geom(128, 28, 2))
@@ -381,6 +384,9 @@ def test_grouped_conv_gemm_or_gspc_by_estimate():
         mr, nr = kernels.gemm_kernel(t).params["mr"], kernels.gemm_kernel(t).params["nr"]
         g = geom(576, 14, 1, 2)
         assert costmodel.choose_conv3x3(t, g, mr, nr, *direct_path_3x3(t, g)).algo.startswith("winograd")
+    # two-zmm tiles (AVX-512, 48 KB L1d): the same 576ch g=2 layer on the row kernel (Zen 5, 1 thread: GEMM per
+    # group 0.857 ms, o32 0.583), its working set 5.4 L1s; the AVX2 one-vector tile above stays on the GEMM
+    assert not grouped_gemm(get_target("x86_64-avx512"), geom(576, 14, 2, 2))
 
 
 def test_winograd_weight_stream_picks():
