@@ -281,10 +281,11 @@ _GSPC_OW_STEP = 1.7
 # miss does not (L2 feeds it at a fixed rate, the prefetchers run ahead of the sequential weights). Zen 3 (32 KB
 # L1d), 4-layer stacks, thread CPU time against F(2,3) on the same layers (bench_gspc.py --variants): 576ch 14x14
 # g=2 (135 KB) 9.95 ms against 5.07, g=4 (68 KB) 5.56 / 2.54; up to ~32 KB the two kept their estimates' ratio
-# within the run's noise (128ch 28x28 g=8-16, 64ch 56x56 g=4-8). Zen 5 (48 KB L1d), one 3x3 stride-2 layer, the
-# two-vector tile against the GEMM, the measured time ratios asked for 0.17-0.38 a doubling (96ch 112x112 89 KB
-# to 576ch 14x14 dense 532 KB; 0.73 at 59 KB, just past L1; least squares 0.28): a term linear in the set (the earlier form) priced the
-# 532 KB one at 3.9x its compute, where it ran at 0.94x the GEMM's time, and kept 256ch/576ch on the GEMM.
+# within the run's noise (128ch 28x28 g=8-16, 64ch 56x56 g=4-8): 0.31-0.47 a doubling there. Zen 5 (48 KB L1d), one
+# 3x3 stride-2 layer each, the two-vector tile against the GEMM: the measured time ratios asked for 0.16-0.29 a
+# doubling from 87 to 425 KB (0.75 at 58 KB, just past L1; least squares 0.22); 0.3 lies between the two hosts.
+# The earlier form, linear in the set, priced the 425 KB set at 3.4x its compute, where it ran at 0.94x the
+# GEMM's time, and kept 192ch / 256ch dense and 576ch g=2 stride-2 layers on a GEMM 1.2-1.5x slower.
 _GSPC_L1 = 0.3
 
 

@@ -198,7 +198,7 @@ def strided_direct(target, g: dict) -> bool:
     pads the pixels to its tile; the row kernel reads the input in place, a row of output pixels a block.
     Zen 5, 1 thread, one 3x3 stride-2 layer (bench_gspc.py shapes, GEMM -> two-vector tile): 64ch 56x56 0.313 ->
     0.249 ms, 128ch 28x28 0.307 -> 0.235, 96ch 112x112 2.42 -> 2.20, 256ch 14x14 0.265 -> 0.232, 576ch 14x14
-    1.24 -> 1.17 (the estimate keeps this one on the GEMM: its 532 KB working set)."""
+    1.24 -> 1.17 (the estimate keeps this one on the GEMM: its 425 KB working set)."""
     if g["KH"] * g["KW"] == 1 or g["SH"] * g["SW"] == 1 or smallc_kernel(target, g) is not None:
         return False  # 1x1: a GEMM; stride 1: Winograd / the indirect GEMM; stems: choose_smallc's measured pick
     mode = options.active().gspc
