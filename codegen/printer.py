@@ -280,7 +280,16 @@ EC_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -I. -Iruntime $(ARCH_FLAGS)
 # gcc 12.2 -O1/-O2 dropped layer calls (ivopts rebased arena loads on 0; pure-const, modref misread it): off if taken
 EC_IPA_FIX := {IPA_WORKAROUND_PROBE}
 EC_CFLAGS += $(EC_IPA_FIX)
-"""
+{_probe_flags(target)}"""
+
+
+def _probe_flags(target) -> str:
+    """The target's cflags_probe (targets.yaml), kept only where $(CC) takes them (a board's clang may not)."""
+    if not target.cflags_probe:
+        return ""
+    flags = " ".join(target.cflags_probe)
+    return (f"EC_TARGET_FIX := $(shell $(CC) -Werror {flags} -x c -c -o /dev/null /dev/null 2>/dev/null && echo {flags})\n"
+            "EC_CFLAGS += $(EC_TARGET_FIX)\n")
 
 
 def makefile(p: str, target, sources: list[str]) -> str:

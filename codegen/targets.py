@@ -33,6 +33,7 @@ class Target:
     q8_macs_per_us: float = 0.0       # int8 layers' rate; 0: f32_macs_per_us
     # the layout estimate's constants (costmodel.LAYOUT_KEYS -> ns), as (key, value) pairs: a Target stays hashable
     layout_cost: tuple = ()
+    cflags_probe: tuple = ()          # passed by the Makefile only where the compiler takes them
 
     def layout_value(self, key: str) -> float:
         """This target's layout_cost entry `key` (targets.yaml)."""
@@ -164,4 +165,5 @@ def get_target(name: str = "native") -> Target:
                   qemu=tuple(d["qemu"]) if d.get("qemu") else None,
                   l1d_bytes=l1 or int(d["l1d_bytes"]), l2_bytes=l2 or int(d["l2_bytes"]),
                   layout_cost=_layout_cost(name, d.get("layout_cost")),
+                  cflags_probe=tuple(d.get("cflags_probe") or ()),
                   **{k: float(d[k]) for k in ("pool_job_us", "f32_macs_per_us", "f32_floats_per_us", "q8_macs_per_us") if k in d})

@@ -13,6 +13,12 @@ EC_INLINE ec_v ec_vset1(float x) { return vdupq_n_f32(x); }
 EC_INLINE ec_v ec_vld(const float *p) { return vld1q_f32(p); }
 EC_INLINE void ec_vst(float *p, ec_v v) { vst1q_f32(p, v); }
 EC_INLINE ec_v ec_vfma(ec_v acc, ec_v a, ec_v b) { return vfmaq_f32(acc, a, b); }
+#if defined(__aarch64__)
+/* acc + b * a[lane], lane a constant: four broadcast operands in one register (fmla by element). A microkernel
+ * that takes its A column as scalars holds one register per row, which left a 24-accumulator tile short of
+ * registers (gcc 12 kept 4 accumulators of the 8x12 GEMM on the stack, loaded and stored every k step). */
+#define EC_VFMA_LANE(acc, b, a, lane) vfmaq_laneq_f32((acc), (b), (a), (lane))
+#endif
 EC_INLINE ec_v ec_vadd(ec_v a, ec_v b) { return vaddq_f32(a, b); }
 EC_INLINE ec_v ec_vmul(ec_v a, ec_v b) { return vmulq_f32(a, b); }
 EC_INLINE ec_v ec_vmax(ec_v a, ec_v b) { return vmaxq_f32(a, b); }

@@ -65,12 +65,31 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
     B_PF(bk);
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) bv[v] = ec_vld(bk + v * EC_VL);
+#if defined(EC_VFMA_LANE) && MR % EC_VL == 0 && MR <= 2 * EC_VL
+    /* the k step's MR values of A as vectors, each row's FMAs by element (A is packed MR a step, so both loads
+     * stay inside it for any R) */
+    const ec_v a0 = ec_vld(a);
+#if MR > EC_VL
+    const ec_v a1 = ec_vld(a + EC_VL);
+#else
+    const ec_v a1 = a0;
+#endif
+#define LANE_ROW(i, av, l) \
+  if ((i) < R) acc[i][v] = EC_VFMA_LANE(acc[i][v], bv[v], av, l);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) { /* a B vector's FMAs together: its register is free for the next */
+      LANE_ROW(0, a0, 0) LANE_ROW(1, a0, 1) LANE_ROW(2, a0, 2) LANE_ROW(3, a0, 3)
+      LANE_ROW(4, a1, 0) LANE_ROW(5, a1, 1) LANE_ROW(6, a1, 2) LANE_ROW(7, a1, 3)
+    }
+#undef LANE_ROW
+#else
 #pragma GCC unroll 16
     for (int i = 0; i < R; i++) {
       const ec_v av = ec_vset1(a[i]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++) acc[i][v] = ec_vfma(acc[i][v], av, bv[v]);
     }
+#endif
     a += MR;
   }
   if (nr == NR) {
@@ -88,7 +107,17 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
       switch (ep->act.kind) {
       case EC_ACT_NONE: break;
       case EC_ACT_RELU: TILE_LOOP(acc[i][v] = ec_vmax(acc[i][v], ec_vzero())); break;
-      default: TILE_LOOP(acc[i][v] = ec_vact(ep->act, acc[i][v])); break;
+      default:
+        /* through the output: the activation's temporaries beside the whole live tile outgrew the register file,
+         * and the compiler then kept accumulators on the stack in the K loop as well */
+        TILE_LOOP(ec_vst(c + i * ldc + v * EC_VL, acc[i][v]));
+        for (size_t i = 0; i < mr; i++)
+          for (size_t v = 0; v < NV; v++) {
+            ec_v x = ec_vact(ep->act, ec_vld(c + i * ldc + v * EC_VL));
+            if (res && !ep->res_before_act) x = ec_vadd(x, ec_vld(res + i * ldc + v * EC_VL));
+            ec_vst(c + i * ldc + v * EC_VL, x);
+          }
+        return;
       }
       if (res && !ep->res_before_act) TILE_LOOP(acc[i][v] = ec_vadd(acc[i][v], ec_vld(res + i * ldc + v * EC_VL)));
     }

@@ -11,16 +11,19 @@
 #include "q8-gemm.h"
 #include "../q8-requant/q8-rq-neon.h"
 
-#define Q8_MLAL_W(wv, r) \
-    vreinterpret_s8_s32(vdup_lane_s32(vreinterpret_s32_s8((r) < 2 ? vget_low_s8(wv) : vget_high_s8(wv)), (r) & 1))
-
-#define Q8_MLAL_ROW(r)                                                                                           \
-    do {                                                                                                         \
-        const int8x8_t wa = Q8_MLAL_W(wva, r), wb = Q8_MLAL_W(wvb, r);                                           \
-        a##r[0] = vpadalq_s16(a##r[0], vmlal_s8(vmull_s8(vget_low_s8(xa0), wa), vget_low_s8(xb0), wb));          \
-        a##r[1] = vpadalq_s16(a##r[1], vmlal_s8(vmull_s8(vget_high_s8(xa0), wa), vget_high_s8(xb0), wb));        \
-        a##r[2] = vpadalq_s16(a##r[2], vmlal_s8(vmull_s8(vget_low_s8(xa1), wa), vget_low_s8(xb1), wb));          \
-        a##r[3] = vpadalq_s16(a##r[3], vmlal_s8(vmull_s8(vget_high_s8(xa1), wa), vget_high_s8(xb1), wb));        \
+/* row r's four weights of a step in every 32-bit lane; the high input halves go to smull2 / smlal2, so no
+ * half is moved out of its register (with the halves and 8 weight broadcasts extracted ahead, gcc 12 kept
+ * four accumulators on the stack, loaded and stored every step pair) */
+#define Q8_MLAL_W(wv, r) vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(wv), (r)))
+#define Q8_MLAL_ROW(r)                                                                                          \
+    do {                                                                                                        \
+        const int8x16_t wa = Q8_MLAL_W(wva, r), wb = Q8_MLAL_W(wvb, r);                                        \
+        a##r[0] = vpadalq_s16(a##r[0], vmlal_s8(vmull_s8(vget_low_s8(xa0), vget_low_s8(wa)), vget_low_s8(xb0),  \
+                                                vget_low_s8(wb)));                                              \
+        a##r[1] = vpadalq_s16(a##r[1], vmlal_high_s8(vmull_high_s8(xa0, wa), xb0, wb));                         \
+        a##r[2] = vpadalq_s16(a##r[2], vmlal_s8(vmull_s8(vget_low_s8(xa1), vget_low_s8(wa)), vget_low_s8(xb1),  \
+                                                vget_low_s8(wb)));                                              \
+        a##r[3] = vpadalq_s16(a##r[3], vmlal_high_s8(vmull_high_s8(xa1, wa), xb1, wb));                         \
     } while (0)
 
 #define Q8_MLAL_OUT(r)                                                                      \
