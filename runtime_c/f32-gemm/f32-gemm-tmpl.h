@@ -107,6 +107,9 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
       switch (ep->act.kind) {
       case EC_ACT_NONE: break;
       case EC_ACT_RELU: TILE_LOOP(acc[i][v] = ec_vmax(acc[i][v], ec_vzero())); break;
+#ifndef EC_ACT_VIA_OUTPUT
+      default: TILE_LOOP(acc[i][v] = ec_vact(ep->act, acc[i][v])); break;
+#else
       default:
         /* through the output: the activation's temporaries beside the whole live tile outgrew the register file,
          * and the compiler then kept accumulators on the stack in the K loop as well */
@@ -118,6 +121,7 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
             ec_vst(c + i * ldc + v * EC_VL, x);
           }
         return;
+#endif
       }
       if (res && !ep->res_before_act) TILE_LOOP(acc[i][v] = ec_vadd(acc[i][v], ec_vld(res + i * ldc + v * EC_VL)));
     }
