@@ -288,8 +288,8 @@ def _probe_flags(target) -> str:
     if not target.cflags_probe:
         return ""
     flags = " ".join(target.cflags_probe)
-    return (f"EC_TARGET_FIX := $(shell $(CC) -Werror {flags} -x c -c -o /dev/null /dev/null 2>/dev/null && echo {flags})\n"
-            "EC_CFLAGS += $(EC_TARGET_FIX)\n")
+    probe = f"$(CC) -Werror {flags} -x c -c -o /dev/null /dev/null 2>/dev/null"
+    return f"EC_TARGET_FIX := $(shell {probe} && echo {flags})\nEC_CFLAGS += $(EC_TARGET_FIX)\n"
 
 
 def makefile(p: str, target, sources: list[str]) -> str:

@@ -51,8 +51,11 @@ void f16_conv1x1__neonfp16arith(size_t M, size_t N, size_t K, const uint16_t *Wp
                 a[3][0] = vfmaq_lane_f16(a[3][0], x0, wv, 3);
                 a[3][1] = vfmaq_lane_f16(a[3][1], x1, wv, 3);
             }
-            for (size_t r = 0; r < 4 && m0 + r < M; r++)
-                store_row(ep, y, m0 + r, N, n0, a[r][0], a[r][1]);
+            /* constant indices: indexed by a run-time row the tile lived on the stack, stored every k step */
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++)
+                if (m0 + (size_t)r < M)
+                    store_row(ep, y, m0 + (size_t)r, N, n0, a[r][0], a[r][1]);
         }
     }
 }

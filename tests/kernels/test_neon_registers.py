@@ -27,6 +27,7 @@ TILES = [
     ("f32-gspc/f32-gspc-o8-neon.c", 24),            # 12-pixel blocks x 2 vectors
     ("f32-gspc/f32-gspc-o4-neon.c", 22),            # 22-pixel blocks x 1 vector
     ("q8-gemm/q8-gemm-4x8-neon-mlal.c", 16),        # 4 rows x 8 pixels, two k4 steps: 16 smlal
+    ("f16-gemm/f16-conv1x1-4x16-neonfp16arith.c", 8),  # 4 rows x 2 half vectors (aarch64-v82 only)
 ]
 
 
@@ -48,13 +49,16 @@ def _inner_loops(asm: str) -> list[list[str]]:
 @pytest.mark.parametrize("src,macs", TILES, ids=[Path(s).stem for s, _ in TILES])
 def test_inner_loops_keep_accumulators_in_registers(target, src, macs, tmp_path):
     t = get_target(target)
+    if "fp16arith" in src and "fp16" not in t.features:
+        pytest.skip(f"{target} has no fp16 arithmetic")
     if shutil.which(t.cc) is None:
         pytest.skip(f"{t.cc} is not installed")
     rt = runtime_root()
     flags = [*t.cflags, *t.cflags_probe]
     asm = tmp_path / "k.s"
-    r = subprocess.run([t.cc, "-std=c11", "-O3", *flags, "-S", f"-I{rt}", f"-I{rt / 'f32-gemm'}",
-                        "-o", str(asm), str(rt / src)], capture_output=True, text=True)
+    incs = [f"-I{rt}", f"-I{rt / 'f32-gemm'}", f"-I{rt / 'f16-gemm'}"]
+    r = subprocess.run([t.cc, "-std=c11", "-O3", *flags, "-S", *incs, "-o", str(asm), str(rt / src)],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     loops = [b for b in _inner_loops(asm.read_text()) if sum(1 for x in b if _MAC.search(x)) == macs]
     assert loops, f"no inner loop with {macs} MAC instructions in {src}"
