@@ -317,6 +317,32 @@ def _blocks(wo: int, owb: int, bmax: int) -> list[int]:
     return out
 
 
+def _tile_compute(target, g: dict, k, t_o: int, owb: int, tiles: int, P: int) -> float:
+    """Compute of `tiles` T_O tiles of row kernel k per group (gspc_estimate's T_O tile family)."""
+    cpg, n, groups, taps = g["C"] // g["G"], g["N"], g["G"], g["KH"] * g["KW"]
+    lpc = k.params["lpc"]
+    vl = t_o if k.params["t_o"] else 1
+    acc_min = _FMA_LATENCY * max(1, lpc // vl)
+    steps = n * groups * tiles * g["Ho"] * cpg * taps * (t_o // vl)
+    bmax = k.params["bmax"] if k.params["t_o"] else 1
+    owb = owb if owb <= bmax else bmax  # a wider block than the kernel holds runs as its widest (the tail kernel)
+    compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, bmax)) * vl * P / lpc
+    span = (min(owb, g["Wo"]) - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
+    gv = k.params.get("gv", 1)
+    # weight bytes a FMA reads do not grow with gv (a block reads gv vectors for gv times the FMAs): a wide
+    # tile's working set counts as one vector's
+    ws = 4 * cpg * (t_o // gv * taps + g["KH"] * span)
+    compute *= 1 + _GSPC_L1 * max(0.0, math.log2(ws / target.l1d_bytes))
+    if gv > 1 and g["SW"] > 1:
+        # the constants above were fitted on one-vector tiles: only what gv saves is added. Measured at stride 2
+        # (gspc_tile_factor); at stride 1 the comparisons with Winograd and the indirect GEMM lean on the fitted
+        # one-vector cost, and adding it there moved three Zen 5 layers to a slower GSPC (4-layer stacks, 1
+        # thread: 128ch 8x8 g=2 0.113 -> 0.167 ms, 512ch 7x7 g=4 0.725 -> 0.956, 576ch 14x14 g=16 1.51 -> 1.79)
+        bmax_, owb_ = k.params["bmax"], min(owb, k.params["bmax"])
+        compute *= gspc_tile_factor(g["Wo"], owb_, bmax_, gv) / gspc_tile_factor(g["Wo"], owb_, bmax_, 1)
+    return compute
+
+
 def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
     """Estimated cost of GSPC row kernel k (tile T_O / ow / mg, as conv.gspc_tiles returns them) on layer g."""
     P = _peak_lpc(target)
@@ -338,25 +364,12 @@ def gspc_estimate(target, g: dict, k, t_o: int, owb: int) -> float:
         compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, k.params["bmax"])) * P / units
         out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT
     else:
-        lpc = k.params["lpc"]
-        vl = t_o if k.params["t_o"] else 1
-        acc_min = _FMA_LATENCY * max(1, lpc // vl)
-        steps = n * groups * -(-kpg // t_o) * g["Ho"] * cpg * taps * (t_o // vl)
-        bmax = k.params["bmax"] if k.params["t_o"] else 1
-        compute = steps * sum(max(b, acc_min) for b in _blocks(g["Wo"], owb, bmax)) * vl * P / lpc
-        span = (min(owb, g["Wo"]) - 1) * g["SW"] + (g["KW"] - 1) * g["DW"] + 1
-        gv = k.params.get("gv", 1)
-        # weight bytes a FMA reads do not grow with gv (a block reads gv vectors for gv times the FMAs): a wide
-        # tile's working set counts as one vector's
-        ws = 4 * cpg * (t_o // gv * taps + g["KH"] * span)
-        compute *= 1 + _GSPC_L1 * max(0.0, math.log2(ws / target.l1d_bytes))
-        if gv > 1 and g["SW"] > 1:
-            # the constants above were fitted on one-vector tiles: only what gv saves is added. Measured at stride 2
-            # (gspc_tile_factor); at stride 1 the comparisons with Winograd and the indirect GEMM lean on the fitted
-            # one-vector cost, and adding it there moved three Zen 5 layers to a slower GSPC (4-layer stacks, 1
-            # thread: 128ch 8x8 g=2 0.113 -> 0.167 ms, 512ch 7x7 g=4 0.725 -> 0.956, 576ch 14x14 g=16 1.51 -> 1.79)
-            bmax_, owb_ = k.params["bmax"], min(owb, k.params["bmax"])
-            compute *= gspc_tile_factor(g["Wo"], owb_, bmax_, gv) / gspc_tile_factor(g["Wo"], owb_, bmax_, 1)
+        from edgec.codegen import kernels
+
+        tail = kernels.gspc_tail_kernel(target, k, kpg)
+        compute = _tile_compute(target, g, k, t_o, owb, kpg // t_o if tail else -(-kpg // t_o), P)
+        if tail is not None:  # the last tile of each group on the narrower kernel (f32_gspc_shape.row_tail)
+            compute += _tile_compute(target, g, tail, tail.params["t_o"], owb, 1, P)
         out = n * g["K"] * g["Ho"] * g["Wo"] * _GSPC_OUT
     return compute + n * g["C"] * hp * wp * _GSPC_PACK + out
 

@@ -152,7 +152,9 @@ def igemm_kernel(target: Target) -> Kernel:
 def gspc_kernel(target: Target, kpg: int, wo: int | None = None) -> tuple[Kernel, int]:
     """(row kernel, T_O) for Kpg output channels per group: least padded work per FMA lane, each tile's lanes
     weighted by its row blocks' issue limits on wo-wide rows (gspc_tile_factor); the narrower tile on a tie
-    (fewer weights a row, wider blocks)."""
+    (fewer weights a row, wider blocks). Counting a narrower last tile (gspc_tail_kernel) at its own cost here
+    moved Kpg 24 / 18 from two zmm to one (with a ymm / xmm tail) and ran 1.05-1.08x slower (Zen 5, stride 2:
+    96ch 112x112 g=4, 144ch 56x56 g=8, 192ch 28x28 g=8), so the tail only takes what the chosen tile leaves."""
     from edgec.codegen.costmodel import gspc_tile_factor
     from edgec.codegen.ops.conv import _owb
 
@@ -170,6 +172,18 @@ def gspc_kernel(target: Target, kpg: int, wo: int | None = None) -> tuple[Kernel
         if best is None or key < best[0]:
             best = (key, k, t)
     return best[1], best[2]
+
+
+def gspc_tail_kernel(target: Target, k: Kernel, kpg: int) -> Kernel | None:
+    """A kernel of fewer vectors than T_O tile kernel k that holds a group's last Kpg % T_O channels: it runs that
+    tile from k's packing (f32_gspc_shape.row_tail). Kpg 72 on two-zmm tiles: 32 + 32 + 8 lanes (the last on ymm,
+    one FMA a pixel where the padded tile took two); Zen 5, stride 2, 1 thread: 576ch 14x14 g=8 0.200 -> 0.180 ms.
+    A tile of as many vectors saves nothing (a ymm FMA issues like a zmm one)."""
+    t_o, gv = k.params["t_o"], k.params.get("gv", 1)
+    r = kpg % t_o if t_o else 0
+    ks = [c for c in usable(target, "gspc") if c.params["t_o"] and r <= c.params["t_o"] < t_o
+          and c.params.get("gv", 1) < gv] if r else []
+    return min(ks, key=lambda c: (c.params.get("gv", 1), c.params["t_o"])) if ks else None
 
 
 def gspc_ow_kernel(target: Target, kpg: int, sw: int, wo: int) -> Kernel | None:

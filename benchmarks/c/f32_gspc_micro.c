@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     if (!vs[v].ow && owb < vs[v].bmax / 2 && Ho > vs[v].bmax) owb = vs[v].bmax;
     ok[v] = !(vs[v].ow && (Kpg > 8 || SW != 1)) && (argc < 7 || !strcmp(argv[6], vs[v].name));
     f32_gspc_shape sh = {1, C, H, H, C, Ho, Ho, G, 3, 3, SW, SW, 1, 1, 1, 1, to, ti, owb,
-                         (Ho - 1) * SW + 3, (Ho - 1) * SW + 3, 1, vs[v].fn};
+                         (Ho - 1) * SW + 3, (Ho - 1) * SW + 3, 1, vs[v].fn, NULL};
     s[v] = sh;
   }
   const double macs = (double)C * Cpg * 9 * Ho * Ho;

@@ -507,10 +507,13 @@ def _emit_gspc(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
         ph, wp_ = g["SW"], g["Wo"] + (g["KW"] - 1) * g["DW"] // g["SW"]
     wp = ctx.weight(f"conv-gspc-{t_o}x{t_i}:{node.name}", pack_gspc_weights(w, g["G"], t_o, t_i))
     scratch = ctx.scratch(g["N"] * g["C"] * ph * hp * wp_ * 4)
-    ctx.require(k.file, "f32-gspc/f32-gspc.h")
-    ctx.note(algo=f"gspc-{k.tile}-{k.isa}", macs=macs, kernel=k.name, t_o=t_o, t_i=t_i, owb=owb)
+    tail = kernels.gspc_tail_kernel(ctx.target, k, g["K"] // g["G"]) if k.op == "gspc" else None
+    ctx.require(k.file, "f32-gspc/f32-gspc.h", *([tail.file] if tail else []))
+    ctx.note(algo=f"gspc-{k.tile}-{k.isa}", macs=macs, kernel=k.name, t_o=t_o, t_i=t_i, owb=owb,
+             **({"tail": tail.name} if tail else {}))
     shape = _shape_init(g, "N C H W K Ho Wo G KH KW SH SW DH DW PT PL")
-    return (f"static const f32_gspc_shape S = {{{shape}, {t_o}u, {t_i}u, {owb}u, {hp}u, {wp_}u, {ph}u, {k.name}}};\n"
+    return (f"static const f32_gspc_shape S = {{{shape}, {t_o}u, {t_i}u, {owb}u, {hp}u, {wp_}u, {ph}u, {k.name}, "
+            f"{tail.name if tail else 'NULL'}}};\n"
             f"const f32_gspc_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {wp}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){scratch}}};\n"
             f"f32_gspc_run(&S, &A, {ctx.pool});\n")

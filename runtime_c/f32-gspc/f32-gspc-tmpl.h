@@ -59,6 +59,7 @@ EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, s
 #pragma GCC unroll 32
   for (int b = 0; b < B * GV; b++) acc[b] = ec_vzero();
   const size_t TI = s->T_I, Wp = s->Wp, ncb = s->C / s->G / TI;
+  const size_t WS = s->T_O; /* the packing's tile width: GV * EC_VL, or more when this kernel runs a tail tile */
   const float *w = a->w;
   const float *xb = a->xp + a->oh * s->SH * TI * Wp + ow0 * SW;
   for (size_t icb = 0; icb < ncb; icb++, xb += s->Hp * TI * Wp) {
@@ -66,7 +67,7 @@ EC_INLINE void gspc_block(const f32_gspc_shape *s, const f32_gspc_row_args *a, s
       const float *xr = xb + kh * s->DH * TI * Wp;
       for (size_t kw = 0; kw < s->KW; kw++) {
         const float *xk = xr + kw * s->DW;
-        for (size_t ti = 0; ti < TI; ti++, w += GV * EC_VL) {
+        for (size_t ti = 0; ti < TI; ti++, w += WS) {
           ec_v wv[GV];
 #pragma GCC unroll 4
           for (int v = 0; v < GV; v++) wv[v] = ec_vld(w + v * EC_VL);

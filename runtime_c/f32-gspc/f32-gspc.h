@@ -33,6 +33,8 @@ struct f32_gspc_shape {
   size_t Hp, Wp;        /* padded input extent actually read (per column phase when PH > 1) */
   size_t PH;            /* column phases: 1, or SW for the along-ow kernel (T_I = 1) */
   f32_gspc_row_fn row;
+  f32_gspc_row_fn row_tail; /* NULL, or a narrower T_O tile for each group's last tile (Kpg % T_O lanes): it reads
+                             * the T_O-wide packing's first lanes */
 };
 
 void f32_gspc_row__scalar(const f32_gspc_shape *s, const f32_gspc_row_args *a);
@@ -135,7 +137,7 @@ EC_INLINE void f32_gspc_item(const f32_gspc_shape *s, const f32_gspc_args *a, si
   r.nvalid = EC_MIN(s->T_O, Kpg - oc * s->T_O);
   r.res_before_act = a->res_before_act;
   r.act = a->act;
-  s->row(s, &r);
+  (s->row_tail && oc + 1 == tiles ? s->row_tail : s->row)(s, &r);
 }
 
 /* Transposes a block acc[b][o] (o fastest, T_O wide) into NCHW rows with the epilogue. */

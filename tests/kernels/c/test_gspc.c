@@ -1,5 +1,7 @@
 /* GSPC (f32-gspc.h + one row kernel) vs the naive reference. -DT_ROW=<row kernel> -DTEST_TO=<lanes>
  * (0 = scalar: T_O chosen per case); -DTEST_OW for the along-ow kernel (T_O = Kpg, SW phases).
+ * A T_O tile kernel also runs as the tail kernel (row_tail) of a twice as wide packing whose other tiles the
+ * scalar kernel computes: it then reads the first T_O lanes of each packed weight row.
  * Exit status != 0 on mismatch. */
 #include "f32-gspc/f32-gspc.h"
 #include "ref.h"
@@ -29,8 +31,17 @@ static size_t largest_div(size_t n, size_t cap) {
 
 static int g_ran = 0; /* cases a kernel with restrictions (TEST_OW) actually ran */
 
-static int run(const conv_p *p, size_t TO, size_t owb, ec_act act, int use_res, int before) {
+#if TEST_TO && !defined(TEST_OW)
+#define TAIL_MAIN f32_gspc_row__scalar /* the other tiles of a tail case */
+#else
+#define TAIL_MAIN T_ROW
+#endif
+
+/* TP: the packing's tile width; TP > TO: T_ROW runs each group's last tile only (Kpg % TP <= TO lanes) */
+static int run_packed(const conv_p *p, size_t TO, size_t TP, size_t owb, ec_act act, int use_res, int before) {
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), Kpg = p->K / p->G, Cpg = p->C / p->G;
+  const int tail = TP > TO;
+  TO = TP;
 #ifdef TEST_OW /* the along-ow kernel: one tile of all Kpg <= 8 channels, T_I = 1, SW phases */
   if (Kpg > 8) return 0;
   TO = Kpg;
@@ -47,7 +58,8 @@ static int run(const conv_p *p, size_t TO, size_t owb, ec_act act, int use_res, 
   g_ran++;
   f32_gspc_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->SH, p->SW,
                       p->DH, p->DW, p->PT, p->PL, TO, TI, owb,
-                      (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1, WP, PH, T_ROW};
+                      (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1, WP, PH, tail ? TAIL_MAIN : T_ROW,
+                      tail ? T_ROW : NULL};
   float *xp = falloc(f32_gspc_scratch_bytes(&s) / sizeof(float));
   f32_gspc_args a = {x, y, wp, b, use_res ? r : NULL, before, act, xp};
   for (size_t i = 0; i < f32_gspc_pack_items(&s); i++) f32_gspc_pack_item(&s, &a, i);
@@ -56,11 +68,15 @@ static int run(const conv_p *p, size_t TO, size_t owb, ec_act act, int use_res, 
   double e = max_err(y, yr, ny);
   int bad = !(e < 1e-4);
   if (bad)
-    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu TO%zu OWB%zu act%d res%d: %g\n",
+    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu TO%zu OWB%zu act%d res%d tail%d: %g\n",
            p->C, p->H, p->W, p->K, p->G, p->KH, p->KW, p->SH, p->DH, TO, owb, (int)act.kind,
-           use_res, e);
+           use_res, tail, e);
   free(x), free(w), free(b), free(r), free(y), free(yr), free(wp), free(xp);
   return bad;
+}
+
+static int run(const conv_p *p, size_t TO, size_t owb, ec_act act, int use_res, int before) {
+  return run_packed(p, TO, TO, owb, act, use_res, before);
 }
 
 int main(int argc, char **argv) {
@@ -91,6 +107,15 @@ int main(int argc, char **argv) {
     conv_p p = {1, 16, 5, 31, 2 * TO + 3, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     fails += run(&p, TO, 31, k_acts[ai], (int)ai % 2, (int)(ai / 2) % 2), cases++;
   }
+#if TEST_TO && !defined(TEST_OW)
+  /* as a tail kernel: Kpg = 2 T_O + r, r = 1, T_O - 1, T_O lanes in the last tile; strides 1 and 2, residual */
+  for (size_t i = 0; i < 6; i++) {
+    const size_t r = i % 3 == 0 ? 1 : (i % 3 == 1 ? (TO > 1 ? TO - 1 : 1) : TO), G = 1 + i % 2;
+    conv_p p = {1 + i / 3, G * (5 + i), 9 + i, 11 + 2 * i, G * (2 * TO + r), G, 3, 3, 1 + i % 2, 1 + i % 2,
+                1, 1, 1, 1, 1, 1};
+    fails += run_packed(&p, TO, 2 * TO, 1 + i % 5, k_acts[(i + 1) % N_ACTS], (int)i % 2, (int)(i / 2) % 2), cases++;
+  }
+#endif
   printf("%d/%d cases ok (%d run)\n", cases - fails, cases, g_ran);
   if (g_ran < 10) return 1; /* a kernel that runs almost nothing proves nothing */
   return fails != 0;

@@ -64,7 +64,7 @@ static int conv_same(ec_pool *p) {
   int bad = memcmp(y1, y2, K * Ho * Ho * sizeof(float)) != 0;
   /* GSPC g=4 and depthwise through the pool too */
   f32_gspc_shape gs = {1, C, H, H, C, Ho, Ho, 4, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4, 5, H + 2, H + 2, 1,
-                       f32_gspc_row__scalar};
+                       f32_gspc_row__scalar, NULL};
   float *xp = falloc(f32_gspc_scratch_bytes(&gs) / sizeof(float) + C * 64); /* + depthwise slack */
   f32_gspc_args ga = {x, y1, w, b, NULL, 1, {EC_ACT_NONE, 0, 0}, xp};
   f32_gspc_run(&gs, &ga, NULL);
