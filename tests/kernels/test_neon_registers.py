@@ -67,25 +67,13 @@ def test_inner_loops_keep_accumulators_in_registers(target, src, macs, tmp_path)
         assert not spills, f"{src} ({target}): stack accesses in a {macs}-MAC inner loop: {spills[:4]}"
 
 
-def _conv_model(path: Path) -> Path:
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((8, 4, 3, 3), np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "c",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], [w])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    onnx.save(m, path)
-    return path
-
-
 def test_makefile_passes_the_probe_flags_only_where_taken(tmp_path):
     from edgec.codegen import compile_model
+    from test_f32_emitters import G
 
-    model = _conv_model(tmp_path / "c.onnx")
+    g = G()
+    g.out(g.conv(g.input("x", [1, 4, 8, 8]), 4, 8, 3, pads=[1, 1, 1, 1]))
+    model = g.save(tmp_path / "c.onnx")
     arm = compile_model(model, tmp_path / "arm", target="aarch64-neon")
     x86 = compile_model(model, tmp_path / "x86", target="x86_64-avx2")
     assert "-fno-schedule-insns" not in (x86.dir / "Makefile").read_text()
