@@ -154,7 +154,8 @@ def gspc_kernel(target: Target, kpg: int, wo: int | None = None) -> tuple[Kernel
     weighted by its row blocks' issue limits on wo-wide rows (gspc_tile_factor); the narrower tile on a tie
     (fewer weights a row, wider blocks). Counting a narrower last tile (gspc_tail_kernel) at its own cost here
     moved Kpg 24 / 18 from two zmm to one (with a ymm / xmm tail) and ran 1.05-1.08x slower (Zen 5, stride 2:
-    96ch 112x112 g=4, 144ch 56x56 g=8, 192ch 28x28 g=8), so the tail only takes what the chosen tile leaves."""
+    96ch 112x112 g=4, 144ch 56x56 g=8, 192ch 28x28 g=8); at its vector instructions' cost it moved AVX2 layers
+    to two-ymm tiles with tails, 1.09-1.26x slower there. So the tail only takes what the chosen tile leaves."""
     from edgec.codegen.costmodel import gspc_tile_factor
     from edgec.codegen.ops.conv import _owb
 
