@@ -173,18 +173,34 @@ static inline void f32_gspc_task(void *ctx, size_t begin, size_t end) {
   for (size_t i = begin; i < end; i++) f32_gspc_item(j->s, j->a, i);
 }
 
+/* Groups [begin, end) of all images, each packed just before its rows are computed. */
+EC_INLINE void f32_gspc_groups(const f32_gspc_shape *s, const f32_gspc_args *a, size_t begin, size_t end) {
+  const size_t groups = s->N * s->G, pg = f32_gspc_pack_items(s) / groups, cg = f32_gspc_items(s) / groups;
+  for (size_t q = begin; q < end; q++) {
+    for (size_t i = q * pg; i < (q + 1) * pg; i++) f32_gspc_pack_item(s, a, i);
+    for (size_t i = q * cg; i < (q + 1) * cg; i++) f32_gspc_item(s, a, i);
+  }
+}
+
+static inline void f32_gspc_groups_task(void *ctx, size_t begin, size_t end) {
+  const f32_gspc_job *j = (const f32_gspc_job *)ctx;
+  f32_gspc_groups(j->s, j->a, begin, end);
+}
+
 /* Pack then compute; serial runs inline with the caller's constant shape. */
 EC_INLINE void f32_gspc_run(const f32_gspc_shape *s, const f32_gspc_args *a, ec_pool *pool) {
-  const size_t np = f32_gspc_pack_items(s), n = f32_gspc_items(s);
-  if (ec_pool_threads(pool) <= 1) { /* group by group, each packed just before use */
-    const size_t groups = s->N * s->G, pg = np / groups, cg = n / groups;
-    for (size_t q = 0; q < groups; q++) {
-      for (size_t i = q * pg; i < (q + 1) * pg; i++) f32_gspc_pack_item(s, a, i);
-      for (size_t i = q * cg; i < (q + 1) * cg; i++) f32_gspc_item(s, a, i);
-    }
+  const size_t np = f32_gspc_pack_items(s), n = f32_gspc_items(s), t = (size_t)ec_pool_threads(pool);
+  if (t <= 1) { /* group by group, each packed just before use */
+    f32_gspc_groups(s, a, 0, s->N * s->G);
     return;
   }
   f32_gspc_job j = {s, a};
+  if ((s->N * s->G) % t == 0) {
+    /* whole groups a thread, as one pass: a thread computes from the input it packed, with no barrier between
+     * packing and the rows (groups that do not divide among the threads keep the row split's balance) */
+    ec_parallel_for(pool, s->N * s->G, 1, f32_gspc_groups_task, &j);
+    return;
+  }
   ec_parallel_for(pool, np, 1, f32_gspc_pack_task, &j);
   /* consecutive rows per chunk: rows of neighbouring items share cache lines of the output */
   ec_parallel_for(pool, n, EC_MAX(s->Ho / 2, n / (8 * (size_t)ec_pool_threads(pool))), f32_gspc_task, &j);

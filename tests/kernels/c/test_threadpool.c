@@ -71,6 +71,14 @@ static int conv_same(ec_pool *p) {
   ga.y = y2;
   f32_gspc_run(&gs, &ga, p);
   bad |= memcmp(y1, y2, C * Ho * Ho * sizeof(float)) != 0;
+  /* g=3 on the 3 threads: whole groups a thread, each packing its own input (f32_gspc_run's group split) */
+  const f32_gspc_shape g3 = {1, 12, H, H, 12, Ho, Ho, 3, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4, 5, H + 2, H + 2, 1,
+                             f32_gspc_row__scalar, NULL};
+  ga.y = y1;
+  f32_gspc_run(&g3, &ga, NULL);
+  ga.y = y2;
+  f32_gspc_run(&g3, &ga, p);
+  bad |= memcmp(y1, y2, 12 * Ho * Ho * sizeof(float)) != 0;
   f32_dwconv_shape ds = {1, C, H, H, Ho, Ho, 3, 3, 1, 1, 1, 1, 1, 1, H + 2, H + 2, 2,
                          f32_dwconv_kxk__scalar};
   f32_dwconv_args da = {x, y1, w, b, NULL, 1, {EC_ACT_NONE, 0, 0}, xp};
