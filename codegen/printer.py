@@ -31,8 +31,14 @@ _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
 # pass then declares the layer const and modref its arena unread, and the caller drops the call (docs/codegen.md).
 # The make line passes these only to a compiler that takes them (gcc >= 11; clang rejects them).
 IPA_WORKAROUND = "-fno-ipa-pure-const -fno-ipa-modref"
-IPA_WORKAROUND_PROBE = (f"$(shell $(CC) -Werror {IPA_WORKAROUND} -x c -c -o /dev/null /dev/null 2>/dev/null "
-                        f"&& echo {IPA_WORKAROUND})")
+
+
+def flags_if_taken(flags: str) -> str:
+    """A make expression: `flags` if $(CC) compiles an empty file with them under -Werror, else nothing."""
+    return f"$(shell $(CC) -Werror {flags} -x c -c -o /dev/null /dev/null 2>/dev/null && echo {flags})"
+
+
+IPA_WORKAROUND_PROBE = flags_if_taken(IPA_WORKAROUND)
 
 
 def _views(body: str) -> str:
@@ -287,9 +293,7 @@ def _probe_flags(target) -> str:
     """The target's cflags_probe (targets.yaml), kept only where $(CC) takes them (a board's clang may not)."""
     if not target.cflags_probe:
         return ""
-    flags = " ".join(target.cflags_probe)
-    probe = f"$(CC) -Werror {flags} -x c -c -o /dev/null /dev/null 2>/dev/null"
-    return f"EC_TARGET_FIX := $(shell {probe} && echo {flags})\nEC_CFLAGS += $(EC_TARGET_FIX)\n"
+    return f"EC_TARGET_FIX := {flags_if_taken(' '.join(target.cflags_probe))}\nEC_CFLAGS += $(EC_TARGET_FIX)\n"
 
 
 def makefile(p: str, target, sources: list[str]) -> str:
