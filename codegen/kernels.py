@@ -178,7 +178,7 @@ def gspc_kernel(target: Target, kpg: int, wo: int | None = None) -> tuple[Kernel
 def gspc_tail_kernel(target: Target, k: Kernel, kpg: int) -> Kernel | None:
     """A kernel of fewer vectors than T_O tile kernel k that holds a group's last Kpg % T_O channels: it runs that
     tile from k's packing (f32_gspc_shape.row_tail). Kpg 72 on two-zmm tiles: 32 + 32 + 8 lanes (the last on ymm,
-    one FMA a pixel where the padded tile took two); Zen 5, stride 2, 1 thread: 576ch 14x14 g=8 0.200 -> 0.180 ms.
+    one FMA a pixel where the padded tile took two); Zen 5, stride 2, 1 thread: 576ch 14x14 g=8 0.208 -> 0.187 ms.
     A tile of as many vectors saves nothing (a ymm FMA issues like a zmm one)."""
     t_o, gv = k.params["t_o"], k.params.get("gv", 1)
     r = kpg % t_o if t_o else 0
