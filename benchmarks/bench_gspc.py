@@ -174,7 +174,7 @@ def bench_engines(c, h, stride, depth, names, threads, runs, warmup, target, tmp
     interleaved rounds (median of each engine's runs over them), outputs checked against onnxruntime's. With
     cpu (1 thread only), each round's CPU ms per inference instead, median of the rounds: on a shared host
     the wall time of one process moves with the others' load, its CPU time much less."""
-    from engines import ENGINES, EngineError, check
+    from engines import ENGINES, EngineError, check, time_interleaved
 
     engines = []
     for n in names:
@@ -202,16 +202,16 @@ def bench_engines(c, h, stride, depth, names, threads, runs, warmup, target, tmp
                 continue
             runners[e.name] = (r, ok["max_abs"])
         times: dict[str, list[float]] = {n: [] for n in runners}
-        n_cpu = max(1, runs // 3)
         if cpu and runners:  # at least ~30 ms of inferences a round: the bench program's start-up CPU cancels
             est = min(median(r.time(3, 1)) for r, _ in runners.values())
-            n_cpu = min(2000, max(n_cpu, int(30 / max(est, 1e-3))))
-        for _ in range(3):
-            for n, (r, _) in runners.items():
-                if cpu:
+            n_cpu = min(2000, max(max(1, runs // 3), int(30 / max(est, 1e-3))))
+            for _ in range(3):
+                for n, (r, _) in runners.items():
                     times[n].append(_cpu_round(n, r, tmp / f"w{c}_{h}_{stride}_{g}_{n}", n_cpu, warmup))
-                else:
-                    times[n] += r.time(max(1, runs // 3), warmup)
+        elif runners:
+            # rotating order, warm-up and a pause between engines (time_interleaved): on several threads an
+            # in-process engine's workers spin on after its runs, and whichever engine runs next shares the cores
+            times = time_interleaved({n: r for n, (r, _) in runners.items()}, runs, 3, warmup)[0]
         for n, (_, err) in runners.items():
             algo = _edgec_algo(tmp / f"w{c}_{h}_{stride}_{g}_{n}") if n == "edgec" else ""
             rows.append(dict(c=c, h=h, stride=stride, depth=depth, g=g, engine=n, ms=median(times[n]), max_abs=err,
