@@ -385,16 +385,34 @@ def direct_cost(target, g: dict, mr: int, nr: int, cols: int, kind: str, threads
     return max(d["compute"] / threads, _BYTE * d["weight_bytes"])
 
 
-def _winograd_at(e: dict, threads: int) -> dict:
-    """A Winograd estimate on `threads` threads: transforms and GEMMs divide, the passes over U do not (they
-    share one memory path). Zen 3, ResNet-50's 512ch 7x7 layers, F(2,3) in one tile block against the
-    transposed GEMM: 3.0 / 4.1 ms at 1 thread, 2.4 / 2.1 at 2. Xeon Emerald Rapids (AVX-512), 2 threads, 6
-    interleaved rounds: ResNet-50 38.4 -> 36.4 ms (the 14x14 layers F(4,3) -> F(2,3), 1.05-1.2 -> 0.80 ms each;
-    the two 7x7 ones F(2,3) -> gemm-t, 1.16 -> 1.29 ms there), SqueezeNet 3.71 -> 3.55 ms (F(4,3) -> F(2,3) at
-    13x13); 1-thread choices unchanged."""
+# The passes over U on several threads take threads ** -_U_THREADS of their one-thread time. The drivers give each
+# thread its own output channels (few tiles) or tile blocks, so no byte is read twice; but U mostly comes from
+# memory (a model's weights outgrow L3), where one core's stream is bound by the misses it keeps in flight and a
+# second core adds part of the first one's bandwidth, not all of it. Zen 5, 2 threads, old / new alternating:
+# fully divided passes (0) sent ResNet-50's 14x14 layers to F(4,3), 1.03x the model's time of F(2,3) (10 rounds);
+# undivided (the earlier rule, 1) kept dense 512ch 7x7 on the transposed GEMM, where blocked F(2,3) ran 0.86x its
+# time (4-layer stack) and ResNet-50 0.965x (14 rounds, 0.95-0.98). Zen 3's F(2,3) scaled 1.25x against the
+# GEMM's 1.95x on those 7x7 layers (an exponent near 0.3), Emerald Rapids had them 1.11x faster on F(2,3).
+_U_THREADS = 0.5
+
+
+def _winograd_at(e: dict, threads: int, blocked: bool = False) -> dict:
+    """A Winograd estimate on `threads` threads: transforms and GEMMs divide; the passes over U partly
+    (_U_THREADS) on the channel-blocked driver, not at all on the NCHW one (grouped layers there: 512ch 7x7 g=2
+    measured 1.11x GSPC's time on F(2,3) at 2 threads, Zen 5, though within 1.04x at 1). Xeon Emerald Rapids (AVX-512), 2 threads, 6 interleaved rounds, passes not divided: ResNet-50
+    38.4 -> 36.4 ms (the 14x14 layers F(4,3) -> F(2,3), 1.05-1.2 -> 0.80 ms each; the two 7x7 ones F(2,3) ->
+    gemm-t, 1.16 -> 1.29 ms there), SqueezeNet 3.71 -> 3.55 ms (F(4,3) -> F(2,3) at 13x13); 1-thread choices
+    unchanged."""
     if threads == 1:
         return e
-    return {**e, "cost": e["transforms"] / threads + max(e["gemm"] / threads, e["u_passes"])}
+    u = e["u_passes"] / threads ** _U_THREADS if blocked else e["u_passes"]
+    return {**e, "cost": e["transforms"] / threads + max(e["gemm"] / threads, u)}
+
+
+def _blocked_winograd(target) -> bool:
+    """Whether the target has the channel-blocked Winograd driver's kernels (codegen/ops/winograd.py _emit_nchwc)."""
+    from edgec.codegen import kernels
+    return "outc" in kernels.winograd_kernel(target, 2).params
 
 
 def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_kind: str,
@@ -408,7 +426,8 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
     from edgec.codegen.options import active
     threads = max(1, active().threads)
     d = {"cost": direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads)}
-    est = {m: _winograd_at(winograd_estimate(target, g, m, mr, nr), threads) for m in WINOGRAD_M}
+    blocked = g["G"] == 1 and _blocked_winograd(target)  # a dense layer's Winograd runs channel-blocked
+    est = {m: _winograd_at(winograd_estimate(target, g, m, mr, nr), threads, blocked) for m in WINOGRAD_M}
     if override == "direct":
         return Choice("direct", "EDGEC_CONV=direct", {"direct_cost": d["cost"]})
     if override.startswith("winograd-f"):

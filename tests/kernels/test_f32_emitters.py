@@ -422,3 +422,32 @@ def test_winograd_weight_stream_picks():
     with options.using(CompileOptions(learned=(("wino-byte", 1.0),))):
         low = costmodel.winograd_estimate(t, g, 4, mr, nr)
     assert low["cost"] < base["cost"] and low["stream"] == pytest.approx(base["stream"] / costmodel._WG_BYTE)
+
+
+@pytest.mark.parametrize("target", ["x86_64-avx512", "x86_64-avx2", "aarch64-neon"])
+def test_winograd_u_passes_on_two_threads(target):
+    """At 2 threads the blocked driver's passes over U take 2 ** -0.5 of their time (costmodel._U_THREADS), the
+    NCHW driver's all of it. Zen 5, 2 threads, 4-layer stacks, old / new alternating: dense 512ch 7x7 on blocked
+    F(2,3) 0.86-0.88x the transposed GEMM's time, dense 128ch 8x8 0.44x the GEMM's; ResNet-50's 14x14 layers on
+    F(4,3) (U wholly divided) 1.03x F(2,3)'s model time; grouped 512ch 7x7 g=2 on NCHW F(2,3) 1.11x GSPC's."""
+    from edgec.codegen import costmodel, kernels, options
+    from edgec.codegen.ops.conv import direct_path_3x3
+    from edgec.codegen.options import CompileOptions
+
+    t = get_target(target)
+    mr, nr = kernels.gemm_kernel(t).params["mr"], kernels.gemm_kernel(t).params["nr"]
+
+    def pick(c, hw, groups, threads):
+        g = dict(N=1, C=c, H=hw, W=hw, K=c, Ho=hw, Wo=hw, G=groups, KH=3, KW=3, SH=1, SW=1, DH=1, DW=1, PT=1, PL=1)
+        with options.using(CompileOptions(target=target, threads=threads)):
+            return costmodel.choose_conv3x3(t, g, mr, nr, *direct_path_3x3(t, g)).algo
+
+    for threads in (1, 2):
+        assert pick(512, 7, 1, threads) == "winograd-f23"
+        assert pick(128, 8, 1, threads) == "winograd-f23"
+    assert pick(256, 14, 1, 2) == "winograd-f23"  # F(4,3)'s 2.25x the U still costs on two threads
+    assert pick(512, 7, 2, 2) == "direct"
+    e = costmodel.winograd_estimate(t, dict(N=1, C=512, H=7, W=7, K=512, Ho=7, Wo=7, G=1, KH=3, KW=3, SH=1, SW=1,
+                                            DH=1, DW=1, PT=1, PL=1), 2, mr, nr)
+    nchw, blocked = costmodel._winograd_at(e, 2), costmodel._winograd_at(e, 2, True)
+    assert blocked["cost"] < nchw["cost"] and costmodel._winograd_at(e, 1, True) == e
