@@ -399,10 +399,10 @@ _U_THREADS = 0.5
 def _winograd_at(e: dict, threads: int, blocked: bool = False) -> dict:
     """A Winograd estimate on `threads` threads: transforms and GEMMs divide; the passes over U partly
     (_U_THREADS) on the channel-blocked driver, not at all on the NCHW one (grouped layers there: 512ch 7x7 g=2
-    measured 1.11x GSPC's time on F(2,3) at 2 threads, Zen 5, though within 1.04x at 1). Xeon Emerald Rapids (AVX-512), 2 threads, 6 interleaved rounds, passes not divided: ResNet-50
-    38.4 -> 36.4 ms (the 14x14 layers F(4,3) -> F(2,3), 1.05-1.2 -> 0.80 ms each; the two 7x7 ones F(2,3) ->
-    gemm-t, 1.16 -> 1.29 ms there), SqueezeNet 3.71 -> 3.55 ms (F(4,3) -> F(2,3) at 13x13); 1-thread choices
-    unchanged."""
+    measured 1.11x GSPC's time on F(2,3) at 2 threads, Zen 5, though within 1.04x at 1). Xeon Emerald Rapids
+    (AVX-512), 2 threads, 6 interleaved rounds, passes not divided: ResNet-50 38.4 -> 36.4 ms (the 14x14 layers
+    F(4,3) -> F(2,3), 1.05-1.2 -> 0.80 ms each; the two 7x7 ones F(2,3) -> gemm-t, 1.16 -> 1.29 ms there),
+    SqueezeNet 3.71 -> 3.55 ms (F(4,3) -> F(2,3) at 13x13); 1-thread choices unchanged."""
     if threads == 1:
         return e
     u = e["u_passes"] / threads ** _U_THREADS if blocked else e["u_passes"]
