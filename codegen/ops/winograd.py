@@ -172,9 +172,9 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     gb = groups if merged else g["G"]
     dense = dict(g, C=g["C"] // gb, K=g["K"] // gb, G=1, N=g["N"] * gb)
     share = costmodel._lc(target, "wino_nchwc")
-    est = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr), threads, True)["cost"]
-           * share
-           for m in (2, 4)}
+    at = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr), threads, blocked=True)
+          for m in (2, 4)}
+    est = {m: e["cost"] * share for m, e in at.items()}
     m = min(est, key=lambda k: est[k])
     if merged:  # pairs of narrow groups: merged whatever the estimate says (layout.merged_groups)
         return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {g['G']} groups merged into {gb} of "
