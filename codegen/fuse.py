@@ -125,9 +125,11 @@ def _silu_partner(g: Graph, n: Node, users: dict, prod: dict) -> Node | None:
 
 
 def fuse_q8_luts(g: Graph) -> Graph:
-    """A u8 -> u8 table (EcQLut: HardSwish, HardSigmoid ... as 256 entries) whose only input is a
-    depthwise QLinearConv's output, used by it alone, moves into the conv (attr ec_lut): the depthwise
-    driver applies it to each chunk of output channels while they are in L1 (q8_dwconv_run_lut)."""
+    """A u8 -> u8 table (EcQLut: HardSwish, HardSigmoid, a Concat input's requantization ... as 256 entries)
+    whose only input is a QLinearConv's output, used by it alone, moves into the conv (attr ec_lut): the
+    depthwise driver applies it to each chunk of output channels while they are in L1 (q8_dwconv_run_lut),
+    q8_conv's tasks to the part of the output each has just stored (q8_conv_params.lut), other routes in a
+    pooled pass right after the conv; either way no layer of its own, no buffer between them."""
     users, prod = g.consumers(), g.producers()
     for c in list(g.nodes):
         lut = c.input(1) if c.op == "EcQLut" else None
@@ -137,9 +139,7 @@ def fuse_q8_luts(g: Graph) -> Graph:
         p = prod.get(id(x))
         if p is None or p.op != "QLinearConv" or p.attr("ec_lut") is not None or not _single_use(g, x, users):
             continue
-        w = p.input(3)
-        if w is None or len(x.shape) != 4 or x.dtype != y.dtype or x.shape != y.shape or x.block or y.block or \
-                not (int(p.attr("group", 1)) == x.shape[1] == w.shape[0] and w.shape[1] == 1):
+        if len(x.shape) != 4 or x.dtype != y.dtype or x.shape != y.shape or x.block or y.block:
             continue
         p.attrs["ec_lut"] = lut.const.reshape(256)
         _replace(g, p, c)

@@ -284,11 +284,13 @@ def emit_qlinearconv(node: Node, ctx: EmitContext) -> str:
         return _emit_conv1x1_add(node, ctx, wq, b, scales, (N, C, H, W, OC), q, macs, choice, fused)
     else:
         code = _emit_gemm_conv(node, ctx, wq, b, scales, (N, C, H, W, OC, g), geo, q, macs, choice)
-    lut = _fused_lut(node, ctx)  # a fused table outside the depthwise kernel: a pass after the conv
+    lut = _fused_lut(node, ctx)  # a fused table: q8_conv applies it per task (its params), other drivers after
     Y = f"(uint8_t *){ctx.ptr(y)}"
-    if lut:  # elementwise, over the stored bytes (a blocked tensor's too)
+    if lut:
         ctx.note(fused_lut=lut[1])
-        code = "{\n" + code + f"}}\n{lut[1]}({y.nbytes}u, {Y}, {lut[0]}, {Y});\n"
+    if lut and route not in ("gemm", "cgemm", "igemm"):  # elementwise, over the stored bytes (a blocked tensor's too)
+        ctx.require("q8-eltwise/q8-lut-pool.c")
+        code = "{\n" + code + f"}}\nq8_lut_pool({y.nbytes}u, {Y}, {lut[0]}, {Y}, {lut[1]}, {ctx.pool});\n"
     if fused:  # a kernel without the Add in its store: the Add as its own pass, in place on the output
         add, mine, r = fused
         if r.block != y.block:
@@ -317,7 +319,7 @@ def _emit_conv1x1_add(node: Node, ctx: EmitContext, wq, b, scales, dims, q, macs
     ctx.note(algo="q8-gemm", macs=macs, kernel=Q8_GEMM_MADDUBS[0], why=choice.why, residual_add=fn)
     shape = f"{{{C}, {H}, {W}, 1, 1, 1, 1, 1, 1, 0, 0, {H}, {W}}}"
     return (f"const q8_conv_params p = {{{shape}, {N}, 1, {OC}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK, NULL, 0}};\n"
+            f"{zx}, 0, {Q8_GEMM_MADDUBS[0]}, NULL, NULL, Q8_WLAYOUT_PACK, NULL, 0, NULL, NULL}};\n"
             f"const q8_add_params ap = {qadd_params(add, mine)};\n"
             f"q8_conv1x1_add(&p, {fn}, (const uint8_t *){ctx.ptr(node.inputs[0])}, (const uint8_t *){ctx.ptr(r)}, "
             f"&ap, (uint8_t *){ctx.ptr(node.outputs[0])}, (uint8_t *){scr}, {ctx.pool});\n")
@@ -478,8 +480,10 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     if x.block or y.block:
         ctx.note(layout=f"{x.layout} -> {y.layout}")
     cg_fn = cgemm[0] + c4 if cgemm else "NULL"
+    lut = _fused_lut(node, ctx)  # applied by q8_conv's tasks as they store
+    lut_args = f", {lut[0]}, {lut[1]}" if lut else ", NULL, NULL"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn + c4}, {scp}, {igemm or 'NULL'}, {wl}, {cg_fn}, {io or 0}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn + c4}, {scp}, {igemm or 'NULL'}, {wl}, {cg_fn}, {io or 0}{lut_args}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 

@@ -17,7 +17,22 @@ typedef struct {
     uint8_t *y;
     const q8_rq *rq;
     size_t ypx; /* bytes from one output pixel to the next: 1, or 4 in the blocked layout */
+    const uint8_t *lut; /* q8_conv_params.lut, or NULL */
+    q8_conv_lut_fn lut_fn;
 } gemm_job;
+
+/* y = lut[y] over pixels [n0, n1) of output rows [0, rows) (row m at m ys; px = 1, or 4 in the blocked layout, where
+ * a row of y holds 4 channels) */
+static void apply_lut(const uint8_t *lut, q8_conv_lut_fn fn, uint8_t *y, size_t rows, size_t ys, size_t px, size_t n0,
+                      size_t n1)
+{
+    if (!lut)
+        return;
+    for (size_t m = 0; m < rows; m += px) {
+        uint8_t *r = y + m * ys + n0 * px;
+        fn((n1 - n0) * px, r, lut, r);
+    }
+}
 
 #define Q8_CHUNK 32 /* pixels per parallel item: a multiple of every kernel's pixel tile */
 
@@ -69,6 +84,7 @@ static void gemm_chunk(void *ctx, size_t begin, size_t end)
     const gemm_job *j = (const gemm_job *)ctx;
     const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
     j->gemm(j->M, n1 - n0, j->K4, j->wp, j->xp + n0 * 4, j->np, j->y + n0 * j->ypx, j->y_stride, j->rq);
+    apply_lut(j->lut, j->lut_fn, j->y, j->M, j->y_stride, j->ypx, n0, n1);
 }
 
 /* rq for the output channels from m0 on */
@@ -92,6 +108,7 @@ static void gemm_rows(void *ctx, size_t begin, size_t end)
     const q8_rq r = rq_from(j->rq, m0);
     j->gemm(m1 - m0, j->N, j->K4, j->wp + m0 / 4 * j->K4 * 16, j->xp, j->np, j->y + m0 * j->y_stride, j->y_stride,
             &r);
+    apply_lut(j->lut, j->lut_fn, j->y + m0 * j->y_stride, m1 - m0, j->y_stride, j->ypx, 0, j->N);
 }
 
 /* The pixel-lane GEMM over a layer's pixels on a pool: 32-pixel chunks, or, for maps of fewer than 4 chunks a
@@ -150,6 +167,9 @@ typedef struct {
     const q8_rq *rq;
     int by_panel; /* items: 32-channel panels (small maps), else 32-pixel chunks */
     size_t ys;    /* the output's row pitch: N, or np in the blocked layout (row m0 at m0 ys either way) */
+    size_t ypx;   /* bytes from one output pixel to the next: 1, or 4 in the blocked layout */
+    const uint8_t *lut; /* q8_conv_params.lut, or NULL */
+    q8_conv_lut_fn lut_fn;
 } cgemm_job;
 
 static void cgemm_task(void *ctx, size_t begin, size_t end)
@@ -160,9 +180,11 @@ static void cgemm_task(void *ctx, size_t begin, size_t end)
         const q8_rq r = rq_from(j->rq, m0);
         j->cgemm(m1 - m0, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp + m0 * j->K4 * 4, j->x, j->koff,
                  j->y + m0 * j->ys, j->ys, &r);
+        apply_lut(j->lut, j->lut_fn, j->y + m0 * j->ys, m1 - m0, j->ys, j->ypx, 0, j->N);
     } else {
         const size_t n0 = begin * Q8_CHUNK, n1 = end * Q8_CHUNK < j->N ? end * Q8_CHUNK : j->N;
         j->cgemm(j->M, n0, n1, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->ys, j->rq);
+        apply_lut(j->lut, j->lut_fn, j->y, j->M, j->ys, j->ypx, n0, n1);
     }
 }
 
@@ -174,6 +196,7 @@ static void run_cgemm(cgemm_job *j, ec_pool *pool)
     const size_t threads = (size_t)ec_pool_threads(pool), nc = (j->N + Q8_CHUNK - 1) / Q8_CHUNK;
     if (threads <= 1) {
         j->cgemm(j->M, 0, j->N, j->Wo, j->rs, j->cs, j->K4, j->wp, j->x, j->koff, j->y, j->ys, j->rq);
+        apply_lut(j->lut, j->lut_fn, j->y, j->M, j->ys, j->ypx, 0, j->N);
         return;
     }
     j->by_panel = nc < 4 * threads;
@@ -187,6 +210,8 @@ typedef struct {
     const q8_conv_shape *s;
     const uint8_t *ye; /* extended rows, wq pixels each */
     uint8_t *y;
+    const uint8_t *lut; /* q8_conv_params.lut, or NULL */
+    q8_conv_lut_fn lut_fn;
 } compact_job;
 
 static void compact_task(void *ctx, size_t begin, size_t end)
@@ -196,6 +221,7 @@ static void compact_task(void *ctx, size_t begin, size_t end)
     for (size_t m = begin; m < end; m++)
         for (size_t oh = 0; oh < Ho; oh++)
             memcpy(j->y + (m * Ho + oh) * Wo, j->ye + (m * Ho + oh) * wq, Wo);
+    apply_lut(j->lut, j->lut_fn, j->y + begin * Ho * Wo, end - begin, Ho * Wo, 1, 0, Ho * Wo);
 }
 
 /* The implicit GEMM over the padded copy (see q8-conv.h) for group input xg, output yg. */
@@ -232,14 +258,14 @@ static void conv_implicit(const q8_conv_params *p, const uint8_t *xg, uint8_t *y
         const size_t sh0 = (size_t)p->s.sh, sw0 = (size_t)p->s.sw; /* the conv's own stride */
         const size_t N = (size_t)p->s.Ho * p->s.Wo;
         cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, (size_t)p->s.Wo, sh0 * wq, sw0, c4n * taps, wg, xp, koff, yg, rq, 0,
-                        p->io & Q8_Y_C4 ? q8_pack_np(N) : N};
+                        p->io & Q8_Y_C4 ? q8_pack_np(N) : N, p->io & Q8_Y_C4 ? 4 : 1, p->lut, p->lut_fn};
         run_cgemm(&cj, pool);
         return;
     }
     igemm_job j = {p->igemm, (size_t)p->ocg, ne, c4n * taps, wg, xp, koff, ye, rq};
     const size_t nc = (ne + Q8_CHUNK - 1) / Q8_CHUNK;
     ec_parallel_for(pool, nc, gemm_grain(nc, pool), igemm_chunk, &j);
-    compact_job cj = {s, ye, yg};
+    compact_job cj = {s, ye, yg, p->lut, p->lut_fn};
     ec_parallel_for(pool, (size_t)p->ocg, 1, compact_task, &cj);
 }
 
@@ -303,12 +329,13 @@ void q8_conv(const q8_conv_params *p, const uint8_t *x, uint8_t *y, uint8_t *scr
                     koff[k] = (int32_t)(4 * k * np);
                 cgemm_job cj = {p->cgemm, (size_t)p->ocg, N, N, N, 1, K4,
                                 p->wp + g * q8_pack_w_c32_bytes((size_t)p->ocg, K), xp, koff,
-                                y + ((size_t)b * p->groups + g) * out_g, &rq, 0, yc4 ? np : N};
+                                y + ((size_t)b * p->groups + g) * out_g, &rq, 0, yc4 ? np : N, yc4 ? 4 : 1, p->lut,
+                                p->lut_fn};
                 run_cgemm(&cj, pool);
                 continue;
             }
             gemm_job j = {p->gemm, (size_t)p->ocg, N, (K + 3) / 4, q8_pack_np(N), yc4 ? q8_pack_np(N) : N, p->wp + g * wg,
-                          xp, y + ((size_t)b * p->groups + g) * out_g, &rq, yc4 ? 4 : 1};
+                          xp, y + ((size_t)b * p->groups + g) * out_g, &rq, yc4 ? 4 : 1, p->lut, p->lut_fn};
             run_gemm(&j, p->wlayout, pool);
         }
 }
@@ -323,7 +350,7 @@ void q8_matmul(size_t rows, size_t M, size_t K, const uint8_t *A, const int8_t *
         for (size_t k = 0; k < K; k++)
             xp[((k / 4) * np + r) * 4 + k % 4] = A[r * K + k] ^ flip;
     /* rows are the GEMM's pixels: a classifier's one row on a pool splits the output channels (run_gemm) */
-    gemm_job j = {gemm, M, rows, (K + 3) / 4, np, rows, wp, xp, rows == 1 ? Y : yt, rq, 1};
+    gemm_job j = {gemm, M, rows, (K + 3) / 4, np, rows, wp, xp, rows == 1 ? Y : yt, rq, 1, NULL, NULL};
     run_gemm(&j, wlayout, pool);
     if (rows == 1)
         return;

@@ -17,6 +17,9 @@
  * k = (tap, c4, 4 channels), so each 16-step block is 16 channel quads of one tap, planes a fixed stride apart) */
 enum { Q8_WLAYOUT_PACK = 0, Q8_WLAYOUT_AMX = 1 };
 
+/* a u8 -> u8 table pass (q8_lut and its SIMD variants); works in place */
+typedef void (*q8_conv_lut_fn)(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
+
 typedef struct {
     q8_conv_shape s;       /* per-group input channels in s.C */
     int batch, groups, ocg; /* ocg = output channels per group */
@@ -36,6 +39,11 @@ typedef struct {
      * the channel-lane GEMM's kxk convs (q8_pack_pad4_c4); a blocked output needs a _c4 gemm / cgemm and no
      * implicit pixel-lane GEMM. */
     int io;
+    /* non-NULL: y = lut[y], a u8 -> u8 table fused into the conv (codegen/fuse.py fuse_q8_luts), applied by each
+     * task to the part of y it has just stored, while it is in cache and on the pool's threads; lut_fn is the
+     * target's table kernel (q8-eltwise.h) */
+    const uint8_t *lut;
+    q8_conv_lut_fn lut_fn;
 } q8_conv_params;
 
 enum { Q8_X_C4 = 1, Q8_Y_C4 = 2 };

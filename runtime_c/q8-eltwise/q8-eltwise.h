@@ -90,6 +90,11 @@ void q8_lut(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 void q8_lut__avx512vbmi(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 void q8_lut__neon(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 void q8_lut__avx2(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
+/* fn (one of the above) over a pool's threads in 4 KB blocks (q8-lut-pool.c): a table fused into a conv whose
+ * driver applies none itself, run right after it */
+struct ec_pool;
+void q8_lut_pool(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y,
+                 void (*fn)(size_t, const uint8_t *, const uint8_t *, uint8_t *), struct ec_pool *pool);
 
 /* QLinearMul with b broadcast per outer index (SE blocks: [N,C,H,W] x [N,C,1,1]; inner = 1 for
  * same shape): y = clamp(nearbyint((a - za) * (b - zb) * scale) + zy), scale = a_s * b_s / y_s,

@@ -147,7 +147,7 @@ def _channelwise_model(kind: str, rng):
 @pytest.mark.parametrize("kind", ["bn", "bn1d", "mul-add", "sigmoid"])
 def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
     """Per-channel float ops between quantized layers become one table per channel; a per-tensor one
-    (Sigmoid) one table, in the u8 domain for int8 activations too."""
+    (Sigmoid) one table, in the u8 domain for int8 activations too, applied by the conv before it as it stores."""
     rng = np.random.default_rng(5)
     model, shape = _channelwise_model(kind, rng)
     src = tmp_path / "m.onnx"
@@ -157,7 +157,9 @@ def test_per_channel_float_island_becomes_tables(kind, acts, tmp_path):
     x = rng.normal(0, 1, shape).astype(np.float32)
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     algos = [l["algo"] for l in b.layers]
-    assert "q8-lut" in algos and algos.count("q8-dequantize") == 1 and algos.count("q8-quantize") == 1, algos
+    fused = [l.get("details", {}).get("fused_lut") for l in b.layers if l.get("details", {}).get("fused_lut")]
+    assert algos.count("q8-dequantize") == 1 and algos.count("q8-quantize") == 1, algos
+    assert (len(fused), algos.count("q8-lut")) == ((1, 0) if kind == "sigmoid" else (0, 1)), (algos, fused)
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
@@ -182,8 +184,9 @@ def _fire_model(path, shape, e: int, out: int, std: float, rng):
 def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
     """SqueezeNet's fire module: Concat of two convs with their own output scales, quantized again. The float
     island (DequantizeLinear x2 -> Concat -> QuantizeLinear) becomes a Concat of the int8 tensors, one of them
-    through a requantization table (the other already has the output's scale): no float pass, and the output
-    equals the exact QDQ result (a 3x3 MaxPool after it runs on the bytes too)."""
+    through a requantization table (the other already has the output's scale), which its conv applies as it stores:
+    no float pass, no layer for the table, and the output equals the exact QDQ result (a 3x3 MaxPool after it runs
+    on the bytes too)."""
     rng = np.random.default_rng(8)
     shape = (1, 8, 13, 13)
     src = _fire_model(tmp_path / "m.onnx", shape, 16, 4, 0.4, rng)
@@ -193,7 +196,8 @@ def test_concat_of_requantized_inputs_runs_on_bytes(acts, tmp_path):
     b, y = _compile_run(q, "native", x, tmp_path, name="x")
     algos = [l["algo"] for l in b.layers]
     assert algos.count("q8-quantize") == 1 and algos.count("q8-dequantize") == 1, algos  # the model's edges only
-    assert algos.count("q8-lut") == 1 and "q8-maxpool" in algos, algos
+    fused = [l.get("details", {}).get("fused_lut") for l in b.layers if l.get("details", {}).get("fused_lut")]
+    assert algos.count("q8-lut") == 0 and len(fused) == 1 and "q8-maxpool" in algos, (algos, fused)
     assert np.abs(y - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
 
 
@@ -289,7 +293,8 @@ def test_ppocr_int8_matches_exact_qdq(ppocr_cls, target, tmp_path):
     b, y = _compile_run(q, target, x, tmp_path, name="x")
     ref = exact(q, {"x": x})
     algos = [l["algo"] for l in b.layers]
-    assert algos.count("q8-lut") >= 9 and algos.count("q8-dwconv") == 11  # HardSwish/SE islands as tables
+    tables = algos.count("q8-lut") + sum(1 for l in b.layers if l.get("details", {}).get("fused_lut"))
+    assert tables >= 9 and algos.count("q8-dwconv") == 11  # HardSwish/SE islands as tables, most fused into convs
     assert algos.count("q8-quantize") + algos.count("q8-dequantize") <= 6
     assert np.abs(y - ref).max() <= 1.001 / 255 and (y.argmax(1) == ref.argmax(1)).all()
 
@@ -398,7 +403,7 @@ def test_ppocr_7bit_runs_maddubs_depthwise_exactly(ppocr_cls, tmp_path):
     kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-dwconv"]
     assert kernels == ["q8_dwconv__avx2_maddubs_shared"] * 11, kernels
     # the HardSwish tables after the 8 depthwise convs without a Relu run inside the depthwise driver
-    fused = [l["details"].get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
+    fused = [l.get("details", {}).get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
     assert fused.count("q8_lut__avx2") == 8, fused
     muls = [l["details"].get("kernel") for l in b.layers if l["algo"] == "q8-mul"]  # SE gates in fixed point
     assert muls == ["q8_mul_outer_fx"] * 9, muls
@@ -539,7 +544,7 @@ def test_ppocr_8bit_on_avx_vnni_runs_vpdpbusd_kernels(ppocr_cls, tmp_path):
     for l in b.layers:
         kernels[l["algo"]].add(l.get("details", {}).get("kernel"))
     assert kernels["q8-dwconv"] == {"q8_dwconv__avxvnni"} and kernels["q8-gemm"] == {"q8_gemm_4x16__avxvnni"}, kernels
-    fused = [l["details"].get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
+    fused = [l.get("details", {}).get("fused_lut") for l in b.layers if l["algo"] == "q8-dwconv"]
     assert fused.count("q8_lut__avx2") == 8, fused
     _, y_ref = _compile_run(q, "generic", x, tmp_path / "generic", name="x")
     assert np.array_equal(y, y_ref)
@@ -647,6 +652,36 @@ def test_int8_classifier_gemm_splits_output_channels_on_threads(rows, tmp_path):
     opts = CompileOptions(target="native", threads=2, learned=(("pool-job-us", 0.0),))  # handed the pool when small
     b = compile_model(q, tmp_path / "out", options=opts, build=True, input_shapes={"x": [rows, 200]})
     assert "model_pool);" in [l for l in (b.dir / "model.c").read_text().splitlines() if "q8_matmul(" in l][0]
+    got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2)}
+    assert np.array_equal(got[1], got[2])
+    assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
+def test_table_fused_into_a_grouped_conv_runs_after_it_on_the_pool(tmp_path):
+    """A per-tensor table (Sigmoid between quantized layers) after a grouped conv that runs GSPC, whose driver applies
+    no table itself: fused all the same (no layer of its own), run right after the conv over the pool's threads in
+    4 KB blocks (q8_lut_pool; 72 KB here, so 2 threads split it). The bytes at 1 and 2 threads, the exact QDQ result."""
+    from edgec.codegen.options import CompileOptions
+    from edgec.codegen.verifier import run_binary as run_threads
+
+    rng = np.random.default_rng(23)
+    shape = (1, 32, 48, 48)
+    w1, w2 = rng.normal(0, 0.3, (32, 8, 3, 3)), rng.normal(0, 0.3, (8, 32, 1, 1))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["h"], pads=[1] * 4, group=4),
+             helper.make_node("Sigmoid", ["h"], ["a"]), helper.make_node("Conv", ["a", "w2"], ["y"])]
+    g = helper.make_graph(nodes, "gsig", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v.astype(np.float32), k) for k, v in (("w1", w1), ("w2", w2))])
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(4)])
+    x = rng.normal(0, 1, shape).astype(np.float32)
+    b = compile_model(q, tmp_path / "out", options=CompileOptions(target="native", threads=2), build=True,
+                      input_shapes={"x": list(shape)})
+    grouped = [l for l in b.layers if l["algo"] == "q8-gspc"]
+    assert len(grouped) == 1 and grouped[0]["details"].get("fused_lut"), b.layers
+    assert not any(l["algo"] == "q8-lut" for l in b.layers)
+    assert "q8_lut_pool(" in (b.dir / "model.c").read_text()
     got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2)}
     assert np.array_equal(got[1], got[2])
     assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001

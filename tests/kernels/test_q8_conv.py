@@ -367,3 +367,54 @@ def test_q8_conv_blocked_layout_equals_nchw(extra, tmp_path):
                 assert r.returncode == 0, (family, case, io, r.stderr[-3000:])
                 outs[io, threads] = out.read_bytes()
         assert len(set(outs.values())) == 1, (family, case, [k for k, v in outs.items() if v != outs[0, "1"]])
+
+
+# a table fused into the conv (q8_conv_params.lut), through every way q8_conv splits its output: pixel chunks and
+# row panels of the pixel-lane GEMM, the implicit GEMM's compaction per channel, pixel chunks and 32-channel panels
+# of the channel-lane GEMM, the blocked output's 4-channel rows; groups
+LUT_CASES = {
+    "gemm": [CASES[1], CASES[2], CASES[12], (24, 7, 9, 70, 1, 1, 0, 1, 1, np.uint8),
+             (24, 7, 9, 268, 1, 1, 0, 1, 1, np.uint8)],
+    "igemm": [IMPLICIT_CASES[0], (12, 6, 7, 8, 3, 1, 1, 1, 2, np.uint8), (33, 15, 30, 20, 3, 1, 1, 1, 1, np.uint8)],
+    "cgemm": [CGEMM_CONV_CASES[0], CGEMM_CONV_CASES[2], CGEMM_CONV_CASES[4], CGEMM_CONV_CASES[6],
+              CGEMM_CONV_CASES[11]],
+}
+
+
+@pytest.mark.parametrize("family,io", [("gemm", 0), ("igemm", 0), ("gemm", 3), ("cgemm", 0), ("cgemm", 3)])
+def test_q8_conv_fused_table_maps_every_output_once(family, io, tmp_path):
+    """A table fused into the conv (q8_conv_params.lut: a Concat input's requantization, HardSwish...) is applied by
+    each task to the part of the output it stored: the output equals the table over the conv's output without it, at
+    1, 2 and 3 threads (the table is a permutation with no fixed point of f(f(y)) = f(y): a byte missed or mapped twice
+    shows). gemm / igemm on the scalar GEMM (any host), the blocked output and the channel-lane GEMM on AVX-512 VNNI."""
+    vnni = family == "cgemm" or io
+    isa = ISAS["avx512vnni" if vnni else "scalar"]
+    require(isa)
+    files = ["q8_conv_driver.c", "q8-conv/q8-conv.c", "q8-gemm/q8-pack.c", "ec_threadpool.c",
+             "q8-eltwise/q8-eltwise-scalar.c"]
+    if vnni:
+        files += ["q8-gemm/q8-gemm-8x32-avx512vnni.c", "q8-gemm/q8-cgemm-32x8-avx512vnni.c"]
+        c4 = "_c4" if io & 2 else ""
+        defs = {"KERNEL": "q8_gemm_8x32__avx512vnni" + c4, "IO": str(io)}
+        if family == "cgemm":
+            defs.update(CGEMM="q8_cgemm_32x8__avx512vnni" + c4, PACK_W_BYTES="q8_pack_w_c32_bytes")
+    else:
+        files += ["q8-gemm/q8-gemm-4x8-scalar.c"]
+        defs = {"KERNEL": "q8_gemm_4x8__scalar", **({"IGEMM": "q8_igemm_4x8__scalar"} if family == "igemm" else {})}
+    plain = build(isa, tmp_path / "plain", files, defs)
+    fused = build(isa, tmp_path / "lut", files, {**defs, "LUT": "q8_lut"})
+    table = ((np.arange(256) * 37 + 11) % 256).astype(np.uint8)
+    rng = np.random.default_rng(19)
+    for i, case in enumerate(LUT_CASES["gemm" if family == "gemm" and io else family]):
+        if io and (case[-2] != 1 or case[0] % 4 or case[3] % 4):  # the blocked layout: one group, channels by 4
+            continue
+        _, x, q = _model_and_data(case, rng)
+        _problem_file(tmp_path / f"p{i}.bin", case, x, q, False, implicit=family == "igemm", cgemm=family == "cgemm")
+        r = run(isa, plain, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"y{i}.bin"))
+        assert r.returncode == 0, (case, r.stderr[-3000:])
+        want = table[np.frombuffer((tmp_path / f"y{i}.bin").read_bytes(), np.uint8)]
+        for threads in ("1", "2", "3"):
+            r = run(isa, fused, str(tmp_path / f"p{i}.bin"), str(tmp_path / f"t{i}.bin"), threads)
+            assert r.returncode == 0, (case, r.stderr[-3000:])
+            got = np.frombuffer((tmp_path / f"t{i}.bin").read_bytes(), np.uint8)
+            assert np.array_equal(got, want), (case, threads, int((got != want).sum()))

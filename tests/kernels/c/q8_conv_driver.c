@@ -4,6 +4,8 @@
  * File: int32 header[21] = batch groups C H W ocg kh kw sh sw dh dw pt pl Ho Wo zp qmin qmax zx flip,
  * then packed weights, bias/mult/shift (groups x ceil4(ocg) int32 each), then x (u8).
  * Optional argv[3]: threads.
+ * With LUT (a u8 -> u8 table function, q8-eltwise.h): q8_conv applies the table (i * 37 + 11) mod 256 to its output
+ * (q8_conv_params.lut), so the test can tell a byte it missed or mapped twice.
  * With IO (q8_conv_params.io flags): x is converted to the blocked layout first (q8_pack_x per image) and y back
  * (q8_unpack_c4), so the file and the output stay NCHW; the blocked input also ends at the inaccessible page.
  * x ends where an inaccessible page begins: a read past its last byte faults, masked vector loads included (which
@@ -15,6 +17,9 @@
 #include <unistd.h>
 
 #include "q8-conv/q8-conv.h"
+#ifdef LUT
+#include "q8-eltwise/q8-eltwise.h"
+#endif
 
 static void *slurp(FILE *f, size_t n)
 {
@@ -56,9 +61,16 @@ int main(int argc, char **argv)
         return 2;
     q8_conv_params p = {{h[2], h[3], h[4], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]},
                         h[0], h[1], h[5], NULL, NULL, NULL, NULL, h[16], h[17], h[18],
-                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0, NULL, 0};
+                        (uint8_t)h[19], (uint8_t)h[20], KERNEL, NULL, NULL, 0, NULL, 0, NULL, NULL};
 #ifdef IGEMM
     p.igemm = IGEMM;
+#endif
+#ifdef LUT
+    static uint8_t table[256];
+    for (int i = 0; i < 256; i++)
+        table[i] = (uint8_t)(i * 37 + 11);
+    p.lut = table;
+    p.lut_fn = LUT;
 #endif
 #ifdef CGEMM /* the channel-lane GEMM: weights in q8_pack_w_c32's layout, fp32 scales after the shifts */
     p.cgemm = CGEMM;

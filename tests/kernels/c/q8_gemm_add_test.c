@@ -117,7 +117,7 @@ static int driver_case(size_t batch, size_t M, size_t H, size_t W, size_t C, int
     make(&p, M, batch * N, C, mode); /* X, R: batch images' worth of bytes; W, rq per output channel */
     q8_conv_params cp = {{(int)C, (int)H, (int)W, 1, 1, 1, 1, 1, 1, 0, 0, (int)H, (int)W}, (int)batch, 1, (int)M,
                          p.Wp, p.bias, p.mult, p.shift, p.rq.zp, p.rq.qmin, p.rq.qmax, 0, 0, q8_gemm_4x8__scalar, NULL, NULL, 0,
-                         NULL, 0};
+                         NULL, 0, NULL, NULL};
     uint8_t *scr = malloc(q8_conv_scratch_bytes(&cp));
     uint8_t *Y0 = malloc(batch * M * N), *Y1 = malloc(batch * M * N);
     q8_conv(&cp, p.X, Y0, scr, NULL);
