@@ -676,9 +676,12 @@ def test_table_fused_into_a_grouped_conv_runs_after_it_on_the_pool(tmp_path):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
     q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(4)])
     x = rng.normal(0, 1, shape).astype(np.float32)
-    b = compile_model(q, tmp_path / "out", options=CompileOptions(target="native", threads=2), build=True,
-                      input_shapes={"x": list(shape)})
+    # GSPC forced: the cost model's pick for this layer differs between ISAs (AVX2: a GEMM per group)
+    b = compile_model(q, tmp_path / "out", options=CompileOptions(target="native", threads=2, q8conv="q8-gspc"),
+                      build=True, input_shapes={"x": list(shape)})
     grouped = [l for l in b.layers if l["algo"] == "q8-gspc"]
+    if not grouped:
+        pytest.skip(f"{b.target.name} has no int8 GSPC kernel: no pass after the conv to test")
     assert len(grouped) == 1 and grouped[0]["details"].get("fused_lut"), b.layers
     assert not any(l["algo"] == "q8-lut" for l in b.layers)
     assert "q8_lut_pool(" in (b.dir / "model.c").read_text()
