@@ -483,7 +483,8 @@ def _emit_gemm_conv(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, m
     lut = _fused_lut(node, ctx)  # applied by q8_conv's tasks as they store
     lut_args = f", {lut[0]}, {lut[1]}" if lut else ", NULL, NULL"
     return (f"const q8_conv_params p = {{{shape}, {N}, {g}, {ocg}, {wp}, {bp}, {mp}, {sp}, {zy}, {lo}, {hi}, "
-            f"{zx}, {0x80 if signed else 0}, {fn + c4}, {scp}, {igemm or 'NULL'}, {wl}, {cg_fn}, {io or 0}{lut_args}}};\n"
+            f"{zx}, {0x80 if signed else 0}, {fn + c4}, {scp}, {igemm or 'NULL'}, {wl}, {cg_fn}, {io or 0}"
+            f"{lut_args}}};\n"
             f"q8_conv(&p, (const uint8_t *){ctx.ptr(node.inputs[0])}, (uint8_t *){ctx.ptr(node.outputs[0])}, "
             f"(uint8_t *){scr}, {ctx.pool});\n")
 
