@@ -32,6 +32,7 @@ from edgec.codegen.ir import Graph, Node, Tensor
 from edgec.errors import EdgecError
 
 LAYOUT_MODES = ("auto", "nchw", "nchwc")
+WINO_TILES = ("f23", "f43")  # what a region record may force on its blocked Winograd convs (wino=...)
 ACT_OPS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip")
 
 
@@ -272,7 +273,8 @@ def _wino(g: dict, target) -> bool:
 def merge_groups(n: Node, target) -> None:
     """Rewrite a blocked Winograd conv whose groups are not whole blocks as merged_groups' fewer groups:
     block-diagonal weights (a merged group's output channels read only their own group's inputs), the same
-    results. ec_blocked_wino records the algorithm the layout chose (the emitter runs it)."""
+    results. ec_blocked_wino records the algorithm the layout chose, or kept from the region's record (the
+    emitter runs it)."""
     from edgec.codegen.ops.conv import geometry
     g = geometry(n)
     groups = merged_groups(g, block_width(target))
@@ -284,7 +286,7 @@ def merge_groups(n: Node, target) -> None:
     out = np.zeros((G, kpg, s * cpg, g["KH"], g["KW"]), w.dtype)
     for j in range(G):
         out[j, :, (j % s) * cpg:(j % s + 1) * cpg] = src[j]
-    algo = _wino_choice(g, target).algo
+    algo = n.attr("ec_blocked_wino") or _wino_choice(g, target).algo
     n.inputs[1] = Tensor(f"{w.name}__merged{s}", (g["K"], s * cpg, g["KH"], g["KW"]), w.dtype, const=out)
     n.attrs = {**n.attrs, "group": groups, "ec_merged_groups": G, "ec_blocked_wino": algo}
 
@@ -540,6 +542,7 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
     info["estimate"] = estimate(g, region, target)  # edgec tune records it beside each layout it times
     rec = opts.tuned_for(info["signature"]) if opts.tuned else None
     forced = rec[0].get("layout") if rec is not None else None
+    info["wino_forced"] = wino_forced(rec[0].get("wino", "") if rec is not None else "")
     if mode in ("nchw", "nchwc"):
         info["blocked"] = mode == "nchwc"
     elif forced in ("nchw", "nchwc"):
@@ -552,7 +555,34 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
             nchw, blocked = info["estimate"]
             info["learned"] = f"layout-scale {learned_scale():.2f} (default 1): blocked estimate " \
                               f"{blocked * learned_scale() / 1e3:.1f} us vs NCHW {nchw / 1e3:.1f} us"
+    # (shape, algorithm) of each Winograd conv blocked (edgec tune times the other tile per shape and tells its
+    # candidates' code apart by them)
+    shapes = [wino_shape(n) for n in region if kinds[id(n)] == "wino"]
+    info["wino"] = [(s, info["wino_forced"].get(s) or _wino_choice(_geometry(n), target).algo)
+                    for s, n in zip(shapes, (n for n in region if kinds[id(n)] == "wino"))]
     return info
+
+
+def _geometry(n: Node) -> dict:
+    from edgec.codegen.ops.conv import geometry
+    return geometry(n)
+
+
+def wino_shape(n: Node) -> str:
+    """A blocked Winograd conv's shape as a region record names it (wino=<shape>:f23,...)."""
+    g = _geometry(n)
+    return f"{g['C']}x{g['K']}x{g['H']}x{g['W']}g{g['G']}"
+
+
+def wino_forced(spec: str) -> dict[str, str]:
+    """A region record's wino field ("<shape>:f23,<shape>:f43"): shape -> the Winograd algorithm its blocked
+    convs run (F(2,3) and F(4,3) only: the blocked driver's tiles); a malformed entry forces nothing."""
+    out = {}
+    for item in filter(None, spec.split(",")):
+        shape, _, tile = item.rpartition(":")
+        if shape and tile in WINO_TILES:
+            out[shape] = f"winograd-{tile}"
+    return out
 
 
 def assign(g: Graph, target, mode: str = "auto") -> Graph:
@@ -565,6 +595,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     fuse_shuffles(g)
     chosen: set[int] = set()
     found = []  # every region and its choice (edgec tune extracts and measures them: devices/tune.py)
+    wino: dict[int, str] = {}  # id(node) -> the Winograd algorithm its region's record forces
     for r in regions(g, target):
         if mode == "auto":
             r = trim_edges(g, r, target)
@@ -572,6 +603,8 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         found.append(info)
         if info["blocked"]:
             chosen.update(id(n) for n in r)
+            wino.update((id(n), info["wino_forced"][wino_shape(n)]) for n in r
+                        if info["wino_forced"] and kind(n, target) == "wino" and wino_shape(n) in info["wino_forced"])
         note = info.get("tuned") or (f"layout: {info['learned']}" if "learned" in info else None)
         for n in r:  # --explain: where a device's record or learned constant made the region's choice
             if note:
@@ -582,6 +615,8 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     _fold_shuffles(g, chosen, target)
     for n in g.nodes:
         if id(n) in chosen and n.op == "Conv" and kind(n, target) == "wino":
+            if wino.get(id(n)):  # a region record's tile (edgec tune timed F(2,3) and F(4,3) in the region)
+                n.attrs = {**n.attrs, "ec_blocked_wino": wino[id(n)], "ec_wino_tuned": 1}
             merge_groups(n, target)
     stems = {id(n) for n in g.nodes if id(n) in chosen and kind(n, target) == "stem"}  # read NCHW, write blocked
     users = g.consumers()

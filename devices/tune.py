@@ -618,6 +618,7 @@ class Tuner:
         """Code generation for one layer's candidates (their symbol prefixes from cand<base> on): (extracted
         layer model, every candidate, the live ones) or why nothing is to be measured."""
         from edgec.codegen import variants
+        from edgec.codegen.layout import WINO_TILES
         from edgec.codegen.project import emit_model
         from edgec.codegen.targets import get_target
 
@@ -629,6 +630,12 @@ class Tuner:
             except Exception as e:  # a node with no ONNX form of its own: the region keeps the estimate's pick
                 return f"the region has no ONNX form ({type(e).__name__}: {str(e)[:80]})"
             forcings = [("layout-nchw", "layout=nchw"), ("layout-nchwc", "layout=nchwc")]
+            # blocked, with the other Winograd tile on one shape of conv at a time: the estimate's pick between
+            # F(2,3) and F(4,3) missed by up to 1.25x at 14x14 (256-576 channels, Zen 5, 1 thread)
+            for shape, algo in dict(job.region.get("wino", [])).items():
+                for tile in WINO_TILES:
+                    if algo != f"winograd-{tile}":
+                        forcings.append((f"layout-nchwc-{shape}:{tile}", f"layout=nchwc;wino={shape}:{tile}"))
         else:
             extract_layer(job.node, path)
             vs = variants.candidates(job.node, target, job.facts)
@@ -637,7 +644,7 @@ class Tuner:
             want = set(names) | ({n.split("+")[0] for n in names} if self.threads == 1 else set())
             forcings = [(n, fs) for n, fs in forcings if n in want]
         cands = [Candidate("default", "", layer=layer)] + [Candidate(n, fs, layer=layer) for n, fs in forcings]
-        by_algo: dict[str, Candidate] = {}
+        by_algo: dict[object, Candidate] = {}
         for c in cands:  # codegen only: variants that emit the same kernel as another are left out of the program
             if self.over_budget():
                 return "budget"
@@ -650,28 +657,34 @@ class Tuner:
                     raise
                 return f"the extracted region does not compile ({e})"
             if job.region is not None:
-                mine = [{"algo": "layout-nchwc" if r["blocked"] else "layout-nchw", "est": r["estimate"]}
+                mine = [{"algo": "layout-nchwc" if r["blocked"] else "layout-nchw", "est": r["estimate"],
+                         "wino": r["wino"] if r["blocked"] else [], "forced": r["wino_forced"]}
                         for r in getattr(build.graph, "layout_regions", []) if r["signature"] == job.signature]
                 if not mine:
                     return "the extracted region compiles to another signature"
                 est = mine[0]["est"]
                 c.est_ns = est[1] if mine[0]["algo"] == "layout-nchwc" else est[0]
+                if mine[0]["forced"] and mine[0]["algo"] == "layout-nchwc":  # the tiles named by the candidate
+                    mine[0]["algo"] += "-" + ",".join(f"{k}:{v.removeprefix('winograd-')}"
+                                                      for k, v in sorted(mine[0]["forced"].items()))
             else:
                 mine = [l for l in build.table if l.get("details", {}).get("signature") == job.signature]
             if not mine:
                 return "the extracted layer compiles to another signature"
             c.algo = mine[0]["algo"]
+            # a region's code: its layout and its blocked Winograd convs' algorithms, whatever forced them
+            code = (c.algo[:len("layout-nchwc")], *mine[0]["wino"]) if job.region is not None else c.algo
             allowed = self.kernels.get(job.signature, {}).get(c.name) if names is not None else None
             if allowed is not None and c.name != "default" and c.algo.split("/")[0] not in allowed:
                 # a transferred variant that gives another kernel at this layer's shapes (gspc-tile: T_O=8 there,
                 # 4 here) is not the source model's finding: not built, not measured
                 c.rejected = "another kernel than on the source model"
                 continue
-            if c.algo in by_algo:
-                c.rejected = f"same code as {by_algo[c.algo].name}"
+            if code in by_algo:
+                c.rejected = f"same code as {by_algo[code].name}"
                 continue
             c.build, c.index = build, base + len(by_algo)
-            by_algo[c.algo] = c
+            by_algo[code] = c
         live = [c for c in cands if c.rejected is None]
         if len(live) < 2:
             return "one variant only"
@@ -690,7 +703,8 @@ class Tuner:
                    **({"rejected": c.rejected} if c.rejected else {})} for c in cands]
         variant, forced = best.name, best.forced
         if job.region is not None:  # a region's record always names its layout: a later learned scale may move
-            variant, forced = best.algo, f"layout={best.algo.removeprefix('layout-')}"  # the estimate's pick
+            lay, _, wino = best.algo.removeprefix("layout-").partition("-")  # the estimate's pick
+            variant, forced = best.algo, f"layout={lay}" + (f";wino={wino}" if wino else "")
         rec = Record(self.fp, job.signature, job.cls, variant, forced, best.algo, best.ms, default.algo,
                      default.ms, source, self.model.name, self.device.name, tuningdb.today(), self.device.emulated,
                      self.facts, trials)
@@ -1279,7 +1293,7 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
                 measured += 1
                 row.update(source="measured", record=_rec_json(rec))
                 best = max(best, row["record"]["speedup"])
-                if job.region is not None and row["record"]["algo"] == "layout-nchwc":
+                if job.region is not None and row["record"]["algo"].startswith("layout-nchwc"):
                     in_blocked.update(row["layers"])
             prog("done-layer", row=row, best=best)
 
@@ -1329,7 +1343,7 @@ def _tune(tu: Tuner, model: Path, device, threads: int, budget: float, transfer_
             row["source"] = f"not measured: {why}"
         if "record" in row:
             best = max(best, row["record"]["speedup"])
-            if j.region is not None and row["record"]["algo"] == "layout-nchwc":
+            if j.region is not None and row["record"]["algo"].startswith("layout-nchwc"):
                 in_blocked.update(j.layers)
         rows.append(row)
         prog("done-layer", row=row, best=best)

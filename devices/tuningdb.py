@@ -129,6 +129,9 @@ class Record:
         src = "" if self.source == "measured" else f" ({self.source})"
         if self.cls.startswith("region["):  # a channel-blocked region: the layout measured faster
             lay = {"layout-nchwc": "NCHWc", "layout-nchw": "NCHW"}.get(self.algo, self.algo)
+            if self.algo.startswith("layout-nchwc-"):  # a Winograd tile for some of the region's convs too
+                lay = "NCHWc, Winograd " + ", ".join(f"F({t[1]},3) on {s}" for s, _, t in
+                                                     (x.rpartition(":") for x in self.algo[13:].split(",")))
             if self.algo == self.default_algo:
                 return f"layout tuned on {where}: {lay}, the estimate's pick, measured fastest{src}"
             return f"layout tuned on {where}: {lay}, {self.speedup:.2f}x over the estimate's pick{src}"

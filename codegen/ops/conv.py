@@ -127,9 +127,14 @@ def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
     from edgec.codegen.ops import winograd
     if not winograd.eligible(g):
         return None
-    if node.outputs[0].block and node.attr("ec_blocked_wino"):  # groups merged for it (layout.merge_groups)
-        return costmodel.Choice(node.attr("ec_blocked_wino"), f"blocked, {node.attr('ec_merged_groups')} groups "
-                                f"merged into {g['G']} of whole blocks (zero weights between them)", {})
+    # groups merged for it (layout.merge_groups) or a region record's tile: the layout pass chose
+    if node.outputs[0].block and node.attr("ec_blocked_wino"):
+        m = node.attr("ec_blocked_wino").removeprefix("winograd-f")[0]
+        why = [f"blocked, {node.attr('ec_merged_groups')} groups merged into {g['G']} of whole blocks (zero "
+               "weights between them)"] if node.attr("ec_merged_groups") else []
+        if node.attr("ec_wino_tuned"):
+            why.append(f"F({m},3): its region's tuning record")
+        return costmodel.Choice(node.attr("ec_blocked_wino"), "; ".join(why) or f"blocked F({m},3)", {})
     cols, kind = direct_path_3x3(ctx.target, g)
     # in a blocked region a grouped conv's Winograd runs one dense conv a group (layout._wino chose the same way)
     choose = winograd.choose_blocked if node.outputs[0].block else winograd.choose

@@ -528,6 +528,51 @@ def test_a_region_is_measured_both_ways_and_compile_follows_its_record(env, tune
     assert _blocked(_conv_layouts(path, tmp_path / "n2", "--no-tuning")) == base
 
 
+def test_a_blocked_region_times_the_other_winograd_tile_on_each_conv_shape(env, tune_cache, tmp_path, monkeypatch):
+    """Inside a channel-blocked region the tuner also builds the region with the other Winograd tile (F(2,3) for
+    F(4,3) and back) on one shape of conv at a time, checked and timed beside the layouts; a record naming a tile
+    makes compile run it on that shape's convs only, with --explain saying so; malformed tiles force nothing."""
+    import dataclasses
+
+    from edgec.codegen import layout
+    from edgec.devices.tune import plan
+
+    _own_cache(tune_cache, tmp_path, monkeypatch)
+    path = _cnn(tmp_path / "wino.onnx", [("conv", 32, 32, 1), ("conv", 32, 32, 1), ("pool",), ("conv", 32, 32, 1)],
+                [1, 32, 16, 16])
+    dev = Inventory().resolve(["local"])[0]
+    jobs = [j for j in plan(path, dev, 1) if j.region is not None]
+    if not jobs or jobs[0].default_algo != "layout-nchwc" or not jobs[0].region["wino"]:
+        pytest.skip(f"{dev.target}: the estimate does not run this region's 3x3 convs blocked on Winograd")
+    shapes = dict(jobs[0].region["wino"])
+    assert set(shapes) == {"32x32x16x16g1", "32x32x8x8g1"}, shapes
+    flip = {s: "f23" if a == "winograd-f43" else "f43" for s, a in shapes.items()}
+    with open_transport(dev) as t:
+        rep = tune(path, dev, t, final_bench=False)
+    (row,) = [r for r in rep["layers"] if r["class"].startswith("region[")]
+    rec = row["record"]
+    trials = {tr["variant"]: tr for tr in rec["trials"]}
+    assert {f"layout-nchwc-{s}:{m}" for s, m in flip.items()} <= {v for v, tr in trials.items() if "ms" in tr}, trials
+    assert trials["layout-nchwc"]["rejected"] == "same code as default"  # the estimate's tiles, blocked
+    with tuningdb.TuningDB() as db:
+        (r,) = [x for x in db.records() if x.cls.startswith("region[")]
+        if r.algo.startswith("layout-nchwc-"):  # a tile won: the record forces it on that shape
+            shape, tile = r.algo.removeprefix("layout-nchwc-").split(":")
+            assert r.forced == f"layout=nchwc;wino={shape}:{tile}" and flip[shape] == tile, r
+        else:
+            assert r.forced == f"layout={r.algo.removeprefix('layout-')}", r
+        # a record naming the other tile on the 16x16 convs: compile runs it there, the estimate's on the 8x8 one
+        v = f"layout-nchwc-32x32x16x16g1:{flip['32x32x16x16g1']}"
+        db.put(dataclasses.replace(r, variant=v, forced=f"layout=nchwc;wino=32x32x16x16g1:{flip['32x32x16x16g1']}",
+                                   algo=v, time_ms=r.default_ms / 2))
+    convs = _conv_layouts(path, tmp_path / "t")
+    want = [f"winograd-{flip['32x32x16x16g1']}"] * 2 + [shapes["32x32x8x8g1"]]
+    assert [l["algo"][:len("winograd-f23")] for l in convs] == want, convs
+    assert all("its region's tuning record" in l["details"]["why"] for l in convs[:2]), convs
+    assert "NCHWc, Winograd F(" in convs[0]["details"]["tuned"], convs[0]["details"]
+    assert layout.wino_forced("32x32x16x16g1:f63,:f23,junk,8x8:f43") == {"8x8": "winograd-f43"}
+
+
 def _region_record(dev, t, cls, variant, trials, sig="0123456789abcdef", model="src.onnx"):
     from edgec.devices.deploy import choose_mode
 
