@@ -109,3 +109,26 @@ def test_few_blocks_split_tiles_among_threads(tmp_path):
     for threads in (1, 3):
         y = run_binary(bld.binaries["runner"], bld.target, [x], tmp_path / f"r{threads}", threads=threads)[0]
         np.testing.assert_allclose(y, want, rtol=2e-4, atol=2e-4, err_msg=str(threads))
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4])
+def test_few_work_items_are_a_whole_number_a_thread(threads):
+    """nchwc_tiles: where a layer has fewer than 4 work items a thread, their count is a multiple of the thread
+    count (a remainder leaves a thread idle for a whole item: SqueezeNet's 55x55 and 13x13 expands had 5 and 3
+    on 2 threads); with enough items, or on one thread, the tiles are cut by L2 alone."""
+    from edgec.codegen.ops import nchwc, winograd
+    t = get_target("native")
+    b = block_width(t)
+    if not b:
+        pytest.skip("this target has no channel-blocked kernels")
+    kt = nchwc.tile_blocks(t, True)
+    for c, k, hw, m in ((16, 64, 55, 4), (32, 128, 27, 4), (48, 192, 13, 2), (64, 256, 13, 2), (64, 64, 56, 4),
+                        (b, b, 15, 4), (128, 128, 28, 4), (256, 256, 14, 2)):
+        g = dict(_geom(c, 1, hw), K=k)
+        T = (-(-hw // m)) ** 2
+        tt1, ks1 = winograd.nchwc_tiles(t, g, m, 1, kt, b)
+        tt, ks = winograd.nchwc_tiles(t, g, m, threads, kt, b)
+        items = -(-T // tt) * ks
+        assert ks1 == 1 and tt >= 1 and ks >= 1, (c, k, hw)
+        assert items % threads == 0 or items >= 4 * threads, (c, k, hw, tt, ks)
+        assert tt <= tt1  # never fewer chunks than L2 alone asks for
