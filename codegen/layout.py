@@ -26,6 +26,8 @@ stays NCHW, and so do convs a tuning record covers (their variant was measured i
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from edgec.codegen.ir import Graph, Node, Tensor
@@ -33,6 +35,7 @@ from edgec.errors import EdgecError
 
 LAYOUT_MODES = ("auto", "nchw", "nchwc")
 WINO_TILES = ("f23", "f43")  # what a region record may force on its blocked Winograd convs (wino=...)
+WINO_SPEC = re.compile(r"\d+x\d+x\d+x\d+g\d+:(f23|f43)")  # one entry of it: wino_shape, then the tile
 ACT_OPS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Clip")
 
 

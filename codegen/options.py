@@ -48,7 +48,7 @@ _CHOICES = {"sparse": SPARSE_MODES, "gspc": GSPC_MODES, "dw": DW_MODES, "conv": 
 # the fields a tuning record may force for one layer (codegen/variants.py)
 PER_LAYER = ("sparse", "gspc", "dw", "conv", "q8conv", "par", "gemm1x1", "smallc", "blk")
 # the fields a tuning record of a channel-blocked region may force (codegen/layout.py region_signature)
-PER_REGION = ("layout",)
+PER_REGION = ("layout", "wino")  # wino: <shape>:f23|f43,... (layout.wino_forced)
 
 
 @dataclass(frozen=True)

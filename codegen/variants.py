@@ -315,7 +315,12 @@ def parse_forced(text: str) -> dict:
         if not sep or k not in options.PER_LAYER + options.PER_REGION:
             raise EdgecError(f"tuning record forces {kv!r}: not one of "
                              f"{', '.join(options.PER_LAYER + options.PER_REGION)}")
-        if val not in options._CHOICES[k]:
+        if k == "wino":  # a region's Winograd tiles per conv shape (codegen/layout.py)
+            from edgec.codegen.layout import WINO_SPEC
+            if not all(WINO_SPEC.fullmatch(x) for x in val.split(",")):
+                raise EdgecError(f"tuning record forces {kv!r}: wino is <C>x<K>x<H>x<W>g<G>:f23 or :f43, "
+                                 "comma-separated")
+        elif val not in options._CHOICES[k]:
             raise EdgecError(f"tuning record forces {kv!r}: {k} is one of {', '.join(options._CHOICES[k])}")
         out[k] = val
     return out

@@ -289,6 +289,7 @@ def test_records_of_another_fingerprint_are_not_used(tuned_a, env, models, tmp_p
     (lambda d: {"records": []}, "is not an edgec tuning export"),
     (lambda d: (d["records"][0].pop("forced"), d)[1], "lacks forced"),  # forced may be "" (default won)
     (lambda d: d["records"][0].update(forced="conv=fastest") or d, "conv=fastest"),
+    (lambda d: d["records"][0].update(forced="layout=nchwc;wino=64x64x14x14g1:f63") or d, "wino is"),
     (lambda d: d["records"][0].update(time_ms="1") or d, "time_ms has the wrong type"),
     (lambda d: d.update(rejections=[{"model": "a.onnx"}]) or d, "rejection 1 lacks fingerprint"),
     (lambda d: d["records"][0].update(emulated=False) or d["records"][0]["facts"].update(emulated=True) or d,
@@ -571,6 +572,12 @@ def test_a_blocked_region_times_the_other_winograd_tile_on_each_conv_shape(env, 
     assert all("its region's tuning record" in l["details"]["why"] for l in convs[:2]), convs
     assert "NCHWc, Winograd F(" in convs[0]["details"]["tuned"], convs[0]["details"]
     assert layout.wino_forced("32x32x16x16g1:f63,:f23,junk,8x8:f43") == {"8x8": "winograd-f43"}
+    # exported and imported again, the record keeps its tile
+    rc, _, err = run_cli("tune", "--export", str(tmp_path / "x.json"))
+    assert rc == 0, err
+    rc, _, err = run_cli("tune", "--import", str(tmp_path / "x.json"))
+    assert rc == 0, err
+    assert [l["algo"][:len("winograd-f23")] for l in _conv_layouts(path, tmp_path / "i")] == want
 
 
 def _region_record(dev, t, cls, variant, trials, sig="0123456789abcdef", model="src.onnx"):
