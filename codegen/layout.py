@@ -560,9 +560,12 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
                               f"{blocked * learned_scale() / 1e3:.1f} us vs NCHW {nchw / 1e3:.1f} us"
     # (shape, algorithm) of each Winograd conv blocked (edgec tune times the other tile per shape and tells its
     # candidates' code apart by them)
-    shapes = [wino_shape(n) for n in region if kinds[id(n)] == "wino"]
-    info["wino"] = [(s, info["wino_forced"].get(s) or _wino_choice(_geometry(n), target).algo)
-                    for s, n in zip(shapes, (n for n in region if kinds[id(n)] == "wino"))]
+    info["wino"] = []
+    for n in region:
+        if kinds[id(n)] == "wino":
+            g_n = _geometry(n)
+            shape = wino_shape(g_n)
+            info["wino"].append((shape, info["wino_forced"].get(shape) or _wino_choice(g_n, target).algo))
     return info
 
 
@@ -571,9 +574,8 @@ def _geometry(n: Node) -> dict:
     return geometry(n)
 
 
-def wino_shape(n: Node) -> str:
-    """A blocked Winograd conv's shape as a region record names it (wino=<shape>:f23,...)."""
-    g = _geometry(n)
+def wino_shape(g: dict) -> str:
+    """A blocked Winograd conv's shape (its geometry) as a region record names it (wino=<shape>:f23,...)."""
     return f"{g['C']}x{g['K']}x{g['H']}x{g['W']}g{g['G']}"
 
 
@@ -598,7 +600,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     fuse_shuffles(g)
     chosen: set[int] = set()
     found = []  # every region and its choice (edgec tune extracts and measures them: devices/tune.py)
-    wino: dict[int, str] = {}  # id(node) -> the Winograd algorithm its region's record forces
+    wino: dict[int, dict] = {}  # id(node) -> its region record's Winograd tiles (wino_forced)
     for r in regions(g, target):
         if mode == "auto":
             r = trim_edges(g, r, target)
@@ -606,8 +608,7 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         found.append(info)
         if info["blocked"]:
             chosen.update(id(n) for n in r)
-            wino.update((id(n), info["wino_forced"][wino_shape(n)]) for n in r
-                        if info["wino_forced"] and kind(n, target) == "wino" and wino_shape(n) in info["wino_forced"])
+            wino.update((id(n), info["wino_forced"]) for n in r if info["wino_forced"])
         note = info.get("tuned") or (f"layout: {info['learned']}" if "learned" in info else None)
         for n in r:  # --explain: where a device's record or learned constant made the region's choice
             if note:
@@ -618,8 +619,9 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
     _fold_shuffles(g, chosen, target)
     for n in g.nodes:
         if id(n) in chosen and n.op == "Conv" and kind(n, target) == "wino":
-            if wino.get(id(n)):  # a region record's tile (edgec tune timed F(2,3) and F(4,3) in the region)
-                n.attrs = {**n.attrs, "ec_blocked_wino": wino[id(n)], "ec_wino_tuned": 1}
+            tile = wino.get(id(n), {}).get(wino_shape(_geometry(n))) if wino else None
+            if tile:  # a region record's tile (edgec tune timed F(2,3) and F(4,3) in the region)
+                n.attrs = {**n.attrs, "ec_blocked_wino": tile, "ec_wino_tuned": 1}
             merge_groups(n, target)
     stems = {id(n) for n in g.nodes if id(n) in chosen and kind(n, target) == "stem"}  # read NCHW, write blocked
     users = g.consumers()

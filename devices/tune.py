@@ -658,7 +658,8 @@ class Tuner:
                 return f"the extracted region does not compile ({e})"
             if job.region is not None:
                 mine = [{"algo": "layout-nchwc" if r["blocked"] else "layout-nchw", "est": r["estimate"],
-                         "wino": r["wino"] if r["blocked"] else [], "forced": r["wino_forced"]}
+                         "wino": r["wino"] if r["blocked"] else [], "forced": r["wino_forced"],
+                         "blocked": r["blocked"]}
                         for r in getattr(build.graph, "layout_regions", []) if r["signature"] == job.signature]
                 if not mine:
                     return "the extracted region compiles to another signature"
@@ -673,7 +674,7 @@ class Tuner:
                 return "the extracted layer compiles to another signature"
             c.algo = mine[0]["algo"]
             # a region's code: its layout and its blocked Winograd convs' algorithms, whatever forced them
-            code = (c.algo[:len("layout-nchwc")], *mine[0]["wino"]) if job.region is not None else c.algo
+            code = (mine[0]["blocked"], *mine[0]["wino"]) if job.region is not None else c.algo
             allowed = self.kernels.get(job.signature, {}).get(c.name) if names is not None else None
             if allowed is not None and c.name != "default" and c.algo.split("/")[0] not in allowed:
                 # a transferred variant that gives another kernel at this layer's shapes (gspc-tile: T_O=8 there,

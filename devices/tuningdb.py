@@ -131,7 +131,8 @@ class Record:
             lay = {"layout-nchwc": "NCHWc", "layout-nchw": "NCHW"}.get(self.algo, self.algo)
             if self.algo.startswith("layout-nchwc-"):  # a Winograd tile for some of the region's convs too
                 lay = "NCHWc, Winograd " + ", ".join(f"F({t[1]},3) on {s}" for s, _, t in
-                                                     (x.rpartition(":") for x in self.algo[13:].split(",")))
+                                                     (x.rpartition(":") for x in
+                                                      self.algo.removeprefix("layout-nchwc-").split(",")))
             if self.algo == self.default_algo:
                 return f"layout tuned on {where}: {lay}, the estimate's pick, measured fastest{src}"
             return f"layout tuned on {where}: {lay}, {self.speedup:.2f}x over the estimate's pick{src}"
