@@ -229,7 +229,7 @@ def cold_run(tmp: Path, target, peak: float, md: bool, only: str | None) -> None
             continue
         kern = next(kk for kk in kernels.KERNELS if kk.name == d["details"]["kernel"])
         defs = dict(XC=c, XH=hw, XW=hw, XK=k, XMR=kern.params["mr"], XNR=kern.params["nr"], XKC=d["details"]["kc"],
-                    XNC=d["details"]["nc"], XMC=d["details"].get("mc", 0), XUK=kern.name)
+                    XNC=d["details"]["nc"], XMC=d["details"].get("mc", 0), XUK=kern.name, XUKP=kern.params["packb"])
         ms = []
         for r in (0, 1):
             exe = tmp / f"cold{i}-{r}"

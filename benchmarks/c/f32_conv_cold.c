@@ -26,7 +26,7 @@ static void produce(float *p, size_t n, int salt) {
 
 int main(int argc, char **argv) {
   static const f32_conv_shape s = {1, XC, XH, XW, XK, XH, XW, 1, 1, 1, 1, 1, 1, 1, 0, 0,
-                                   XMR, XNR, XKC, XNC, 1, XUK, XMC};
+                                   XMR, XNR, XKC, XNC, 1, XUK, XMC, XUKP};
   const size_t howo = (size_t)XH * XW, flush_bytes = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 64u << 20;
   float *x = fill((size_t)XC * howo), *w = fill(EC_ROUND_UP(XK, XMR) * XC), *y = fill((size_t)XK * howo);
   float *bias = fill(XK), *res = XRES ? fill((size_t)XK * howo) : NULL;

@@ -20,7 +20,7 @@
 
 int main(void) {
   static const f32_conv_shape s = {1, XC, XH, XW, XK, XHO, XWO, 1, XKH, XKW, XSH, XSW, 1, 1, XPT, XPL,
-                                   XMR, XNR, XKC, XNC, 1, XUK, XMC};
+                                   XMR, XNR, XKC, XNC, 1, XUK, XMC, NULL};
   const size_t kg = XC * XKH * XKW, howo = XHO * XWO;
   float *x = fill(XC * XH * XW), *w = fill(EC_ROUND_UP(XK, XMR) * kg), *y = fill(XK * howo);
   float *bp = fill(kg * EC_ROUND_UP(XNC, XNR));

@@ -289,8 +289,15 @@ def _emit_gemm(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) 
     per = kg * (min(nc, 2 * nr) if ring and not mc else nc)
     scratch = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(k.file, "f32-conv/f32-conv.h")
-    ctx.note(algo=f"{kind}-{k.tile}-{k.isa}", macs=macs, kernel=k.name, kc=kc, nc=nc, msplit=msplit, mc=mc)
-    return (f"static const f32_conv_shape S = {{{shape}, {mr}u, {nr}u, {kc}u, {nc}u, {msplit}u, {k.name}, {mc}u}};\n"
+    # a 1x1's panels packed by their first strip's kernel (f32_conv_block_ahead), not by copies between tiles,
+    # where few output rows share each copied row (Zen 5, one layer, 1 thread: 256->64 @56 0.93x on AVX2 code,
+    # 0.87x on AVX-512; 512->128 @28 0.96x / 0.95x; with 256 rows 1024->256 @14 0.98x, 64->256 @56 1.01-1.05x)
+    packb = is_direct(g) and kpg <= _PACKB_ROWS
+    ukp = k.params["packb"] if packb else "NULL"
+    ctx.note(algo=f"{kind}-{k.tile}-{k.isa}", macs=macs, kernel=k.name, kc=kc, nc=nc, msplit=msplit, mc=mc,
+             packb=packb)
+    return (f"static const f32_conv_shape S = {{{shape}, {mr}u, {nr}u, {kc}u, {nc}u, {msplit}u, {k.name}, {mc}u, "
+            f"{ukp}}};\n"
             f"const f32_conv_args A = {{{x}, {y}, {wp}, {epi}, (float *){scratch}, {per}u}};\n"
             f"f32_conv_run(&S, &A, {ctx.pool});\n")
 
@@ -308,6 +315,7 @@ def row_passes(target, g: dict, kg: int, kpg: int, howo: int, nc: int, mr: int) 
     return mr
 
 
+_PACKB_ROWS = 128  # output channels (a group's) up to which a 1x1 packs B in its first strip's kernel
 _PACK_MACS = 8.0  # one im2col copy costs about as much as 8 MACs of the microkernel (bench_gemm.py --split)
 
 

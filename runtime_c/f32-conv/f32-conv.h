@@ -27,6 +27,7 @@ typedef struct {
   size_t MSPLIT;         /* M chunks per column block */
   f32_gemm_ukernel_fn uk;
   size_t MC;             /* rows per pass over a column block (a multiple of MR), 0 = all in one pass */
+  f32_gemm_packb_ukernel_fn ukp; /* 1x1: uk's packing twin (whole panels), or NULL: panels packed by copies */
 } f32_conv_shape;
 
 typedef struct {
@@ -175,6 +176,10 @@ EC_INLINE void f32_conv_pf_tile(const float *p, size_t ld, size_t mr, size_t nr,
  * being a pass of their own (packed up front: 23% of a 256->64 @56 layer, 23% of the 7x7 s2 stem).
  * 1x1 stride 1 copies a slice of rows before each strip; im2col packs the whole next panel before the
  * first strip (sliced per strip, the 7x7 s2 stem ran 15% slower than packed up front; whole, 2% faster).
+ * 1x1 with ukp: a whole panel's first strip (of each K block, in the first pass) reads the input rows in
+ * place and stores the panel as it goes; only a narrower last panel is copied. Even sliced, the copies ran
+ * between tiles, not beside their FMAs: 14% of a 256->64 @56 layer on a Zen 5 core (0.477 ms, 0.409 with
+ * the copies left out), where few output rows share each copied row.
  * With one K block (kc = K) each panel is dead once its strips ran, so the block lives in a ring of two
  * panels (f32_conv_ring): any number of columns per work item, 2 x K x NR floats of scratch.
  * MC > 0: the rows run in passes of MC over the whole block (its panels kept, no ring), so a strip's output
@@ -193,7 +198,9 @@ EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, siz
   const size_t MC = s->MC ? s->MC : m1 - m0; /* rows per pass; panels are packed during the first */
   const size_t slice = f32_conv_is_1x1(s) ? EC_DIV_UP(units, EC_MIN(strips, EC_DIV_UP(MC, MR))) : units;
   const int ring = f32_conv_ring(s); /* panel p at (p & 1) * NR * K, else p * NR * K */
-  f32_conv_pack_units(s, x, n0, EC_MIN(NR, nc), 0, units, bp);
+  const int fuse = s->ukp != NULL && f32_conv_is_1x1(s); /* whole panels packed by their first strip */
+  const size_t hw = s->H * s->W;
+  if (!fuse || nc < NR) f32_conv_pack_units(s, x, n0, EC_MIN(NR, nc), 0, units, bp);
   for (size_t k0 = 0; k0 < K; k0 += KC) {
     const size_t kc = EC_MIN(KC, K - k0);
     const int last = k0 + kc == K;
@@ -202,8 +209,10 @@ EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, siz
       for (size_t p = 0; p < panels; p++) {
         const size_t j0 = p * NR, nr = EC_MIN(NR, nc - j0);
         const float *pb = bp + (ring ? (p & 1) : p) * NR * K + k0 * NR;
-        const int ahead = k0 == 0 && q0 == m0 && p + 1 < panels;
-        const size_t nj = j0 + NR, nw = ahead ? EC_MIN(NR, nc - nj) : 0;
+        const size_t nj = j0 + NR;
+        const int ahead = k0 == 0 && q0 == m0 && p + 1 < panels && !(fuse && nj + NR <= nc);
+        const size_t nw = ahead ? EC_MIN(NR, nc - nj) : 0;
+        float *pw = fuse && q0 == m0 && nr == NR ? (float *)pb : NULL; /* the first strip packs this panel */
         size_t r = 0;
         for (size_t i0 = q0; i0 < q1; i0 += MR) {
           if (ahead) {
@@ -236,7 +245,15 @@ EC_INLINE void f32_conv_block_ahead(const f32_conv_shape *s, const float *x, siz
               if (e->res) f32_conv_pf_tile(e->res + ni * ldc + n0 + np * NR, ldc, nmr, nnr, 0);
             }
           }
-          s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0 || acc_out, last ? &te : NULL);
+          if (fuse && q0 == m0 && i0 + MR >= q1 && nj + NR <= nc) /* the next panel's first rows (B_PF: the rest) */
+            f32_conv_pf_tile(x + k0 * hw + n0 + nj, hw, EC_MIN(kc, 16), NR, 0);
+          if (pw) {
+            s->ukp(mr, nr, kc, w + i0 * K + k0 * MR, x + k0 * hw + n0 + j0, hw, pw, ct, ldc, k0 != 0 || acc_out,
+                   last ? &te : NULL);
+            pw = NULL;
+          } else {
+            s->uk(mr, nr, kc, w + i0 * K + k0 * MR, pb, ct, ldc, k0 != 0 || acc_out, last ? &te : NULL);
+          }
         }
       }
     }

@@ -22,3 +22,10 @@ F32_GEMM_DECL(f32_gemm_ukernel_4x4__scalar) {
     }
   }
 }
+
+/* Reference of the packing variant: the copy, then the plain kernel on it. */
+F32_GEMM_PACKB_DECL(f32_gemm_packb_ukernel_4x4__scalar) {
+  for (size_t k = 0; k < kc; k++)
+    for (size_t j = 0; j < 4; j++) bpk[k * 4 + j] = b[k * ldb + j];
+  f32_gemm_ukernel_4x4__scalar(mr, nr, kc, a, bpk, c, ldc, accumulate, ep);
+}

@@ -6,3 +6,9 @@
 #define NV 2
 #define FN f32_gemm_ukernel_4x8__neon
 #include "f32-gemm-tmpl.h"
+
+/* the same tile reading B in place and packing it as it goes (PACKB) */
+#undef FN
+#define PACKB 1
+#define FN f32_gemm_packb_ukernel_4x8__neon
+#include "f32-gemm-tmpl.h"

@@ -1,7 +1,10 @@
 /* Register-blocked microkernel body shared by the SIMD files: each file includes its ISA's
  * ec_simd_*.h, defines MR, NV (vectors per row, NR = NV*EC_VL) and FN, then includes this.
  * acc[MR][NV] stays in registers once the constant loops are unrolled.
- * With INDIRECT defined the B rows are read in place at b + koff[k] (f32-igemm). */
+ * With INDIRECT defined the B rows are read in place at b + koff[k] (f32-igemm).
+ * With PACKB defined B row k is read in place at b + k * ldb (whole NR columns) and also stored to the
+ * packed panel bpk + k * NR, for the strips after this one (f32_conv_block_ahead, 1x1 convs): the copy's
+ * stores ride along with the FMAs instead of running as a pass between tiles. */
 #define NR (NV * EC_VL)
 #define TMPL_CAT_(x, y) x##y
 #define TMPL_CAT(x, y) TMPL_CAT_(x, y)
@@ -19,7 +22,11 @@
  * ahead no better). Not on the indirect path (rows in place). */
 #if !defined(INDIRECT) && ((NV * EC_VL) == 16 || (NV * EC_VL) == 32) && (defined(__GNUC__) || defined(__clang__))
 /* integer arithmetic: the address may lie past B's end (a prefetch never faults) */
+#ifdef PACKB /* the source row 16 k steps ahead: rows a plane apart, no stream for the hardware prefetcher */
+#define B_PF_AT(bk, line) __builtin_prefetch((const void *)((uintptr_t)(bk) + 16 * ldb * sizeof(float) + 64 * (line)))
+#else
 #define B_PF_AT(bk, line) __builtin_prefetch((const void *)((uintptr_t)(bk) + 16 * NR * sizeof(float) + 64 * (line)))
+#endif
 #if (NV * EC_VL) == 16
 #define B_PF(bk) B_PF_AT(bk, 0)
 #else
@@ -34,6 +41,12 @@
 EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a, const float *EC_RESTRICT b,
                        const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c, size_t ldc, int accumulate,
                        const ec_tile_epi *ep) {
+#elif defined(PACKB)
+#define B_ROW(k) (b + (k) * ldb)
+#define ROWS_ARGS nr, kc, a, b, ldb, bpk, c, ldc, accumulate, ep
+EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a, const float *EC_RESTRICT b,
+                       size_t ldb, float *EC_RESTRICT bpk, float *EC_RESTRICT c, size_t ldc, int accumulate,
+                       const ec_tile_epi *ep) {
 #else
 #define B_ROW(k) (b + (k) * NR)
 #define ROWS_ARGS nr, kc, a, b, c, ldc, accumulate, ep
@@ -46,7 +59,7 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
   for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) acc[i][v] = ec_vzero();
-#if NV > 1
+#if NV > 1 && !defined(PACKB) /* PACKB: whole panels only */
   if (nr <= EC_VL) {
     /* A tail panel of at most one vector of columns (a 14x14 map's last 4 of 16): one vector of FMAs a row,
      * not NV; the other accumulators stay zero and are not stored. Same arithmetic per column. */
@@ -65,6 +78,10 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
     B_PF(bk);
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) bv[v] = ec_vld(bk + v * EC_VL);
+#ifdef PACKB
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) ec_vst(bpk + k * NR + v * EC_VL, bv[v]);
+#endif
 #if defined(EC_VFMA_LANE) && MR % EC_VL == 0 && MR <= 2 * EC_VL
     /* the k step's MR values of A as vectors, each row's FMAs by element (A is packed MR a step, so both loads
      * stay inside it for any R) */
@@ -155,6 +172,8 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
 
 #ifdef INDIRECT
 F32_IGEMM_DECL(FN) {
+#elif defined(PACKB)
+F32_GEMM_PACKB_DECL(FN) {
 #else
 F32_GEMM_DECL(FN) {
 #endif

@@ -34,6 +34,23 @@ typedef void (*f32_igemm_ukernel_fn)(size_t mr, size_t nr, size_t kc, const floa
             const float *EC_RESTRICT b, const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c, \
             size_t ldc, int accumulate, const ec_tile_epi *ep)
 
+/* Packing variant (f32-gemm-tmpl.h PACKB): B row k of the tile read in place at b + k * ldb, all NR columns
+ * (readable there: callers pass whole panels, nr == NR), and stored to the packed panel at bpk + k * NR. */
+typedef void (*f32_gemm_packb_ukernel_fn)(size_t mr, size_t nr, size_t kc, const float *a, const float *b,
+                                          size_t ldb, float *bpk, float *c, size_t ldc, int accumulate,
+                                          const ec_tile_epi *ep);
+
+#define F32_GEMM_PACKB_DECL(name)                                                                \
+  void name(size_t mr, size_t nr, size_t kc, const float *EC_RESTRICT a, const float *EC_RESTRICT b, \
+            size_t ldb, float *EC_RESTRICT bpk, float *EC_RESTRICT c, size_t ldc, int accumulate, \
+            const ec_tile_epi *ep)
+
+F32_GEMM_PACKB_DECL(f32_gemm_packb_ukernel_4x4__scalar);
+F32_GEMM_PACKB_DECL(f32_gemm_packb_ukernel_6x16__avx2);
+F32_GEMM_PACKB_DECL(f32_gemm_packb_ukernel_12x32__avx512);
+F32_GEMM_PACKB_DECL(f32_gemm_packb_ukernel_8x12__neon);
+F32_GEMM_PACKB_DECL(f32_gemm_packb_ukernel_4x8__neon);
+
 F32_IGEMM_DECL(f32_igemm_ukernel_4x4__scalar);
 F32_IGEMM_DECL(f32_igemm_ukernel_6x16__avx2);
 F32_IGEMM_DECL(f32_igemm_ukernel_12x32__avx512);

@@ -204,6 +204,30 @@ def test_conv_emitter_threads(tmp_path):
     run_against_ort(conv_model(tmp_path / "conv.onnx"), "native", tmp_path, threads=2)
 
 
+def pointwise_model(path):
+    """NCHW 1x1 convs on the packed-panel driver: few output channels (panels packed by the first strip's kernel)
+    and many (copied), maps of several panels with a narrower last one, a group's rows, a residual, batch 2."""
+    g = G()
+    x = g.input("x", [2, 40, 9, 23])
+    g.out(g.node("Relu", [g.conv(x, 40, 37, 1)]))
+    g.out(g.node("Add", [g.conv(x, 40, 40, 1), x]))
+    g.out(g.node("HardSwish", [g.conv(x, 40, 130, 1)]))
+    g.out(g.conv(x, 40, 26, 1, group=2, bias=False))
+    return g.save(path)
+
+
+@pytest.mark.parametrize("target", ["native", "x86_64-avx2", "aarch64-neon", "armv7-neon"])
+def test_pointwise_packing_kernel_matches_onnxruntime(tmp_path, monkeypatch, target):
+    """The packing twin of the GEMM microkernel (f32-gemm-tmpl.h PACKB) inside the 1x1 driver, against
+    onnxruntime: on the layers with up to conv._PACKB_ROWS output channels a group, not on the 130-channel one."""
+    monkeypatch.setenv("EDGEC_LAYOUT", "nchw")
+    monkeypatch.setenv("EDGEC_GEMM1X1", "pack")
+    b = run_against_ort(pointwise_model(tmp_path / "p.onnx"), target, tmp_path, threads=2)
+    convs = [l for l in b.layers if l["op"] == "Conv"]
+    assert [l["details"].get("packb") for l in convs] == [True, True, False, True], b.layers
+    assert (b.dir / "model.c").read_text().count("f32_gemm_packb_ukernel_") == 3
+
+
 def strided_model(path):
     """Dense strided convs with windows (conv.strided_direct) and grouped strided ones whose groups are several
     vectors wide: tails of a multi-vector T_O tile (70 = 2 x 32 + 6, 40 = 32 + 8, 36 of a 48-lane tile), odd

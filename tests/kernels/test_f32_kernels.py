@@ -28,8 +28,8 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
         pair = {"gemm": "igemm", "igemm": "gemm"}[k.op]
         other = next(o for o in kernels.KERNELS if o.op == pair and o.isa == k.isa and o.tile == k.tile)
         g, i = (k, other) if k.op == "gemm" else (other, k)
-        return ("test_conv_gemm.c", {"T_UK": g.name, "T_IUK": i.name, "T_MR": k.params["mr"],
-                                     "T_NR": k.params["nr"]}, [other.file])
+        return ("test_conv_gemm.c", {"T_UK": g.name, "T_IUK": i.name, "T_UKP": g.params["packb"],
+                                     "T_MR": k.params["mr"], "T_NR": k.params["nr"]}, [other.file])
     if k.op == "gspc":  # the scalar kernel runs the other tiles of the tail-kernel cases
         extra = [] if k.isa == "scalar" else ["f32-gspc/f32-gspc-scalar.c"]
         return "test_gspc.c", {"T_ROW": k.name, "TEST_TO": k.params["t_o"]}, extra

@@ -1,5 +1,7 @@
 /* Dense/grouped conv via packed GEMM (f32-conv.h + one microkernel) vs the naive reference;
- * stride-1 cases also through the indirect path when -DT_IUK=<igemm microkernel> is given.
+ * stride-1 cases also through the indirect path when -DT_IUK=<igemm microkernel> is given, and every case
+ * again with -DT_UKP=<the microkernel's packing twin> (1x1 panels packed by their first strip): outputs
+ * must be bit-identical to the copy-packed run's.
  * Build with -DT_UK=<microkernel> -DT_MR=.. -DT_NR=.. ; exit status != 0 on mismatch. */
 #include "f32-conv/f32-conv.h"
 #include "ref.h"
@@ -22,7 +24,7 @@ static int run_mc(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, size_t M
   float *wp = falloc(p->G * EC_ROUND_UP(p->K / p->G, T_MR) * Kg);
   pack_w(p, w, wp);
   f32_conv_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->KH, p->KW, p->SH, p->SW,
-                      p->DH, p->DW, p->PT, p->PL, T_MR, T_NR, KC, NC, MSPLIT, T_UK, MC};
+                      p->DH, p->DW, p->PT, p->PL, T_MR, T_NR, KC, NC, MSPLIT, T_UK, MC, NULL};
   /* one K block and one pass over the rows: the driver keeps a ring of two B panels, and gets only that
    * much scratch here */
   const size_t threads = 2,
@@ -32,6 +34,19 @@ static int run_mc(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, size_t M
   for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   double e = max_err(y, yr, ny);
+  int same = 1;
+#ifdef T_UKP
+  {
+    float *y2 = falloc(ny);
+    s.ukp = T_UKP;
+    for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
+    memcpy(y2, y, ny * sizeof(float));
+    s.ukp = NULL;
+    for (size_t i = 0; i < f32_conv_items(&s); i++) f32_conv_gemm_item(&s, &a, i % threads, i);
+    same = !memcmp(y, y2, ny * sizeof(float));
+    free(y2);
+  }
+#endif
 #ifdef T_IUK
   if (p->SH == 1 && p->SW == 1) { /* same case through the indirect stride-1 path */
     const size_t Hp = Ho + (p->KH - 1) * p->DH, Wp = Wo + (p->KW - 1) * p->DW;
@@ -56,11 +71,11 @@ static int run_mc(const conv_p *p, size_t KC, size_t NC, size_t MSPLIT, size_t M
     free(koff), free(kpan), free(xpad), free(tmp), free(y1);
   }
 #endif
-  int bad = !(e < 1e-4);
+  int bad = !(e < 1e-4) || !same;
   if (bad)
-    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu p%zu KC%zu NC%zu MS%zu MC%zu act%d res%d: %g\n",
+    printf("FAIL C%zu H%zu W%zu K%zu G%zu k%zux%zu s%zu d%zu p%zu KC%zu NC%zu MS%zu MC%zu act%d res%d: %g%s\n",
            p->C, p->H, p->W, p->K, p->G, p->KH, p->KW, p->SH, p->DH, p->PT, KC, NC, MSPLIT, MC,
-           (int)act.kind, use_res, e);
+           (int)act.kind, use_res, e, same ? "" : " (packing kernel: different bits)");
   free(x), free(w), free(b), free(r), free(y), free(yr), free(wp), free(scratch);
   return bad;
 }

@@ -56,7 +56,7 @@ static int conv_same(ec_pool *p) {
   float *y1 = falloc(K * Ho * Ho), *y2 = falloc(K * Ho * Ho);
   float *s = falloc(EC_MAX_THREADS * C * 9 * 32);
   f32_conv_shape sh = {1, C, H, H, K, Ho, Ho, 1, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4, 64, 32, 2,
-                       f32_gemm_ukernel_4x4__scalar, 0};
+                       f32_gemm_ukernel_4x4__scalar, 0, NULL};
   f32_conv_args a = {x, y1, w, b, NULL, 1, {EC_ACT_RELU, 0, 0}, s, C * 9 * 32};
   f32_conv_run(&sh, &a, NULL);
   a.y = y2;
