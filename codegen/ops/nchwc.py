@@ -204,7 +204,7 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
     return (pre + f"static const f32_nchwc_conv_shape S = {{{shape}, {b}u, {pc}u, {groups}u, {kc}u, {ws}u, "
             f"{max(shuffled, 1)}u, {kt}u, {g0['Ho'] * g0['Wo']}u, {fn}}};\n"
             f"const f32_nchwc_conv_args A = {{{'G.y' if rows else xptr}, {ctx.ptr(y)}, {wptr}, "
-            f"{epilogue_fields(node, ctx, bias)}}};\n" + run)
+            f"{epilogue_fields(node, ctx, bias)}, NULL}};\n" + run)
 
 
 def emit_pool(node: Node, ctx: EmitContext, k, s, d, ins, outs, pb, pe, avg_count_pad: int | None) -> str:

@@ -175,12 +175,15 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const float *x, const float *bias, f
  * loop held it to 57-66% of the FMA peak on 576->576 at 14x14 (Zen 3) where this form runs at 80-90%. */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_tile)(const float *x, const float *w, size_t wstride, const float *bias,
                                                     float *y, size_t HW, size_t YHW, const size_t pt, const size_t kt,
-                                                    size_t c0, size_t c1, int first) {
+                                                    size_t c0, size_t c1, int first, uintptr_t pf, uintptr_t pf_end,
+                                                    size_t pfn) {
   const size_t ystride = YHW * EC_VL, cw = c1 / EC_VL;
   ec_v acc[NCHWC_PT][4];
   NCHWC_1X1_ACC_INIT()
   for (size_t cb = c0 / EC_VL; cb < cw; cb++) {
     const float *xb = x + cb * HW * EC_VL, *wc = w + cb * EC_VL * EC_VL;
+    /* pfn lines of the next item's weights a block of channels, into L2 (f32_nchwc_1x1_dense_row) */
+    for (size_t q = 0; q < pfn && pf < pf_end; q++, pf += 64) __builtin_prefetch((const void *)pf, 0, 2);
     /* NCHWC_PF_DIST blocks ahead, into the next tile's first blocks near the end */
     NCHWC_PF_NEXT(cb + NCHWC_PF_DIST < cw ? xb + NCHWC_PF_DIST * HW * EC_VL
                                            : x + (cb + NCHWC_PF_DIST - cw + c0 / EC_VL) * HW * EC_VL + pt * EC_VL, pt)
@@ -226,23 +229,31 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_row)(const f32_nchwc_conv_args *a, const f
 }
 
 /* the dense tiles of pixels [p0, p1) over the passes of KC input channels; kt a constant after inlining */
+/* wn, wn_floats: the weights the next item reads. A tile row reuses its blocks' weights from L2 after the first
+ * tile, which waits on them from memory; prefetched across this item's tiles, they are in L2 when the next item
+ * starts (ResNet-50's 7x7 1x1 convs, weights 128-512 KB an item over 9 tiles, Zen 5: 67% of the FMA peak). */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, const float *x, const float *w,
                                                    size_t wstride, const float *bias, float *y, const float *res,
                                                    size_t HW, size_t YHW, const size_t kt, size_t p0, size_t p1,
-                                                   size_t C, size_t KC, int acc_out) {
+                                                   size_t C, size_t KC, int acc_out, const float *wn,
+                                                   size_t wn_floats) {
+  const size_t steps = EC_DIV_UP(p1 - p0, NCHWC_PT) * EC_MAX(C / EC_VL, (size_t)1); /* the tiles' block steps */
+  const size_t pfn = EC_DIV_UP(wn_floats * sizeof(float) / 64, steps);
+  uintptr_t pf = (uintptr_t)wn;
+  const uintptr_t pf_end = pf + wn_floats * sizeof(float);
   for (size_t c0 = 0; c0 < C; c0 += KC) {
-    const size_t c1 = EC_MIN(C, c0 + KC);
+    const size_t c1 = EC_MIN(C, c0 + KC), adv = (c1 / EC_VL - c0 / EC_VL) * pfn * 64;
     const int first = c0 == 0 ? 1 + acc_out : 0;
     size_t p = p0;
-    for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
+    for (; p + NCHWC_PT <= p1; p += NCHWC_PT, pf += adv)
       NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, w, wstride, bias, y + p * EC_VL, HW, YHW, NCHWC_PT, kt, c0,
-                                         c1, first);
+                                         c1, first, pf, pf_end, pfn);
     /* the last 1-5 pixels as one tile: one pixel at a time left each accumulator one FMA per channel, waiting
      * on the FMA latency (4 single-pixel tiles were ~8% of a 14x14 layer's time for 2% of its pixels) */
 #define NCHWC_DENSE_TAIL(n)                                                                                        \
   case n:                                                                                                        \
     NCHWC_FN(f32_nchwc_1x1_dense_tile)(x + p * EC_VL, w, wstride, bias, y + p * EC_VL, HW, YHW, n, kt, c0, c1,      \
-                                       first);                                                                   \
+                                       first, pf, pf_end, pfn);                                                  \
     break;
     switch (p1 - p) {
       NCHWC_DENSE_TAIL(1)
@@ -252,6 +263,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, c
       NCHWC_DENSE_TAIL(5)
     default: break;
     }
+    if (p < p1) pf += adv;
 #undef NCHWC_DENSE_TAIL
   }
   NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, YHW * EC_VL, kt, (p1 - p0) * EC_VL);
@@ -299,9 +311,14 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
     const int acc_out = res != NULL && a->res == a->y && a->res_before_act;
     if (acc_out) res = NULL;
     const size_t ws = s->WS * EC_VL; /* kt a constant per instance: the accumulators stay in registers */
+    /* the next item's blocks (f32_nchwc_conv1x1's order: the next block group, else the first for the next pixels) */
+    const size_t kn = k + s->KT < kb ? k + s->KT : 0;
+    const float *wn = a->wn ? a->wn : a->w + kn * ws;
+    const size_t wn_floats = (a->wn ? s->KT : EC_MIN(s->KT, kb - kn)) * ws;
 #define NCHWC_DENSE_KT(n)                                                                                          \
   case n:                                                                                                        \
-    NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, ws, bias, y, res, HW, YHW, n, p0, p1, s->C, s->KC, acc_out);       \
+    NCHWC_FN(f32_nchwc_1x1_dense_row)(a, x, wa, ws, bias, y, res, HW, YHW, n, p0, p1, s->C, s->KC, acc_out, wn,    \
+                                      wn_floats);                                                                \
     break;
     switch (kt) {
       NCHWC_DENSE_KT(4)

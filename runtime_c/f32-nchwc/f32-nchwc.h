@@ -33,6 +33,8 @@ typedef struct {
   const float *res;  /* blocked like y, or NULL */
   int res_before_act;
   ec_act act;
+  const float *wn; /* dense 1x1: the weights (KT blocks) of the item its caller runs next, prefetched during this one;
+                    * NULL: the next block group's, else block 0's (f32_nchwc_conv1x1's own order) */
 } f32_nchwc_conv_args;
 typedef void (*f32_nchwc_conv_fn)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a, size_t item);
 

@@ -68,9 +68,13 @@ static inline void f32_winograd_nchwc_item(const f32_winograd_nchwc_shape *s, co
   g.N = 1, g.H = g.Ho = 1, g.W = g.Wo = nt, g.YHW = nt, g.PC = nt;
   const ec_act none = {EC_ACT_NONE, 0.0f, 0.0f};
   for (size_t xi = 0; xi < a2; xi++) {
-    const f32_nchwc_conv_args ga = {V + xi * VS, Mm + xi * MS, a->u + (grp * a2 + xi) * kbn * s->C * CB, a->zero, NULL,
-                                    0, none};
-    for (size_t q = q0; q < q1; q++) g.fn(&g, &ga, q); /* one pixel chunk: item q is output blocks q*KT.. */
+    const float *u = a->u + (grp * a2 + xi) * kbn * s->C * CB;
+    f32_nchwc_conv_args ga = {V + xi * VS, Mm + xi * MS, u, a->zero, NULL, 0, none, NULL};
+    for (size_t q = q0; q < q1; q++) { /* one pixel chunk: item q is output blocks q*KT.. */
+      /* after this range of U[xi]'s blocks comes the same range of U[xi + 1]'s: its weights are prefetched */
+      ga.wn = q + 1 < q1 || xi + 1 == a2 ? NULL : u + (kbn + q0 * s->gemm.KT) * s->C * CB;
+      g.fn(&g, &ga, q);
+    }
   }
   const size_t HWo = s->Ho * s->Wo, m = s->M;
   for (size_t k = 0; k < nt; k++) {

@@ -84,7 +84,7 @@ static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, 
   }
   float *rr = falloc(N * K * HWo), *r = res ? blocked(rr, N, K, HWo) : NULL;
   float *y0 = falloc(ny), *y1 = falloc(ny);
-  f32_nchwc_conv_args a0 = {x, y0, wp, bias, r, before, ACTS[ai]}, a1 = a0;
+  f32_nchwc_conv_args a0 = {x, y0, wp, bias, r, before, ACTS[ai], NULL}, a1 = a0;
   a1.y = y1;
   size_t items;
   if (dw) {
@@ -125,7 +125,7 @@ static void test_im2col_conv(size_t N, size_t C, size_t K, size_t H, size_t W, s
   float *y0 = falloc(ny), *y1 = falloc(ny), *yr = falloc(N * K * HWo), *ye = falloc(N * K * HWo);
   f32_nchwc_im2col_shape g = {x, col, N, nbc, H, W, Ho, Wo, KH, KW, S, S, D, D, P, P, LANES, 0, 0};
   f32_nchwc_conv_shape s = {1, CC, Ho, Wo, K, Ho, Wo, 1, 1, 1, 1, 1, 1, 0, 0, LANES, 5, 1, CC, CC, 1, 2, 0, NULL};
-  f32_nchwc_conv_args a0 = {x, y0, wp, bias, r, ai % 2, ACTS[ai]}, a1 = a0;
+  f32_nchwc_conv_args a0 = {x, y0, wp, bias, r, ai % 2, ACTS[ai], NULL}, a1 = a0;
   a1.y = y1;
   s.fn = f32_nchwc_conv1x1__scalar;
   f32_nchwc_im2col_conv(&g, &s, &a0, Ho, NULL);
