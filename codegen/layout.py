@@ -251,16 +251,19 @@ def merged_groups(g: dict, c: int) -> int:
 
 def _wino_choice(g: dict, target):
     """winograd.choose_blocked's Choice for a conv the blocked Winograd driver could run (whole blocks a group,
-    or groups merged into whole blocks: merged_groups), None where it cannot. Grouped convs on maps of fewer
-    than 14x14 stay out: blocked F(2,3) ran 1.04-1.17x the NCHW grouped driver there (960 channels at 7x7,
-    g = 2 and 4; Zen 5)."""
+    or groups merged into whole blocks: merged_groups), None where it cannot. Merged groups on maps of fewer
+    than 14x14 stay out: twice the MACs over few tiles (128ch 8x8 g=16, 4-layer stack: 0.057 ms against GSPC's
+    0.036; Zen 5). Whole-block groups there run it since the blocked GEMMs prefetch the next U block range
+    (512ch 7x7 g=2 / 8 / 16 1.99 / 0.486 / 0.268 -> 1.43 / 0.384 / 0.231 ms, 960ch g=2 / 4 7.18 / 3.27 -> 4.79 /
+    2.92; 512ch g=4 0.70 -> 0.76; before the prefetch blocked F(2,3) ran 1.04-1.17x the NCHW grouped driver at
+    960ch 7x7 g=2 / 4)."""
     from edgec.codegen.ops import winograd
     from edgec.codegen.ops.conv import direct_path_3x3
     c = block_width(target)
-    if not c or not winograd.eligible(g) or (g["G"] > 1 and g["Ho"] * g["Wo"] < 196):
+    if not c or not winograd.eligible(g):
         return None
     groups = merged_groups(g, c)
-    if not groups:
+    if not groups or (groups != g["G"] and g["Ho"] * g["Wo"] < 196):
         return None
     cols, path = direct_path_3x3(target, g)
     return winograd.choose_blocked(target, g, cols, path, groups)
