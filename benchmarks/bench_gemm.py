@@ -229,7 +229,8 @@ def cold_run(tmp: Path, target, peak: float, md: bool, only: str | None) -> None
             continue
         kern = next(kk for kk in kernels.KERNELS if kk.name == d["details"]["kernel"])
         defs = dict(XC=c, XH=hw, XW=hw, XK=k, XMR=kern.params["mr"], XNR=kern.params["nr"], XKC=d["details"]["kc"],
-                    XNC=d["details"]["nc"], XMC=d["details"].get("mc", 0), XUK=kern.name, XUKP=kern.params["packb"])
+                    XNC=d["details"]["nc"], XMC=d["details"].get("mc", 0), XUK=kern.name,
+                    XUKP=kern.params["packb"] if d["details"].get("packb") else "NULL")
         ms = []
         for r in (0, 1):
             exe = tmp / f"cold{i}-{r}"
