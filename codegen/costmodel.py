@@ -189,6 +189,13 @@ _WG_BYTE = 6.0
 # over four passes). Other ISAs: the same cycles, not measured (a K step of the 12x32 AVX-512 or 8x12 NEON tile
 # takes more cycles: fewer steps).
 _WG_CALL = 18.0
+# The channel-blocked driver's transforms (f32-winograd-nchwc.h: every op a whole vector of a block's channels, no
+# phase packing) over the NCHW driver's per value, which _WG_IN / _WG_OUT / _WG_PACK price. Zen 5 (AVX-512, 1 thread,
+# bench_gspc.py --variants conv=winograd-f23,conv=winograd-f43, wall ms of 4-layer stacks, 34 F(2,3) / F(4,3) pairs
+# over 64-960 channels, 7x7-56x56 maps, g = 1-16 on the blocked driver): at 1.0 the estimate took F(2,3) on six
+# 14x14 / 7x7 layers where F(4,3) measured 1.03-1.19x faster; a least-squares fit of transforms and GEMMs gives
+# the transforms 0.2-0.3 of the GEMM units' weight, any of 0.2-0.5 leaves two picks 1.07x off. Other ISAs: not measured.
+_WG_NCHWC_TRANS = 0.4
 
 
 @functools.lru_cache(maxsize=8)
@@ -208,9 +215,10 @@ def _wg_transform_ops(m: int) -> tuple[float, float]:
     return min(1.0, i / i4), min(1.0, o / o4)  # F(6,3) keeps the measured constants its dense picks rest on
 
 
-def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
+def winograd_estimate(target, g: dict, m: int, mr: int, nr: int, blocked: bool = False) -> dict:
     """Estimated cost (packed-GEMM MAC units) of F(m,3) on layer g, and its multiply reduction.
-    The multiplies run tiles as the GEMMs' rows (MR strips) and output channels as columns (NR panels)."""
+    The multiplies run tiles as the GEMMs' rows (MR strips) and output channels as columns (NR panels).
+    blocked: on the channel-blocked driver (its transforms at _WG_NCHWC_TRANS of the NCHW driver's)."""
     from edgec.codegen.ops.winograd import blocking
 
     a2 = (m + 2) ** 2
@@ -232,7 +240,7 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int) -> dict:
     # 9 a group, 144ch 56x56 g=16 F(4,3): 0.49 ms, 0.47 for 256, 0.26 for 144)
     kv = groups * -(-kpg // max(1, target.f32_lanes)) * max(1, target.f32_lanes)
     trans = n * (g["C"] * tiles * a2 * _WG_IN * t_in + kv * tiles * a2 * _WG_OUT * t_out
-                 + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK)
+                 + g["C"] * m * (th * m + 2) * (tw + 1) * _WG_PACK) * (_WG_NCHWC_TRANS if blocked else 1.0)
     u_bytes = 4 * groups * a2 * np_k * cpg
     passes = n * blocking(target, g, m, mr, nr, 1)["nblocks"]  # U is streamed once per tile block
     stream = u_bytes * learned_value("wino-byte", _WG_BYTE)  # the GEMMs' first pass over U
@@ -415,6 +423,14 @@ def _blocked_winograd(target) -> bool:
     return "outc" in kernels.winograd_kernel(target, 2).params
 
 
+def _dense_blocked(target, g: dict) -> bool:
+    """Whether a dense 3x3 conv's Winograd would run on the channel-blocked driver: whole blocks of input and output
+    channels (an RGB input layer runs the NCHW driver)."""
+    from edgec.codegen.layout import block_width
+    c = block_width(target)
+    return g["G"] == 1 and bool(c) and g["C"] % c == 0 and g["K"] % c == 0 and _blocked_winograd(target)
+
+
 def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_kind: str,
                    override: str = "auto") -> Choice:
     """Winograd F(2,3) / F(4,3) / F(6,3) or the direct path for a 3x3 stride-1 dilation-1 conv.
@@ -426,8 +442,8 @@ def choose_conv3x3(target, g: dict, mr: int, nr: int, direct_cols: int, direct_k
     from edgec.codegen.options import active
     threads = max(1, active().threads)
     d = {"cost": direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads)}
-    blocked = g["G"] == 1 and _blocked_winograd(target)  # a dense layer's Winograd runs channel-blocked
-    est = {m: _winograd_at(winograd_estimate(target, g, m, mr, nr), threads, blocked) for m in WINOGRAD_M}
+    blocked = _dense_blocked(target, g)  # a dense layer's Winograd runs channel-blocked
+    est = {m: _winograd_at(winograd_estimate(target, g, m, mr, nr, blocked), threads, blocked) for m in WINOGRAD_M}
     if override == "direct":
         return Choice("direct", "EDGEC_CONV=direct", {"direct_cost": d["cost"]})
     if override.startswith("winograd-f"):
@@ -715,10 +731,11 @@ def fit_conv3x3(target, samples) -> dict[str, float]:
             continue
         cols, kind = direct_path_3x3(target, g)
         d = direct_cost(target, g, mr, nr, cols, kind)
+        blocked = _dense_blocked(target, g)  # as choose_conv3x3 prices it
         for m in WINOGRAD_M:
             key = f"winograd-f{m}3"
             if ms.get(key):
-                e = winograd_estimate(target, g, m, mr, nr)["cost"]
+                e = winograd_estimate(target, g, m, mr, nr, blocked)["cost"]
                 logs.setdefault(key, []).append(math.log((ms[key] / ms["direct"]) / (e / d)))
     return {k: round(min(4.0, max(0.25, math.exp(sum(v) / len(v)))), 3) for k, v in logs.items()}
 

@@ -161,24 +161,30 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     groups: half g's groups, each a pair of g's narrow ones making whole blocks (layout.merged_groups: zero weights
     between them): the blocked driver then runs that many dense convs at twice g's MACs. Chosen whatever the
     estimate says: it priced them at 0.83-0.96x the NCHW paths' speed where they measured 1.15-1.45x (the cases
-    in merged_groups); it only picks F(2,3) or F(4,3)."""
+    in merged_groups); it only picks F(2,3) or F(4,3). Where choose() took Winograd for a grouped conv, the tile is
+    picked again by the blocked estimate (the NCHW one prices phase-packed transforms the blocked driver does not
+    run: 384ch 14x14 g=4 / 8 / 16 took F(2,3) there, F(4,3) measured 0.84-0.88x its time; Zen 5)."""
     c = choose(target, g, direct_cols, direct_kind)
     merged = groups is not None and groups != g["G"]
-    if options.active().conv != "auto" or (not merged and (c.algo != "direct" or g["G"] == 1)):
-        return c  # EDGEC_CONV's algorithm, merged groups or not
+    if options.active().conv != "auto" or (not merged and g["G"] == 1) or c.why == "tuning database":
+        return c  # EDGEC_CONV's algorithm, merged groups or not; a dense conv's choice priced it blocked already
     from edgec.codegen.options import active
     gk = kernels.gemm_kernel(target)
     mr, nr, threads = gk.params["mr"], gk.params["nr"], max(1, active().threads)
     gb = groups if merged else g["G"]
     dense = dict(g, C=g["C"] // gb, K=g["K"] // gb, G=1, N=g["N"] * gb)
     share = costmodel._lc(target, "wino_nchwc")
-    at = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr), threads, blocked=True)
-          for m in (2, 4)}
+    at = {m: costmodel._winograd_at(costmodel.winograd_estimate(target, dense, m, mr, nr, blocked=True), threads,
+                                    blocked=True) for m in (2, 4)}
     est = {m: e["cost"] * share for m, e in at.items()}
     m = min(est, key=lambda k: est[k])
     if merged:  # pairs of narrow groups: merged whatever the estimate says (layout.merged_groups)
         return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {g['G']} groups merged into {gb} of "
                                 "whole blocks", {})
+    if c.algo != "direct":  # Winograd on the NCHW driver's estimate: F(m,3) as the blocked driver runs it
+        o = 6 - m
+        return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, one dense conv a group (F({o},3) "
+                                f"est. {est[o] / est[m]:.2f}x its time); NCHW estimate: {c.why}", c.estimates)
     d = costmodel.direct_cost(target, g, mr, nr, direct_cols, direct_kind, threads)
     if d > est[m]:
         return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, one dense conv a group: est. "

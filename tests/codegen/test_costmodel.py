@@ -125,3 +125,31 @@ def test_winograd_call_overhead_picks():
         none5 = costmodel.winograd_estimate(avx512, g, 4, m5, n5)
     units = costmodel._peak_lpc(avx512) // avx512.f32_lanes  # FMA units: a K step is 12 x 2 vector FMAs on them
     assert est5["gemm"] - none5["gemm"] == pytest.approx(16 * 36 * 32 * 60 * costmodel._WG_CALL / (24 / units))
+
+
+def test_blocked_winograd_picks_its_tile_on_the_blocked_estimate():
+    """A grouped conv of whole-block groups on the channel-blocked Winograd driver: the transforms priced at
+    costmodel._WG_NCHWC_TRANS of the NCHW driver's, and the tile picked on that estimate even where the NCHW
+    estimate chose Winograd (384ch 14x14 g=8: F(2,3) there, F(4,3) measured 0.86x its time blocked; Zen 5, AVX-512).
+    A dense conv's choice already prices the blocked driver; a forced algorithm stays as forced."""
+    from edgec.codegen import kernels
+    from edgec.codegen.ops import winograd
+    from edgec.codegen.ops.conv import direct_path_3x3
+
+    t = get_target("x86_64-avx512-vnni")
+    gk = kernels.gemm_kernel(t)
+    mr, nr = gk.params["mr"], gk.params["nr"]
+    g = geom(384, 384, 14, 8, kh=3)
+    dense = dict(g, C=48, K=48, G=1, N=8)
+    nchw = costmodel.winograd_estimate(t, dense, 4, mr, nr)
+    blocked = costmodel.winograd_estimate(t, dense, 4, mr, nr, blocked=True)
+    assert blocked["transforms"] == pytest.approx(nchw["transforms"] * costmodel._WG_NCHWC_TRANS)
+    assert blocked["gemm"] == nchw["gemm"] and blocked["u_passes"] == nchw["u_passes"]
+    cols, kind = direct_path_3x3(t, g)
+    assert winograd.choose(t, g, cols, kind).algo == "winograd-f23"
+    c = winograd.choose_blocked(t, g, cols, kind)
+    assert c.algo == "winograd-f43" and "blocked" in c.why and "F(2,3)" in c.why
+    with options.using(CompileOptions(conv="winograd-f23")):
+        assert winograd.choose_blocked(t, g, cols, kind).algo == "winograd-f23"
+    g1 = geom(256, 256, 14, kh=3)
+    assert winograd.choose_blocked(t, g1, *direct_path_3x3(t, g1)) == winograd.choose(t, g1, *direct_path_3x3(t, g1))
