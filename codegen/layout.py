@@ -572,6 +572,19 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
     return info
 
 
+def _without_wino(g: Graph, region: list[Node], target, info: dict) -> tuple[list[Node], dict]:
+    """A region that does not pay blocked, again without its Winograd convs (they run NCHW as well), where the
+    rest still holds a depthwise conv: each blocked Winograd conv at the region's edge costs reorders of its own
+    output. The digits CNN (Zen 5, AVX-512): its 32ch 8x8 g=2 conv joined the stem / depthwise / 1x1 chain and
+    took it NCHW with it (1.03x the time of the chain blocked, the conv NCHW)."""
+    rest = [n for n in region if kind(n, target) != "wino"]
+    if len(rest) == len(region) or not any(kind(n, target) == "dw" for n in rest):
+        return region, info
+    rest = trim_edges(g, rest, target)
+    alt = _decide(g, rest, target, "auto")
+    return (rest, alt) if alt["blocked"] else (region, info)
+
+
 def _geometry(n: Node) -> dict:
     from edgec.codegen.ops.conv import geometry
     return geometry(n)
@@ -608,6 +621,8 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         if mode == "auto":
             r = trim_edges(g, r, target)
         info = _decide(g, r, target, mode)
+        if mode == "auto" and not info["blocked"] and "tuned" not in info:
+            r, info = _without_wino(g, r, target, info)
         found.append(info)
         if info["blocked"]:
             chosen.update(id(n) for n in r)
