@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -104,18 +103,14 @@ def bench_shape(c, h, stride, depth, threads_list, runs, warmup, target, tmp: Pa
 
 
 def cpu_ms_per_run(bench: Path, runs: int, warmup: int) -> tuple[float, float]:
-    """(CPU ms per inference, median wall ms) of the bench program on 1 thread: the child's user+sys over
-    runs+1 inferences minus one inference's, so load start-up and weight reads cancel; on a shared host
-    CPU time moves less than wall time."""
-    def run(n: int) -> tuple[float, dict]:
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = subprocess.run([str(bench), "--runs", str(n), "--warmup", str(warmup), "--threads", "1"],
-                             capture_output=True, text=True, check=True).stdout
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, json.loads(out)
-    one, _ = run(1)
-    many, rep = run(runs + 1)
-    return (many - one) / runs * 1e3, median(rep["runs_ms"])
+    """(median CPU ms, median wall ms) per inference of the bench program on 1 thread: its own per-run process CPU
+    time (runs_cpu_ms), which moves less than wall time on a shared host. The child's user+sys over runs+1
+    inferences minus one inference's, used before, came out negative on some layers of 4-layer stacks (Zen 5):
+    the one-run baseline's start-up varied by more than the runs' whole time."""
+    out = subprocess.run([str(bench), "--runs", str(runs), "--warmup", str(warmup), "--threads", "1"],
+                         capture_output=True, text=True, check=True).stdout
+    rep = json.loads(out)
+    return median(rep["runs_cpu_ms"]), median(rep["runs_ms"])
 
 
 def bench_variants(c, h, stride, depth, variants, runs, warmup, target, tmp: Path,
