@@ -166,7 +166,7 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     run: 384ch 14x14 g=4 / 8 / 16 took F(2,3) there, F(4,3) measured 0.84-0.88x its time; Zen 5)."""
     c = choose(target, g, direct_cols, direct_kind)
     merged = groups is not None and groups != g["G"]
-    if options.active().conv != "auto" or (not merged and g["G"] == 1) or c.why == "tuning database":
+    if options.active().conv != "auto" or (not merged and (g["G"] == 1 or c.why == "tuning database")):
         return c  # EDGEC_CONV's algorithm, merged groups or not; a dense conv's choice priced it blocked already
     from edgec.codegen.options import active
     gk = kernels.gemm_kernel(target)

@@ -4,6 +4,7 @@ estimate and the region's pick, a device's learned value still wins over them.""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import onnx
@@ -127,7 +128,7 @@ def test_winograd_call_overhead_picks():
     assert est5["gemm"] - none5["gemm"] == pytest.approx(16 * 36 * 32 * 60 * costmodel._WG_CALL / (24 / units))
 
 
-def test_blocked_winograd_picks_its_tile_on_the_blocked_estimate():
+def test_blocked_winograd_picks_its_tile_on_the_blocked_estimate(tmp_path):
     """A grouped conv of whole-block groups on the channel-blocked Winograd driver: the transforms priced at
     costmodel._WG_NCHWC_TRANS of the NCHW driver's, and the tile picked on that estimate even where the NCHW
     estimate chose Winograd (384ch 14x14 g=8: F(2,3) there, F(4,3) measured 0.86x its time blocked; Zen 5, AVX-512).
@@ -150,6 +151,11 @@ def test_blocked_winograd_picks_its_tile_on_the_blocked_estimate():
     c = winograd.choose_blocked(t, g, cols, kind)
     assert c.algo == "winograd-f43" and "blocked" in c.why and "F(2,3)" in c.why
     with options.using(CompileOptions(conv="winograd-f23")):
+        assert winograd.choose_blocked(t, g, cols, kind).algo == "winograd-f23"
+    db = tmp_path / "db.json"  # a device's measured choice for the layer stays too
+    key = costmodel.layer_key("conv3x3", C=384, OC=384, g=8, px=196)
+    db.write_text(json.dumps({t.name: {key: "winograd-f23"}}))
+    with options.using(CompileOptions(tuning_db=str(db))):
         assert winograd.choose_blocked(t, g, cols, kind).algo == "winograd-f23"
     g1 = geom(256, 256, 14, kh=3)
     assert winograd.choose_blocked(t, g1, *direct_path_3x3(t, g1)) == winograd.choose(t, g1, *direct_path_3x3(t, g1))
