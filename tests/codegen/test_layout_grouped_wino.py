@@ -132,3 +132,21 @@ def test_few_work_items_are_a_whole_number_a_thread(threads):
         assert ks1 == 1 and tt >= 1 and ks >= 1, (c, k, hw)
         assert items % threads == 0 or items >= 4 * threads, (c, k, hw, tt, ks)
         assert tt <= tt1  # never fewer chunks than L2 alone asks for
+
+
+def test_grouped_winograd_picked_on_neon_under_qemu(tmp_path):
+    """8-channel groups (two NEON blocks) in a blocked region: the blocked estimate (its transforms at
+    costmodel._WG_NCHWC_TRANS) picks F(4,3) where GSPC ran before; the code matches onnxruntime under qemu on
+    2 threads."""
+    import shutil
+
+    from edgec.codegen import verify
+    t = get_target("aarch64-neon")
+    if shutil.which(t.cc) is None or shutil.which(t.qemu[0]) is None:
+        pytest.skip(f"{t.cc} or {t.qemu[0]} is not installed")
+    path = _model(tmp_path / "m.onnx", 32, 4, n=1)
+    opts = CompileOptions(target="aarch64-neon", threads=2, layout="nchwc")
+    convs = [la for la in compile_model(path, tmp_path / "c", build=False, options=opts).layers if la["op"] == "Conv"]
+    assert all(la["algo"].startswith("winograd-f43-nchwc") for la in convs), convs
+    r = verify(path, out_dir=tmp_path / "p", rtol=2e-4, atol=2e-4, options=opts, threads=2)
+    assert r.ok, r.outputs
