@@ -116,9 +116,10 @@ KERNELS: tuple[Kernel, ...] = (
                                       ("avx2", 4, 2, 14, None), ("neon", 2, 2, 24, "aarch64"),
                                       ("neon", 2, 2, 12, "armv7"))),
     Kernel("f32_dwconv_kxk__scalar", "f32", "dwconv", "scalar", "kxk", _DW + "kxk-scalar.c",
-           {"k": None}, scratch="N x C x SW x Hp x Wq x 4 (column phases)"),
+           {"k": None}, scratch="min(N x C, 8) planes x SW x Hp x Wq x 4 (column phases; one a thread)"),
     *(Kernel(f"f32_dwconv_{t}__{isa}", "f32", "dwconv", isa, t, f"{_DW}{t}-{isa}.c",
-             {"k": (int(t[0]), int(t[0])) if t != "kxk" else None}, scratch="N x C x SW x Hp x Wq x 4")
+             {"k": (int(t[0]), int(t[0])) if t != "kxk" else None},
+             scratch="min(N x C, 8) planes x SW x Hp x Wq x 4 (one a thread)")
       for isa in ("avx2", "avx512", "neon") for t in ("3x3", "5x5", "kxk")),
     # channel-blocked depthwise for small maps: lanes channels interleaved per work item
     *(Kernel(f"f32_dwconv_cb__{isa}", "f32", "dwconv_cb", isa, f"c{lanes}", f"{_DW}cb-{isa}.c",

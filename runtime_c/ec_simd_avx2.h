@@ -75,6 +75,15 @@ EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
 
 /* The 2*EC_VL floats a:b split into even (a0, a2, ..., b0, b2, ...) and odd lanes: stride-2 columns.
  * shuffle_ps picks within 128-bit halves; the 64-bit permute puts the halves in order. */
+/* ec_vextN: lanes N .. N+VL-1 of a:b (a window's taps as shifts of two aligned loads): the middle 128-bit
+ * halves, then a byte alignr within lanes. One function per N keeps each immediate a constant at any -O. */
+#define EC_VEXT_(hi, lo, k) _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(hi), _mm256_castps_si256(lo), k))
+EC_INLINE ec_v ec_vext1(ec_v a, ec_v b) { return EC_VEXT_(_mm256_permute2f128_ps(a, b, 0x21), a, 4); }
+EC_INLINE ec_v ec_vext2(ec_v a, ec_v b) { return EC_VEXT_(_mm256_permute2f128_ps(a, b, 0x21), a, 8); }
+EC_INLINE ec_v ec_vext3(ec_v a, ec_v b) { return EC_VEXT_(_mm256_permute2f128_ps(a, b, 0x21), a, 12); }
+EC_INLINE ec_v ec_vext4(ec_v a, ec_v b) { return _mm256_permute2f128_ps(a, b, 0x21); }
+#undef EC_VEXT_
+
 EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
   *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
   *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));

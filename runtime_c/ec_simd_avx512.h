@@ -78,6 +78,15 @@ EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
 #undef EC_T16_
 
 /* The 2*EC_VL floats a:b split into even (a0, a2, ..., b0, b2, ...) and odd lanes: stride-2 columns. */
+/* ec_vextN: lanes N .. N+VL-1 of a:b (a window's taps as shifts of two aligned loads). One function per N keeps
+ * each immediate a constant at any -O (a switch over N made gcc round-trip the vectors through the stack). */
+#define EC_VEXT_(a, b, k) _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), k))
+EC_INLINE ec_v ec_vext1(ec_v a, ec_v b) { return EC_VEXT_(a, b, 1); }
+EC_INLINE ec_v ec_vext2(ec_v a, ec_v b) { return EC_VEXT_(a, b, 2); }
+EC_INLINE ec_v ec_vext3(ec_v a, ec_v b) { return EC_VEXT_(a, b, 3); }
+EC_INLINE ec_v ec_vext4(ec_v a, ec_v b) { return EC_VEXT_(a, b, 4); }
+#undef EC_VEXT_
+
 EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
   *even = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b);
   *odd = _mm512_permutex2var_ps(a, _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), b);

@@ -571,7 +571,8 @@ def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) ->
     woff = (g["KW"] - 1) * g["DW"] // g["SW"]
     wq = g["Wo"] + woff
     wp = ctx.weight(f"conv-dw:{node.name}", np.ascontiguousarray(w.reshape(g["C"], g["KH"] * g["KW"])))
-    scratch = ctx.scratch(g["N"] * g["C"] * (g["SW"] * hp * wq + 64) * 4)  # + F32_DWCONV_SLACK per plane
+    # one packed plane (+ F32_DWCONV_SLACK) per thread: f32_dwconv_scratch_bytes
+    scratch = ctx.scratch(min(g["N"] * g["C"], kernels.SCRATCH_THREADS) * (g["SW"] * hp * wq + 64) * 4)
     ctx.require(k.file, "f32-dwconv/f32-dwconv-kxk-scalar.c", "f32-dwconv/f32-dwconv.h")
     ctx.note(algo=f"dwconv-{k.tile}-{k.isa}", macs=macs, kernel=k.name)
     shape = _shape_init(g, "N C H W Ho Wo KH KW SH SW DH DW PT PL")

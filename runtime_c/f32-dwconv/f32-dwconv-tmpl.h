@@ -151,27 +151,57 @@ EC_INLINE void dw_s2(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, 
   }
 }
 
-/* Stride 1: pad the raw plane into xp with vector copies (rows are short; libc calls per row
- * would cost more than the copy). */
-EC_INLINE void dw_pad_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a) {
-  const size_t Hp = s->Hp, Wq = s->Wq, W = s->W, PL = s->PL;
-  const size_t hi = EC_MIN(Wq, PL + W), w = hi > PL ? hi - PL : 0;
-  for (size_t ih = 0; ih < Hp; ih++) {
-    float *d = a->xp + ih * Wq;
-    const ptrdiff_t r = (ptrdiff_t)ih - (ptrdiff_t)s->PT;
+/* Stride 1: padded rows ih0 .. ih0+n-1 of the plane into dst at `pitch` floats a row (>= the padded width), with
+ * vector copies (rows are short; libc calls per row would cost more than the copy). Columns past the padded row
+ * are zeroed up to the pitch. */
+EC_INLINE void dw_pad_rows(const f32_dwconv_shape *s, const float *x, float *dst, size_t ih0, size_t n,
+                           size_t pitch) {
+  const size_t W = s->W, PL = s->PL;
+  const size_t hi = EC_MIN(pitch, PL + W), w = hi > PL ? hi - PL : 0;
+  for (size_t i = 0; i < n; i++) {
+    float *d = dst + i * pitch;
+    const ptrdiff_t r = (ptrdiff_t)(ih0 + i) - (ptrdiff_t)s->PT;
     size_t q = 0;
     if (r < 0 || r >= (ptrdiff_t)s->H) {
-      for (; q + EC_VL <= Wq; q += EC_VL) ec_vst(d + q, ec_vzero());
-      if (q < Wq) ec_vst_n(d + q, ec_vzero(), Wq - q);
+      for (; q + EC_VL <= pitch; q += EC_VL) ec_vst(d + q, ec_vzero());
+      if (q < pitch) ec_vst_n(d + q, ec_vzero(), pitch - q);
       continue;
     }
-    const float *src = a->x + (size_t)r * W;
-    for (size_t z = 0; z < PL && z < Wq; z++) d[z] = 0.0f;
+    const float *src = x + (size_t)r * W;
+    /* zeros first, in whole vectors inside the pitch (masked stores are slow on some cores), the copy over them */
+    for (size_t z = 0; z < PL; z += EC_VL)
+      if (z + EC_VL <= pitch) ec_vst(d + z, ec_vzero());
+      else ec_vst_n(d + z, ec_vzero(), pitch - z);
+    for (size_t z = hi / EC_VL * EC_VL; z < pitch; z += EC_VL)
+      if (z + EC_VL <= pitch) ec_vst(d + z, ec_vzero());
+      else ec_vst_n(d + z, ec_vzero(), pitch - z);
     for (; q + EC_VL <= w; q += EC_VL) ec_vst(d + PL + q, ec_vld(src + q));
     if (q < w) ec_vst_n(d + PL + q, ec_vld_n(src + q, w - q), w - q);
-    for (size_t z = hi; z < Wq; z++) d[z] = 0.0f;
   }
-  for (size_t z = 0; z < F32_DWCONV_SLACK; z += EC_VL) ec_vst(a->xp + Hp * Wq + z, ec_vzero());
+}
+
+EC_INLINE void dw_pad_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a) {
+  dw_pad_rows(s, a->x, a->xp, 0, s->Hp, s->Wq);
+  for (size_t z = 0; z < F32_DWCONV_SLACK; z += EC_VL) ec_vst(a->xp + s->Hp * s->Wq + z, ec_vzero());
+}
+
+/* Stride 1 along rows, a plane larger than the row buffer: output rows per band of padded input rows that the
+ * buffer holds (0: fewer than 4, the plane goes to the scratch whole). A whole padded copy of a big plane went
+ * out to L2/L3 and came back (32ch 112x112 took 1.25x onnxruntime's time); a band is read back from L1. */
+EC_INLINE size_t dw_s1_band(const f32_dwconv_shape *s) {
+  const size_t cap = F32_DWCONV_ROWS / s->Wq, win = (s->KH - 1) * s->DH + 1;
+  const size_t band = cap < win ? 0 : (cap - win) / s->SH + 1;
+  return band >= 4 ? band : 0;
+}
+
+EC_INLINE void dw_s1_bands(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band,
+                           const size_t *toff, const ec_v *wv, const ec_act_kind KIND) {
+  const size_t SH = s->SH, win = (DW_KH - 1) * s->DH + 1;
+  for (size_t oh0 = 0; oh0 < s->Ho; oh0 += band) {
+    const size_t oh1 = EC_MIN(oh0 + band, s->Ho);
+    dw_pad_rows(s, a->x, a->rows, oh0 * SH, (oh1 - oh0 - 1) * SH + win, s->Wq);
+    dw_rows(s, a, a->rows, SH * s->Wq, s->Wq, oh0, oh1, toff, wv, KIND);
+  }
 }
 
 /* Stride 1 both ways, small plane: outputs taken over the padded width (j = oh*Wq + ow), so a 7x7 plane is
@@ -194,10 +224,111 @@ DW_UNROLL
                a->res_before_act, a->act);
 }
 
-/* The plane's rows: stride 2 from banded phase splits (s2), else from the phase-packed plane in xp. */
-EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, int s2, const size_t *toff,
-                        const ec_v *wv, const ec_act_kind KIND) {
-  if (s2) dw_s2(s, a, wv, KIND);
+/* Stride 1 along rows, no dilation, a fixed window: bands of padded rows in the row buffer at a pitch of whole
+ * vectors, so each input row gives two aligned loads per output vector and its KW taps are lane shifts of them
+ * (ec_vext), not KW unaligned loads (most of which split across cache lines: 23 cycles an output vector on Zen 5,
+ * 8ch 112x112, against ~6). DW_R output rows at a time share each input row's shifted vectors. */
+#if FIXED_KW
+#define DW_R 4
+EC_INLINE size_t dw_s1a_pitch(const f32_dwconv_shape *s) { return EC_ROUND_UP(s->Wo, (size_t)EC_VL) + EC_VL; }
+
+/* Output rows per band (0: the path does not apply). */
+EC_INLINE size_t dw_s1a_band(const f32_dwconv_shape *s) {
+  if (s->SW != 1 || s->DW != 1 || s->DH != 1 || (s->SH != 1 && s->SH != 2) || s->Wo < EC_VL || DW_KW > 5)
+    return 0;
+  const size_t cap = F32_DWCONV_ROWS / dw_s1a_pitch(s), band = cap < DW_KH ? 0 : (cap - DW_KH) / s->SH + 1;
+  return band >= EC_MIN(s->Ho, (size_t)DW_R) ? band : 0;
+}
+
+/* NR output rows from oh (DW_R, or 1 for the last rows of a band: fewer bodies to compile), every output vector;
+ * r: the buffer row of their first input row. */
+EC_INLINE void dw_s1a_block(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *r, size_t P,
+                            size_t oh, const ec_v *wv, const int NR, const size_t SH, const ec_act_kind KIND) {
+  const size_t Wo = s->Wo;
+  const ec_v bias = ec_vset1(a->bias);
+  ec_v wk[DW_KH * DW_KW]; /* a local copy: held in registers (read through wv, they were reloaded every FMA) */
+#pragma GCC unroll 25
+  for (int t = 0; t < DW_KH * DW_KW; t++) wk[t] = wv[t];
+  float *y = a->y + oh * Wo; /* locals: through a, every store reloaded them */
+  const float *res = a->res ? a->res + oh * Wo : NULL;
+  const int rba = a->res_before_act;
+  const ec_act act = a->act;
+  for (size_t ow = 0; ow < Wo; ow += EC_VL) {
+    ec_v acc[DW_R];
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++) acc[i] = bias;
+#pragma GCC unroll 16
+    for (size_t j = 0; j < (size_t)(NR - 1) * SH + DW_KH; j++) { /* input row j feeds output row (j - kh) / SH */
+      const float *rj = r + j * P + ow;
+      const ec_v v0 = ec_vld(rj), v1 = ec_vld(rj + EC_VL);
+      ec_v sh[5]; /* the taps of this row: shifts of v0:v1 */
+      sh[0] = v0;
+      if (DW_KW > 1) sh[1] = ec_vext1(v0, v1);
+      if (DW_KW > 2) sh[2] = ec_vext2(v0, v1);
+      if (DW_KW > 3) sh[3] = ec_vext3(v0, v1);
+      if (DW_KW > 4) sh[4] = ec_vext4(v0, v1);
+#pragma GCC unroll 8
+      for (size_t kh = 0; kh < DW_KH; kh++) {
+        if (j < kh || (j - kh) % SH || (j - kh) / SH >= (size_t)NR) continue;
+        const size_t i = (j - kh) / SH;
+#pragma GCC unroll 8
+        for (int kw = 0; kw < DW_KW; kw++) acc[i] = ec_vfma(acc[i], sh[kw], wk[kh * DW_KW + kw]);
+      }
+    }
+    const size_t n = EC_MIN((size_t)EC_VL, Wo - ow);
+    if (!res && n == EC_VL) { /* the common case without a branch per row */
+#pragma GCC unroll 4
+      for (int i = 0; i < NR; i++) ec_vst(y + (size_t)i * Wo + ow, ec_vact_k(KIND, act, acc[i]));
+      continue;
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; i++) {
+      ec_v v = acc[i];
+      const size_t o = (size_t)i * Wo + ow;
+      if (res && rba) v = ec_vadd(v, n == EC_VL ? ec_vld(res + o) : ec_vld_n(res + o, n));
+      v = ec_vact_k(KIND, act, v);
+      if (res && !rba) v = ec_vadd(v, n == EC_VL ? ec_vld(res + o) : ec_vld_n(res + o, n));
+      if (n == EC_VL) ec_vst(y + o, v); /* masked stores are slow on some cores */
+      else ec_vst_n(y + o, v, n);
+    }
+  }
+}
+
+EC_INLINE void dw_s1a_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *buf, size_t P,
+                           size_t oh0, size_t oh1, const ec_v *wv, const size_t SH, const ec_act_kind KIND) {
+  size_t oh = oh0;
+  for (; oh + DW_R <= oh1; oh += DW_R) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, DW_R, SH, KIND);
+  for (; oh < oh1; oh++) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, 1, SH, KIND);
+}
+
+EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv,
+                      const ec_act_kind KIND) {
+  const size_t P = dw_s1a_pitch(s), SH = s->SH;
+  for (size_t oh0 = 0; oh0 < s->Ho; oh0 += band) {
+    const size_t oh1 = EC_MIN(oh0 + band, s->Ho);
+    dw_pad_rows(s, a->x, a->rows, oh0 * SH, (oh1 - oh0 - 1) * SH + DW_KH, P);
+    if (SH == 1) dw_s1a_rows(s, a, a->rows, P, oh0, oh1, wv, 1, KIND); /* SH a constant: the taps' rows unroll */
+    else dw_s1a_rows(s, a, a->rows, P, oh0, oh1, wv, 2, KIND);
+  }
+}
+#else
+EC_INLINE size_t dw_s1a_band(const f32_dwconv_shape *s) {
+  (void)s;
+  return 0;
+}
+EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv,
+                      const ec_act_kind KIND) {
+  (void)s, (void)a, (void)band, (void)wv, (void)KIND;
+}
+#endif
+
+/* The plane's rows: stride 1 from aligned bands (aband > 0), stride 2 from banded phase splits (s2), stride 1
+ * from bands of padded rows (band > 0), else from the phase-packed plane in xp. */
+EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, int s2, size_t aband, size_t band,
+                        const size_t *toff, const ec_v *wv, const ec_act_kind KIND) {
+  if (aband) dw_s1a(s, a, aband, wv, KIND);
+  else if (s2) dw_s2(s, a, wv, KIND);
+  else if (band) dw_s1_bands(s, a, band, toff, wv, KIND);
   else dw_rows(s, a, a->xp, s->SH * s->Wq, s->Wq, 0, s->Ho, toff, wv, KIND);
 }
 
@@ -211,30 +342,33 @@ F32_DWCONV_DECL(FN) {
   size_t toff[DW_TAPS_MAX]; /* tap -> offset inside the packed plane, minus the row base */
   ec_v wv[DW_TAPS_MAX];
   for (size_t t = 0; t < kh_n * kw_n; t++) wv[t] = ec_vset1(a->w[t]);
-  const int s2 = dw_s2_fits(s);
-  if (!s2) /* (dw_s2 has its own offsets; a division per tap costs per plane) */
+  const size_t aband = dw_s1a_band(s);
+  const int s2 = !aband && dw_s2_fits(s);
+  if (!s2 && !aband) /* (dw_s2 and dw_s1a have their own offsets; a division per tap costs per plane) */
     for (size_t kh = 0; kh < kh_n; kh++)
       for (size_t kw = 0; kw < kw_n; kw++) {
         const size_t c = kw * s->DW, ph = s->SW == 1 ? 0 : c % s->SW, off = s->SW == 1 ? c : c / s->SW;
         toff[kh * kw_n + kw] = (ph * Hp + kh * DH) * Wq + off;
       }
   f32_dwconv_plane_args l1 = *a; /* stride 1: the padded plane in the L1-resident row buffer when it fits */
-  if (s->SW == 1 && Hp * Wq + F32_DWCONV_SLACK <= F32_DWCONV_ROWS) l1.xp = a->rows, a = &l1;
-  if (s->SW == 1) {
-    dw_pad_plane(s, a);
-    if (s->SH == 1 && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
+  size_t band = 0;
+  if (!aband && s->SW == 1) {
+    if (Hp * Wq + F32_DWCONV_SLACK <= F32_DWCONV_ROWS) l1.xp = a->rows, a = &l1;
+    else band = dw_s1_band(s); /* else bands, padded into the row buffer as the rows go */
+    if (!band) dw_pad_plane(s, a);
+    if (!band && s->SH == 1 && s->Ho * Wq <= DW_FLAT_MAX && EC_VL + (kw_n - 1) * s->DW <= F32_DWCONV_SLACK) {
       dw_flat(s, a, toff, wv);
       return;
     }
-  } else if (!s2) {
+  } else if (!aband && !s2) {
     f32_dwconv_pack_phases(s, a->x, a->xp);
   }
   switch (a->act.kind) {
-  case EC_ACT_NONE: dw_plane(s, a, s2, toff, wv, EC_ACT_NONE); break;
-  case EC_ACT_RELU: dw_plane(s, a, s2, toff, wv, EC_ACT_RELU); break;
-  case EC_ACT_CLIP: dw_plane(s, a, s2, toff, wv, EC_ACT_CLIP); break;
-  case EC_ACT_HARD_SWISH: dw_plane(s, a, s2, toff, wv, EC_ACT_HARD_SWISH); break;
-  default: dw_plane(s, a, s2, toff, wv, a->act.kind);
+  case EC_ACT_NONE: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_NONE); break;
+  case EC_ACT_RELU: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_RELU); break;
+  case EC_ACT_CLIP: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_CLIP); break;
+  case EC_ACT_HARD_SWISH: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_HARD_SWISH); break;
+  default: dw_plane(s, a, s2, aband, band, toff, wv, a->act.kind);
   }
 }
 #undef DW_KH

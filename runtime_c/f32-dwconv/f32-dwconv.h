@@ -62,7 +62,7 @@ typedef struct {
 
 /* Per-thread row buffer: the SIMD kernels split stride-2 input rows into it (f32-dwconv-tmpl.h).
  * It lives across the planes of one layer so its padding columns are zeroed once, not per row. */
-#define F32_DWCONV_ROWS 4096
+#define F32_DWCONV_ROWS 4096 /* = costmodel.DW_ROWS */
 
 /* floats after each packed plane that row-spanning vector loads may touch (zeroed, unused) */
 #define F32_DWCONV_SLACK 64
@@ -71,8 +71,10 @@ static inline size_t f32_dwconv_plane_floats(const f32_dwconv_shape *s) {
   return s->SW * s->Hp * s->Wq + F32_DWCONV_SLACK;
 }
 
+/* One packed plane per thread (a plane per item where there are at most EC_MAX_THREADS items): each thread packs
+ * its planes one after another into its own slice, so the copy is still in cache when it is read. */
 static inline size_t f32_dwconv_scratch_bytes(const f32_dwconv_shape *s) {
-  return s->N * s->C * f32_dwconv_plane_floats(s) * sizeof(float);
+  return EC_MIN(s->N * s->C, (size_t)EC_MAX_THREADS) * f32_dwconv_plane_floats(s) * sizeof(float);
 }
 
 EC_INLINE size_t f32_dwconv_items(const f32_dwconv_shape *s) { return s->N * s->C; }
@@ -102,13 +104,13 @@ static inline void f32_dwconv_pack_phases(const f32_dwconv_shape *s, const float
   }
 }
 
-/* Computes plane `item` (= n*C + c). */
-EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args *a, size_t item, float *rows,
-                                int *rows_zeroed) {
+/* Computes plane `item` (= n*C + c) on thread tid (f32_dwconv_scratch_bytes' slices). */
+EC_INLINE void f32_dwconv_item(const f32_dwconv_shape *s, const f32_dwconv_args *a, size_t tid, size_t item,
+                                float *rows, int *rows_zeroed) {
   const size_t c = item % s->C, HoWo = s->Ho * s->Wo;
   f32_dwconv_plane_args pa;
   pa.x = a->x + item * s->H * s->W;
-  pa.xp = a->xp + item * f32_dwconv_plane_floats(s);
+  pa.xp = a->xp + (s->N * s->C <= EC_MAX_THREADS ? item : tid) * f32_dwconv_plane_floats(s);
   pa.rows = rows;
   pa.rows_zeroed = rows_zeroed;
   pa.w = a->w + c * s->KH * s->KW;
@@ -125,11 +127,11 @@ typedef struct {
   const f32_dwconv_args *a;
 } f32_dwconv_job;
 
-static inline void f32_dwconv_task(void *ctx, size_t begin, size_t end) {
+static inline void f32_dwconv_task(void *ctx, size_t tid, size_t begin, size_t end) {
   const f32_dwconv_job *j = (const f32_dwconv_job *)ctx;
   EC_ALIGNED(64) float rows[F32_DWCONV_ROWS];
   int zeroed = 0;
-  for (size_t i = begin; i < end; i++) f32_dwconv_item(j->s, j->a, i, rows, &zeroed);
+  for (size_t i = begin; i < end; i++) f32_dwconv_item(j->s, j->a, tid, i, rows, &zeroed);
 }
 
 /* Each plane is packed right before it is used (still in L1/L2); serial runs inline with the
@@ -139,12 +141,12 @@ EC_INLINE void f32_dwconv_run(const f32_dwconv_shape *s, const f32_dwconv_args *
   if (ec_pool_threads(pool) <= 1) {
     EC_ALIGNED(64) float rows[F32_DWCONV_ROWS];
     int zeroed = 0;
-    for (size_t i = 0; i < n; i++) f32_dwconv_item(s, a, i, rows, &zeroed);
+    for (size_t i = 0; i < n; i++) f32_dwconv_item(s, a, 0, i, rows, &zeroed);
     return;
   }
   f32_dwconv_job j = {s, a};
   /* planes are small: ~8 chunks per thread, not one claim (a contended cache line) per plane */
-  ec_parallel_for(pool, n, EC_MAX(1, n / (8 * (size_t)ec_pool_threads(pool))), f32_dwconv_task, &j);
+  ec_parallel_for_tid(pool, n, EC_MAX(1, n / (8 * (size_t)ec_pool_threads(pool))), f32_dwconv_task, &j);
 }
 
 /* ---- channel-blocked variant for small maps ------------------------------------------------

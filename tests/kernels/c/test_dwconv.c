@@ -18,16 +18,18 @@ static int run(const conv_p *p, ec_act act, int use_res, int before, size_t wrou
   f32_dwconv_run(&s, &a, NULL);
   ref_conv(p, x, w, b, use_res ? r : NULL, before, act, yr);
   double e = max_err(y, yr, ny);
-#ifdef T_CB /* the channel-blocked kernel on the same case */
-  f32_dwconv_cb_shape cs = {p->N, p->C, p->H, p->W, Ho, Wo, p->KH, p->KW, p->SH, p->SW, p->DH, p->DW,
-                            p->PT, p->PL, (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1,
-                            (Wo - 1) * p->SW + (p->KW - 1) * p->DW + 1, T_CB_LANES, T_CB};
-  float *xc = falloc(f32_dwconv_cb_scratch_bytes(&cs) / sizeof(float)), *yc = falloc(ny);
-  f32_dwconv_args ac = {x, yc, w, b, use_res ? r : NULL, before, act, xc};
-  f32_dwconv_cb_run(&cs, &ac, NULL);
-  const double ec = max_err(yc, yr, ny);
-  if (!(ec <= e)) e = ec;
-  free(xc), free(yc);
+#ifdef T_CB /* the channel-blocked kernel on the same case (rows of up to 256 outputs: the emitter's limit) */
+  if (Wo <= 256) {
+    f32_dwconv_cb_shape cs = {p->N, p->C, p->H, p->W, Ho, Wo, p->KH, p->KW, p->SH, p->SW, p->DH, p->DW,
+                              p->PT, p->PL, (Ho - 1) * p->SH + (p->KH - 1) * p->DH + 1,
+                              (Wo - 1) * p->SW + (p->KW - 1) * p->DW + 1, T_CB_LANES, T_CB};
+    float *xc = falloc(f32_dwconv_cb_scratch_bytes(&cs) / sizeof(float)), *yc = falloc(ny);
+    f32_dwconv_args ac = {x, yc, w, b, use_res ? r : NULL, before, act, xc};
+    f32_dwconv_cb_run(&cs, &ac, NULL);
+    const double ec = max_err(yc, yr, ny);
+    if (!(ec <= e)) e = ec;
+    free(xc), free(yc);
+  }
 #endif
   int bad = !(e < 1e-4);
   if (bad)
@@ -66,6 +68,18 @@ int main(int argc, char **argv) {
     fails += run(&c1, k_acts[1], 0, 0, 1), cases++;
     conv_p c2 = {2, 37, 10, 27, 37, 37, k, k, 2, 2, 1, 1, pad, pad, pad, pad};
     fails += run(&c2, k_acts[4 % N_ACTS], 1, 1, 16), cases++;
+  }
+  { /* planes past the L1 row buffer (F32_DWCONV_ROWS): stride 1 in bands of padded rows (SH 1 and 2), and
+     * rows too wide for a band packed whole into per-item / per-thread scratch slices (9 planes > 8 slices) */
+    const size_t pad = (k - 1) / 2;
+    conv_p b1 = {1, 3, 70, 100, 3, 3, k, k, 1, 1, 1, 1, pad, pad, pad, pad + 1};
+    fails += run(&b1, k_acts[1], 1, 0, 1), cases++;
+    conv_p b2 = {1, 2, 61, 90, 2, 2, k, k, 2, 1, 1, 1, pad, pad, pad, pad};
+    fails += run(&b2, k_acts[2 % N_ACTS], 0, 0, 16), cases++;
+    conv_p b3 = {1, 9, 5, 1500, 9, 9, k, k, 1, 1, 1, 1, pad, pad, pad, pad};
+    fails += run(&b3, k_acts[0], 0, 0, 1), cases++;
+    conv_p b4 = {1, 4, 5, 1500, 4, 4, k, k, 1, 1, 1, 1, pad, pad, pad, pad};
+    fails += run(&b4, k_acts[3], 1, 1, 16), cases++;
   }
   if (T_K == 0) { /* generic: non-square windows, Conv1D as H=1 */
     conv_p r = {1, 4, 9, 20, 4, 4, 2, 7, 2, 3, 1, 2, 0, 3, 1, 4};
