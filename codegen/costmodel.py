@@ -619,6 +619,24 @@ DW_CB_PIXELS = 256   # stride 1: channel-blocked depthwise up to this many outpu
 DW_CB_FILL = 0.75    # stride 2: channel-blocked once rows fill less than this share of their vectors
 
 
+DW_ROWS = 4096  # F32_DWCONV_ROWS: floats of a thread's depthwise row buffer (runtime_c/f32-dwconv/f32-dwconv.h)
+
+
+def dw_s1_aligned(target, g: dict) -> bool:
+    """Whether the NCHW plane kernel runs this depthwise conv on its aligned stride-1 path (dw_s1a_band in
+    f32-dwconv-tmpl.h): rows in whole vectors, the taps as lane shifts of two aligned loads."""
+    from edgec.codegen import kernels
+    lanes = target.f32_lanes
+    k = kernels.dwconv_kernel(target, g["KH"], g["KW"])
+    if k.params["k"] is None or k.isa == "scalar" or g["KW"] > 5:  # a fixed window's SIMD kernel only
+        return False
+    if g["SW"] != 1 or g.get("DW", 1) != 1 or g.get("DH", 1) != 1 or g["SH"] not in (1, 2) or g["Wo"] < lanes:
+        return False
+    cap = DW_ROWS // (-(-g["Wo"] // lanes) * lanes + lanes)
+    band = 0 if cap < g["KH"] else (cap - g["KH"]) // g["SH"] + 1
+    return band >= min(g["Ho"], 4)
+
+
 def fit_dw(target, samples) -> dict[str, float]:
     """The depthwise plane/channel-blocked switch fitted to measured layers: samples (stride, Ho*Wo, Wo,
     cb won against plane). Stride 1 picks cb up to a pixel count, stride 2 below a row fill."""
@@ -750,6 +768,9 @@ LAYOUT_KEYS = {
     "dw_tap": "depthwise, NCHW plane and channel-blocked kernels: per output value and tap",
     "dw_nchwc_tap": "blocked depthwise (3x3 stride 1: two rows per step): per output value and tap",
     "dw_plane_row": "NCHW plane kernel: per output row of a channel (row tails, per-plane setup)",
+    "dw_s1_tap": "NCHW plane kernel on its aligned stride-1 path (dw_s1_aligned): per tap and output value of rows "
+                 "rounded up to whole vectors",
+    "dw_s1_row": "... per output row of a channel",
     "dw_cb": "NCHW channel-blocked kernel: per output value (its transposes in and out)",
     "dw_nchwc_row": "blocked: per output row of a channel (border columns, row setup)",
     "gemm_mac": "NCHW 1x1 (GEMM path): per MAC, times 1 + gemm_px/pixels + gemm_k/K + gemm_c/C",
@@ -787,8 +808,12 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
             cb = wo < learned_value("dw-cb-fill", DW_CB_FILL) * (-(-wo // lanes) * lanes)
         else:
             cb = g["SW"] > 2 or ho * wo <= learned_value("dw-cb-px", DW_CB_PIXELS)
-        nchw = n * ch * ho * (wo * (taps * lc("dw_tap") + (lc("dw_cb") if cb else 0.0))
-                              + (0.0 if cb else lc("dw_plane_row")))
+        if not cb and dw_s1_aligned(target, g):  # rows in whole vectors
+            nchw = n * ch * ho * (-(-wo // target.f32_lanes) * target.f32_lanes * taps * lc("dw_s1_tap")
+                                  + lc("dw_s1_row"))
+        else:
+            nchw = n * ch * ho * (wo * (taps * lc("dw_tap") + (lc("dw_cb") if cb else 0.0))
+                                  + (0.0 if cb else lc("dw_plane_row")))
         blocked = n * cp * ho * (wo * taps * lc("dw_nchwc_tap") + lc("dw_nchwc_row"))
         return nchw, blocked
     if kind == "1x1":

@@ -52,7 +52,10 @@ def dw_1x1_chain(path, c, hw):
 
 @pytest.mark.parametrize("kind,key,args", [
     ("dw", "dw_nchwc_tap", dict(g=geom(256, 256, 14, groups=256, kh=3))),
-    ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=3))),
+    ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=3, stride=2))),
+    ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=7))),  # no fixed 7x7 kernel: the unaligned path
+    ("dw", "dw_s1_tap", dict(g=geom(256, 256, 28, groups=256, kh=3))),
+    ("dw", "dw_s1_row", dict(g=geom(256, 256, 56, groups=256, kh=5))),
     ("1x1", "nchwc_mac", dict(g=geom(256, 256, 14))),
     ("1x1", "gemm_mac", dict(g=geom(256, 256, 14))),
     ("pool", "elem", dict(y_shape=(1, 256, 14, 14))),
@@ -159,3 +162,17 @@ def test_blocked_winograd_picks_its_tile_on_the_blocked_estimate(tmp_path):
         assert winograd.choose_blocked(t, g, cols, kind).algo == "winograd-f23"
     g1 = geom(256, 256, 14, kh=3)
     assert winograd.choose_blocked(t, g1, *direct_path_3x3(t, g1)) == winograd.choose(t, g1, *direct_path_3x3(t, g1))
+
+
+def test_dw_aligned_path_matches_the_plane_kernels_rule():
+    """dw_s1_aligned mirrors dw_s1a_band (f32-dwconv-tmpl.h): fixed 3x3 / 5x5 SIMD kernels, stride 1 along rows,
+    no dilation, rows of at least a vector, and a band of rows that fits the row buffer."""
+    avx2 = get_target("x86_64-avx2")
+    assert costmodel.dw_s1_aligned(avx2, geom(32, 32, 112, groups=32, kh=3))
+    assert costmodel.dw_s1_aligned(avx2, dict(geom(32, 32, 96, groups=32, kh=5), H=6, Ho=3, SH=2))  # ppocr s2x1
+    assert not costmodel.dw_s1_aligned(avx2, geom(32, 32, 112, groups=32, kh=3, stride=2))
+    assert not costmodel.dw_s1_aligned(avx2, geom(32, 32, 112, groups=32, kh=7))
+    assert not costmodel.dw_s1_aligned(avx2, dict(geom(32, 32, 28, groups=32, kh=3), DW=2))
+    assert not costmodel.dw_s1_aligned(avx2, geom(32, 32, 7, groups=32, kh=3))  # rows shorter than a vector
+    assert not costmodel.dw_s1_aligned(avx2, geom(4, 4, 2000, groups=4, kh=3))  # rows past a band's buffer
+    assert not costmodel.dw_s1_aligned(get_target("generic"), geom(32, 32, 112, groups=32, kh=3))
