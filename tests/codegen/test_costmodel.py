@@ -55,7 +55,8 @@ def dw_1x1_chain(path, c, hw):
     ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=3, stride=2))),
     ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=7))),  # no fixed 7x7 kernel: the unaligned path
     ("dw", "dw_s1_tap", dict(g=geom(256, 256, 28, groups=256, kh=3))),
-    ("dw", "dw_s1_row", dict(g=geom(256, 256, 56, groups=256, kh=5))),
+    ("dw", "dw_s1_row", dict(g=geom(256, 256, 56, groups=256, kh=3))),
+    ("dw", "dw_plane_row", dict(g=geom(256, 256, 56, groups=256, kh=5))),  # 5x5: the unaligned path's figures
     ("1x1", "nchwc_mac", dict(g=geom(256, 256, 14))),
     ("1x1", "gemm_mac", dict(g=geom(256, 256, 14))),
     ("pool", "elem", dict(y_shape=(1, 256, 14, 14))),
