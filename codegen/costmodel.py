@@ -628,7 +628,7 @@ def dw_s1_aligned(target, g: dict) -> bool:
     from edgec.codegen import kernels
     lanes = target.f32_lanes
     k = kernels.dwconv_kernel(target, g["KH"], g["KW"])
-    if k.params["k"] is None or k.isa == "scalar" or g["KW"] > 5:  # a fixed window's SIMD kernel only
+    if k.params["k"] is None or k.isa not in ("avx2", "avx512") or g["KW"] > 5:  # a fixed window's x86 kernel
         return False
     if g["SW"] != 1 or g.get("DW", 1) != 1 or g.get("DH", 1) != 1 or g["SH"] not in (1, 2) or g["Wo"] < lanes:
         return False

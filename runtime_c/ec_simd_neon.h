@@ -89,12 +89,6 @@ EC_INLINE void ec_vtranspose(ec_v r[EC_VL]) {
 }
 
 /* The 2*EC_VL floats a:b split into even (a0, a2, b0, b2) and odd lanes: stride-2 columns. */
-/* ec_vextN: lanes N .. N+VL-1 of a:b (a window's taps as shifts of two aligned loads; N = 4 is b). */
-EC_INLINE ec_v ec_vext1(ec_v a, ec_v b) { return vextq_f32(a, b, 1); }
-EC_INLINE ec_v ec_vext2(ec_v a, ec_v b) { return vextq_f32(a, b, 2); }
-EC_INLINE ec_v ec_vext3(ec_v a, ec_v b) { return vextq_f32(a, b, 3); }
-EC_INLINE ec_v ec_vext4(ec_v a, ec_v b) { (void)a; return b; }
-
 EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {
 #if defined(__aarch64__)
   *even = vuzp1q_f32(a, b);

@@ -227,8 +227,10 @@ DW_UNROLL
 /* Stride 1 along rows, no dilation, a fixed window: bands of padded rows in the row buffer at a pitch of whole
  * vectors, so each input row gives two aligned loads per output vector and its KW taps are lane shifts of them
  * (ec_vext), not KW unaligned loads (most of which split across cache lines: 23 cycles an output vector on Zen 5,
- * 8ch 112x112, against ~6). DW_R output rows at a time share each input row's shifted vectors. */
-#if FIXED_KW
+ * 8ch 112x112, against ~10). DW_R output rows at a time share each input row's shifted vectors. x86 only: a NEON
+ * load splits only where it crosses a line (3 in 16 offsets) and on Cortex-A72 `ext` issues on the FMA pipes,
+ * so there the unaligned loads stay until a board measures both. */
+#if FIXED_KW && !defined(EC_SIMD_NEON_H) /* x86: see dw_s1a_band */
 #define DW_R 4
 EC_INLINE size_t dw_s1a_pitch(const f32_dwconv_shape *s) { return EC_ROUND_UP(s->Wo, (size_t)EC_VL) + EC_VL; }
 

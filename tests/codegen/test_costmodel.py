@@ -166,7 +166,7 @@ def test_blocked_winograd_picks_its_tile_on_the_blocked_estimate(tmp_path):
 
 
 def test_dw_aligned_path_matches_the_plane_kernels_rule():
-    """dw_s1_aligned mirrors dw_s1a_band (f32-dwconv-tmpl.h): fixed 3x3 / 5x5 SIMD kernels, stride 1 along rows,
+    """dw_s1_aligned mirrors dw_s1a_band (f32-dwconv-tmpl.h): fixed 3x3 / 5x5 x86 kernels, stride 1 along rows,
     no dilation, rows of at least a vector, and a band of rows that fits the row buffer."""
     avx2 = get_target("x86_64-avx2")
     assert costmodel.dw_s1_aligned(avx2, geom(32, 32, 112, groups=32, kh=3))
@@ -177,3 +177,4 @@ def test_dw_aligned_path_matches_the_plane_kernels_rule():
     assert not costmodel.dw_s1_aligned(avx2, geom(32, 32, 7, groups=32, kh=3))  # rows shorter than a vector
     assert not costmodel.dw_s1_aligned(avx2, geom(4, 4, 2000, groups=4, kh=3))  # rows past a band's buffer
     assert not costmodel.dw_s1_aligned(get_target("generic"), geom(32, 32, 112, groups=32, kh=3))
+    assert not costmodel.dw_s1_aligned(get_target("aarch64-neon"), geom(32, 32, 112, groups=32, kh=3))
