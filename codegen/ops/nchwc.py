@@ -112,6 +112,19 @@ def tile_blocks(target, dense: bool) -> int:
     return 4 if dense and target.vector_regs >= 32 else 2
 
 
+def balanced_kt(kb: int, kt: int, chunks: int, threads: int, dense: bool) -> int:
+    """Blocks per tile of a 1x1 layer of kb output blocks and `chunks` pixel chunks, so its items share evenly among
+    the build's threads: 576 channels in 4-block tiles are 9 items, 5 and 4 on two threads (the dw-1x1-dw chain at
+    14x14 took 1.06x onnxruntime's time there, 0.99x at one thread); in 3-block tiles (18 accumulators, dense convs)
+    12. More pixel chunks instead (each reading the weights again) ran ShuffleNet's grouped 1x1s 1.045x slower."""
+    def idle(kt_):
+        items = -(-kb // kt_) * chunks
+        return -(-items // threads) * threads / items
+    if threads <= 1 or not dense or kt != 4 or idle(3) >= idle(4) - 1e-9:
+        return kt
+    return 3
+
+
 def pass_channels(target, kt: int, union: int, b: int) -> int:
     """KC: input channels per pass of the 1x1 tiles, so a tile's weights (kt x KC x b floats) fit half of L1 (streamed
     from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path)."""
@@ -183,6 +196,12 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         # the pairs of a pixel chunk run in a row: a chunk of the input (all its channels) within half of L2 is
         # read from memory once, not once per pair (28x28 x 256 channels, 800 KB, ran 15% below the GEMM path)
         pc = min(pc, max(PT, ctx.target.l2_bytes // 2 // (4 * _blocks(C, b) * b) // PT * PT))
+        # (a strided conv's row chunks set its items at run time; a layer too small for the pool keeps its tile)
+        if not rows and _par.worth_splitting(ctx.target, _par.layer_us(ctx.target, macs, 0), _par.DRIVER_JOBS):
+            from edgec.codegen.options import active
+            kt = balanced_kt(kb, kt, N * -(-hw // pc), active().threads, g["G"] == 1 and shuffled <= 1)
+            union = max(rng[min(k + kt - 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, kt))
+            pairs = -(-kb // kt)
         items = N * pairs * -(-hw // pc)
         kc = pass_channels(ctx.target, kt, union, b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{kt * b}-{isa}" + (

@@ -178,3 +178,16 @@ def test_dw_aligned_path_matches_the_plane_kernels_rule():
     assert not costmodel.dw_s1_aligned(avx2, geom(4, 4, 2000, groups=4, kh=3))  # rows past a band's buffer
     assert not costmodel.dw_s1_aligned(get_target("generic"), geom(32, 32, 112, groups=32, kh=3))
     assert not costmodel.dw_s1_aligned(get_target("aarch64-neon"), geom(32, 32, 112, groups=32, kh=3))
+
+
+def test_blocked_1x1_tiles_share_evenly_among_threads():
+    """nchwc.balanced_kt: 3-block tiles where 4-block ones leave a thread idle (576 channels, 36 blocks: 9 items on
+    two threads, 12 in threes); unchanged where 4-block tiles share evenly, on one thread, and for grouped convs."""
+    from edgec.codegen.ops.nchwc import balanced_kt
+    assert balanced_kt(36, 4, 1, 2, True) == 3
+    assert balanced_kt(60, 4, 1, 2, True) == 3  # 960 channels: 15 items -> 20
+    assert balanced_kt(32, 4, 1, 2, True) == 4  # 512 channels: 8 items
+    assert balanced_kt(36, 4, 2, 2, True) == 4  # two pixel chunks: 18 items
+    assert balanced_kt(36, 4, 1, 1, True) == 4
+    assert balanced_kt(36, 2, 1, 2, False) == 2
+    assert balanced_kt(36, 4, 1, 4, True) == 3  # 9 items on 4 threads idle 1.33x, 12 share evenly

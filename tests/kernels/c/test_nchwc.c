@@ -53,7 +53,7 @@ static size_t dense_kt = 2;
 /* 1x1 (dense or grouped, groups of any width) or depthwise conv; weights/bias packed as the emitter does */
 static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
                       size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC, size_t IS) {
-  /* output blocks per tile: a dense 1x1 takes dense_kt (2, or 4 where the codegen picks it), the others 2 */
+  /* output blocks per tile: a dense 1x1 takes dense_kt (2, or 3-4 where the codegen picks it), the others 2 */
   const size_t KT = !dw && G == 1 && IS <= 1 ? dense_kt : 2;
   f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, IS, KT, 0, NULL};
   s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
     test_reorder(1, C, 2 * LANES + 3);
     test_reorder(1, C, 3 * LANES - 1); /* a pixel tail longer than half a vector */
     test_gap_scale(2, C, 5, 3);
-    for (dense_kt = 2; dense_kt <= 4; dense_kt += 2) { /* dense tiles of 1-2 blocks, and of 1-4 */
+    for (dense_kt = 2; dense_kt <= 4; dense_kt++) { /* dense tiles of 1-2 blocks, 1-3 (balanced_kt), 1-4 */
       for (size_t kc = 0; kc < sizeof chans / sizeof *chans; kc += quick ? 2 : 1)
         for (size_t hw = 0; hw < 3; hw++) { /* maps: 1x1, odd, one with a pixel tail per item */
           const size_t H = hw == 0 ? 1 : hw == 1 ? 7 : 13, W = hw == 0 ? 1 : hw == 1 ? 5 : 11;
