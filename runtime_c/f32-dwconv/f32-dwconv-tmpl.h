@@ -245,7 +245,7 @@ EC_INLINE size_t dw_s1a_band(const f32_dwconv_shape *s) {
 /* NR output rows from oh (DW_R, or 1 for the last rows of a band: fewer bodies to compile), every output vector;
  * r: the buffer row of their first input row. */
 EC_INLINE void dw_s1a_block(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *r, size_t P,
-                            size_t oh, const ec_v *wv, const int NR, const size_t SH, const ec_act_kind KIND) {
+                            size_t oh, const ec_v *wv, const int NR, const size_t SH) {
   const size_t Wo = s->Wo;
   const ec_v bias = ec_vset1(a->bias);
   ec_v wk[DW_KH * DW_KW]; /* a local copy: held in registers (read through wv, they were reloaded every FMA) */
@@ -280,7 +280,7 @@ EC_INLINE void dw_s1a_block(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
     const size_t n = EC_MIN((size_t)EC_VL, Wo - ow);
     if (!res && n == EC_VL) { /* the common case without a branch per row */
 #pragma GCC unroll 4
-      for (int i = 0; i < NR; i++) ec_vst(y + (size_t)i * Wo + ow, ec_vact_k(KIND, act, acc[i]));
+      for (int i = 0; i < NR; i++) ec_vst(y + (size_t)i * Wo + ow, ec_vact_lean(act, acc[i]));
       continue;
     }
 #pragma GCC unroll 4
@@ -288,7 +288,7 @@ EC_INLINE void dw_s1a_block(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
       ec_v v = acc[i];
       const size_t o = (size_t)i * Wo + ow;
       if (res && rba) v = ec_vadd(v, n == EC_VL ? ec_vld(res + o) : ec_vld_n(res + o, n));
-      v = ec_vact_k(KIND, act, v);
+      v = ec_vact_lean(act, v);
       if (res && !rba) v = ec_vadd(v, n == EC_VL ? ec_vld(res + o) : ec_vld_n(res + o, n));
       if (n == EC_VL) ec_vst(y + o, v); /* masked stores are slow on some cores */
       else ec_vst_n(y + o, v, n);
@@ -297,20 +297,24 @@ EC_INLINE void dw_s1a_block(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
 }
 
 EC_INLINE void dw_s1a_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *buf, size_t P,
-                           size_t oh0, size_t oh1, const ec_v *wv, const size_t SH, const ec_act_kind KIND) {
+                           size_t oh0, size_t oh1, const ec_v *wv, const size_t SH) {
   size_t oh = oh0;
-  for (; oh + DW_R <= oh1; oh += DW_R) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, DW_R, SH, KIND);
-  for (; oh < oh1; oh++) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, 1, SH, KIND);
+  if (SH == 1)
+    for (; oh + DW_R <= oh1; oh += DW_R) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, DW_R, SH);
+  else /* stride 2 down shares one row between two outputs: pairs (a quarter of the code of fours to compile) */
+    for (; oh + 2 <= oh1; oh += 2) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, 2, SH);
+  for (; oh < oh1; oh++) dw_s1a_block(s, a, buf + (oh - oh0) * SH * P, P, oh, wv, 1, SH);
 }
 
-EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv,
-                      const ec_act_kind KIND) {
+/* The activation's kind at run time (ec_vact_lean: a predictable branch per output vector): one body per SH, not
+ * one per kind as the other paths (7 -> 1.5-2 s of compile time a kernel file; the same speed within noise). */
+EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv) {
   const size_t P = dw_s1a_pitch(s), SH = s->SH;
   for (size_t oh0 = 0; oh0 < s->Ho; oh0 += band) {
     const size_t oh1 = EC_MIN(oh0 + band, s->Ho);
     dw_pad_rows(s, a->x, a->rows, oh0 * SH, (oh1 - oh0 - 1) * SH + DW_KH, P);
-    if (SH == 1) dw_s1a_rows(s, a, a->rows, P, oh0, oh1, wv, 1, KIND); /* SH a constant: the taps' rows unroll */
-    else dw_s1a_rows(s, a, a->rows, P, oh0, oh1, wv, 2, KIND);
+    if (SH == 1) dw_s1a_rows(s, a, a->rows, P, oh0, oh1, wv, 1); /* SH a constant: the taps' rows unroll */
+    else dw_s1a_rows(s, a, a->rows, P, oh0, oh1, wv, 2);
   }
 }
 #else
@@ -318,18 +322,16 @@ EC_INLINE size_t dw_s1a_band(const f32_dwconv_shape *s) {
   (void)s;
   return 0;
 }
-EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv,
-                      const ec_act_kind KIND) {
-  (void)s, (void)a, (void)band, (void)wv, (void)KIND;
+EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv) {
+  (void)s, (void)a, (void)band, (void)wv;
 }
 #endif
 
-/* The plane's rows: stride 1 from aligned bands (aband > 0), stride 2 from banded phase splits (s2), stride 1
- * from bands of padded rows (band > 0), else from the phase-packed plane in xp. */
-EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, int s2, size_t aband, size_t band,
+/* The plane's rows: stride 2 from banded phase splits (s2), stride 1 from bands of padded rows (band > 0), else
+ * from the phase-packed plane in xp (the aligned stride-1 path, dw_s1a, is taken before). */
+EC_INLINE void dw_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, int s2, size_t band,
                         const size_t *toff, const ec_v *wv, const ec_act_kind KIND) {
-  if (aband) dw_s1a(s, a, aband, wv, KIND);
-  else if (s2) dw_s2(s, a, wv, KIND);
+  if (s2) dw_s2(s, a, wv, KIND);
   else if (band) dw_s1_bands(s, a, band, toff, wv, KIND);
   else dw_rows(s, a, a->xp, s->SH * s->Wq, s->Wq, 0, s->Ho, toff, wv, KIND);
 }
@@ -345,8 +347,12 @@ F32_DWCONV_DECL(FN) {
   ec_v wv[DW_TAPS_MAX];
   for (size_t t = 0; t < kh_n * kw_n; t++) wv[t] = ec_vset1(a->w[t]);
   const size_t aband = dw_s1a_band(s);
-  const int s2 = !aband && dw_s2_fits(s);
-  if (!s2 && !aband) /* (dw_s2 and dw_s1a have their own offsets; a division per tap costs per plane) */
+  if (aband) {
+    dw_s1a(s, a, aband, wv);
+    return;
+  }
+  const int s2 = dw_s2_fits(s);
+  if (!s2) /* (dw_s2 has its own offsets; a division per tap costs per plane) */
     for (size_t kh = 0; kh < kh_n; kh++)
       for (size_t kw = 0; kw < kw_n; kw++) {
         const size_t c = kw * s->DW, ph = s->SW == 1 ? 0 : c % s->SW, off = s->SW == 1 ? c : c / s->SW;
@@ -354,7 +360,7 @@ F32_DWCONV_DECL(FN) {
       }
   f32_dwconv_plane_args l1 = *a; /* stride 1: the padded plane in the L1-resident row buffer when it fits */
   size_t band = 0;
-  if (!aband && s->SW == 1) {
+  if (s->SW == 1) {
     if (Hp * Wq + F32_DWCONV_SLACK <= F32_DWCONV_ROWS) l1.xp = a->rows, a = &l1;
     else band = dw_s1_band(s); /* else bands, padded into the row buffer as the rows go */
     if (!band) dw_pad_plane(s, a);
@@ -362,15 +368,15 @@ F32_DWCONV_DECL(FN) {
       dw_flat(s, a, toff, wv);
       return;
     }
-  } else if (!aband && !s2) {
+  } else if (!s2) {
     f32_dwconv_pack_phases(s, a->x, a->xp);
   }
   switch (a->act.kind) {
-  case EC_ACT_NONE: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_NONE); break;
-  case EC_ACT_RELU: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_RELU); break;
-  case EC_ACT_CLIP: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_CLIP); break;
-  case EC_ACT_HARD_SWISH: dw_plane(s, a, s2, aband, band, toff, wv, EC_ACT_HARD_SWISH); break;
-  default: dw_plane(s, a, s2, aband, band, toff, wv, a->act.kind);
+  case EC_ACT_NONE: dw_plane(s, a, s2, band, toff, wv, EC_ACT_NONE); break;
+  case EC_ACT_RELU: dw_plane(s, a, s2, band, toff, wv, EC_ACT_RELU); break;
+  case EC_ACT_CLIP: dw_plane(s, a, s2, band, toff, wv, EC_ACT_CLIP); break;
+  case EC_ACT_HARD_SWISH: dw_plane(s, a, s2, band, toff, wv, EC_ACT_HARD_SWISH); break;
+  default: dw_plane(s, a, s2, band, toff, wv, a->act.kind);
   }
 }
 #undef DW_KH
