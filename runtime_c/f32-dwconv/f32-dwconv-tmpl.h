@@ -187,7 +187,8 @@ EC_INLINE void dw_pad_plane(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
 
 /* Stride 1 along rows, a plane larger than the row buffer: output rows per band of padded input rows that the
  * buffer holds (0: fewer than 4, the plane goes to the scratch whole). A whole padded copy of a big plane went
- * out to L2/L3 and came back (32ch 112x112 took 1.25x onnxruntime's time); a band is read back from L1. */
+ * out to L2/L3 and came back; a band is read back from L1 (32ch 112x112 on these unaligned rows, Zen 5: 0.149 ->
+ * 0.137 ms; the x86 kernels now take dw_s1a there). */
 EC_INLINE size_t dw_s1_band(const f32_dwconv_shape *s) {
   const size_t cap = F32_DWCONV_ROWS / s->Wq, win = (s->KH - 1) * s->DH + 1;
   const size_t band = cap < win ? 0 : (cap - win) / s->SH + 1;
@@ -230,7 +231,7 @@ DW_UNROLL
  * 8ch 112x112, against ~10). DW_R output rows at a time share each input row's shifted vectors. x86 only: a NEON
  * load splits only where it crosses a line (3 in 16 offsets) and on Cortex-A72 `ext` issues on the FMA pipes,
  * so there the unaligned loads stay until a board measures both. */
-#if FIXED_KW && !defined(EC_SIMD_NEON_H) /* x86: see dw_s1a_band */
+#if FIXED_KW && !defined(EC_SIMD_NEON_H) /* x86 only: see above */
 #define DW_R 4
 EC_INLINE size_t dw_s1a_pitch(const f32_dwconv_shape *s) { return EC_ROUND_UP(s->Wo, (size_t)EC_VL) + EC_VL; }
 
@@ -242,8 +243,8 @@ EC_INLINE size_t dw_s1a_band(const f32_dwconv_shape *s) {
   return band >= EC_MIN(s->Ho, (size_t)DW_R) ? band : 0;
 }
 
-/* NR output rows from oh (DW_R, or 1 for the last rows of a band: fewer bodies to compile), every output vector;
- * r: the buffer row of their first input row. */
+/* NR output rows from oh (DW_R, 2 at stride 2 down, 1 for a band's last rows: few bodies to compile), every
+ * output vector; r: the buffer row of their first input row. */
 EC_INLINE void dw_s1a_block(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *r, size_t P,
                             size_t oh, const ec_v *wv, const int NR, const size_t SH) {
   const size_t Wo = s->Wo;
@@ -307,7 +308,7 @@ EC_INLINE void dw_s1a_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_arg
 }
 
 /* The activation's kind at run time (ec_vact_lean: a predictable branch per output vector): one body per SH, not
- * one per kind as the other paths (7 -> 1.5-2 s of compile time a kernel file; the same speed within noise). */
+ * one per kind as the other paths (a 3x3 / 5x5 kernel file compiled in 7.2-8.1 s, now 4.1-5.1; the same speed). */
 EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, size_t band, const ec_v *wv) {
   const size_t P = dw_s1a_pitch(s), SH = s->SH;
   for (size_t oh0 = 0; oh0 < s->Ho; oh0 += band) {
