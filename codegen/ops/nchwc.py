@@ -188,7 +188,6 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
                 order = [c - lo for i in range(shuffled) for c in range(lo, hi) if c % shuffled == i]
                 wp[k, :hi - lo] = wp[k, order]
         kt = tile_blocks(ctx.target, g["G"] == 1 and shuffled <= 1)
-        union = max(rng[min(k + kt - 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, kt))  # a tile's channels
         hw = g["Ho"] * g["Wo"]
         pairs = -(-kb // kt)
         per = max(1, -(-_par.CHUNKS // (N * pairs)))
@@ -200,8 +199,8 @@ def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -
         if not rows and _par.worth_splitting(ctx.target, _par.layer_us(ctx.target, macs, 0), _par.DRIVER_JOBS):
             from edgec.codegen.options import active
             kt = balanced_kt(kb, kt, N * -(-hw // pc), active().threads, g["G"] == 1 and shuffled <= 1)
-            union = max(rng[min(k + kt - 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, kt))
             pairs = -(-kb // kt)
+        union = max(rng[min(k + kt - 1, kb - 1)][1] - rng[k][0] for k in range(0, kb, kt))  # a tile's channels
         items = N * pairs * -(-hw // pc)
         kc = pass_channels(ctx.target, kt, union, b)
         fn, algo = f"f32_nchwc_conv1x1__{isa}", f"conv1x1-nchwc-{PT}x{kt * b}-{isa}" + (
