@@ -11,6 +11,8 @@
 #include "../ec_common.h"
 #include "../ec_threadpool.h"
 
+#include <string.h>
+
 typedef struct f32_gspc_shape f32_gspc_shape;
 
 typedef struct {
@@ -107,7 +109,9 @@ EC_INLINE void f32_gspc_pack_item(const f32_gspc_shape *s, const f32_gspc_args *
       const float *sr = src + (ti * H + (size_t)r) * W;
       const size_t lo = EC_MIN(s->PL, Wp), hi = EC_MIN(Wp, s->PL + W);
       for (size_t iw = 0; iw < lo; iw++) d[iw] = 0.0f;
-      for (size_t iw = lo; iw < hi; iw++) d[iw] = sr[iw - s->PL];
+      /* memcpy: gcc unrolls a short element loop of a constant width into scalar moves (14 floats: 0.5 cycle a
+       * float). Not bounded by a test: gcc then inlines a variable-size copy as `rep movsq` (1.16x the layer) */
+      if (hi > lo) memcpy(d + lo, sr + (lo - s->PL), (hi - lo) * sizeof(float));
       for (size_t iw = hi; iw < Wp; iw++) d[iw] = 0.0f;
     }
   }
