@@ -83,11 +83,12 @@ EC_INLINE ec_v ec_vext2(ec_v a, ec_v b) { return EC_VEXT_(_mm256_permute2f128_ps
 EC_INLINE ec_v ec_vext3(ec_v a, ec_v b) { return EC_VEXT_(_mm256_permute2f128_ps(a, b, 0x21), a, 12); }
 EC_INLINE ec_v ec_vext4(ec_v a, ec_v b) { return _mm256_permute2f128_ps(a, b, 0x21); }
 #undef EC_VEXT_
-/* lane i = a[i - 1], lane 0 = 0: a stride-2 tap one column left of its phase (the row's left padding); the
- * low half moved up and zeroed below, then a byte alignr within lanes */
-EC_INLINE ec_v ec_vup1(ec_v a) {
-  const __m256i lo = _mm256_castps_si256(_mm256_permute2f128_ps(a, a, 0x08));
-  return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(a), lo, 12));
+/* lane i = a[i - 1], lane 0 = b[VL - 1] (lanes VL-1 .. 2VL-2 of b:a): a stride-2 tap one column left of its
+ * phase, b the previous vector's phase or the left padding; b's high half and a's low half, then a byte alignr
+ * within lanes */
+EC_INLINE ec_v ec_vup1(ec_v a, ec_v b) {
+  const __m256i m = _mm256_castps_si256(_mm256_permute2f128_ps(b, a, 0x21));
+  return _mm256_castsi256_ps(_mm256_alignr_epi8(_mm256_castps_si256(a), m, 12));
 }
 
 EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {

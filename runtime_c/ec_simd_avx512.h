@@ -86,9 +86,10 @@ EC_INLINE ec_v ec_vext2(ec_v a, ec_v b) { return EC_VEXT_(a, b, 2); }
 EC_INLINE ec_v ec_vext3(ec_v a, ec_v b) { return EC_VEXT_(a, b, 3); }
 EC_INLINE ec_v ec_vext4(ec_v a, ec_v b) { return EC_VEXT_(a, b, 4); }
 #undef EC_VEXT_
-/* lane i = a[i - 1], lane 0 = 0: a stride-2 tap one column left of its phase (the row's left padding) */
-EC_INLINE ec_v ec_vup1(ec_v a) {
-  return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a), _mm512_setzero_si512(), 15));
+/* lane i = a[i - 1], lane 0 = b[VL - 1] (lanes VL-1 .. 2VL-2 of b:a): a stride-2 tap one column left of its
+ * phase, b the previous vector's phase or the left padding */
+EC_INLINE ec_v ec_vup1(ec_v a, ec_v b) {
+  return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b), 15));
 }
 
 EC_INLINE void ec_vuzp(ec_v a, ec_v b, ec_v *even, ec_v *odd) {

@@ -319,112 +319,126 @@ EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a,
   }
 }
 
-/* Stride 2 both ways, output rows of at most a vector (28x28 -> 14x14 on AVX-512, 14x14 -> 7x7 on both): each
- * input row is two loads split into its column phases in registers (ec_vuzp), and the taps are those phases or
- * their one-lane shifts; no row buffer, so no store is read back (staging the phases through the buffer cost 11
- * cycles an input row and its unaligned taps 22 an output row, Zen 5). A column offset c = kw - PL reads the even
- * phase shifted by c / 2 lanes (c even) or the odd one by (c - 1) / 2: shifts of -1, 0, +1 only (PL <= 2, KW - 1 -
- * PL <= 3); a +1 shift needs a spare lane, and every column read lies in the row's two vectors. */
+/* Stride 2 both ways, no dilation, a fixed window: output rows in strips of a vector. Each input row's strip is two
+ * loads split into its column phases in registers (ec_vuzp); the taps are those phases or their one-lane shifts,
+ * the lane shifted in read from the row. No row buffer, so no store is read back (dw_s2 staged the phases through
+ * it: 11 cycles an input row, and its unaligned taps 22 an output vector, Zen 5). A column offset c = kw - PL reads
+ * the even phase shifted by c / 2 lanes (c even) or the odd one by (c - 1) / 2: shifts of -1, 0, +1 only. */
 EC_INLINE int dw_s2v_ok(const f32_dwconv_shape *s) {
-  if (s->SW != 2 || s->SH != 2 || s->DW != 1 || s->DH != 1 || s->PL > 2 || (size_t)DW_KW > s->PL + 4) return 0;
-  const size_t up = (size_t)DW_KW - 1 >= s->PL ? ((size_t)DW_KW - 1 - s->PL) / 2 : 0; /* the largest shift */
-  return s->Wo + up <= EC_VL && s->W <= 2 * (size_t)EC_VL;
+  return s->SW == 2 && s->SH == 2 && s->DW == 1 && s->DH == 1 && s->PL <= 2 && (size_t)DW_KW <= s->PL + 4;
 }
 
-/* The KW taps of raw row r (zeros where r is a padding row); PL a constant, so each tap's phase and shift are.
- * WHOLE: r is a row of the image whose two whole vectors lie in the plane and whose columns past W are never
- * read (dw_s2v_whole), so no bounds check and no masks. */
-EC_INLINE void dw_s2v_taps(const f32_dwconv_shape *s, const float *x, ptrdiff_t r, ec_v *t, const int PL,
+/* The KW taps of raw row r for the strip of outputs from column j0 (zeros where r is a padding row). PL a
+ * constant, so each tap's phase and shift are. WHOLE: r is in the image and the strip's two vectors are loaded
+ * whole (dw_s2v_strip says when lanes past the row's end feed no output); else checks and masked loads. */
+EC_INLINE void dw_s2v_taps(const f32_dwconv_shape *s, const float *x, ptrdiff_t r, size_t j0, ec_v *t, const int PL,
                            const int WHOLE) {
-  const size_t W = s->W;
-  ec_v lo, hi;
-  if (WHOLE) {
-    lo = ec_vld(x + (size_t)r * W), hi = ec_vld(x + (size_t)r * W + EC_VL);
-  } else if (r < 0 || r >= (ptrdiff_t)s->H) {
+  const size_t W = s->W, c0 = 2 * j0; /* the strip's first input column */
+  if (!WHOLE && (r < 0 || r >= (ptrdiff_t)s->H)) {
 #pragma GCC unroll 8
     for (int kw = 0; kw < DW_KW; kw++) t[kw] = ec_vzero();
     return;
+  }
+  const float *src = x + (size_t)r * W + c0;
+  ec_v lo, hi;
+  if (WHOLE) {
+    lo = ec_vld(src), hi = ec_vld(src + EC_VL);
   } else {
-    const float *src = x + (size_t)r * W;
-    lo = W >= EC_VL ? ec_vld(src) : ec_vld_n(src, W);
-    hi = W == 2 * EC_VL ? ec_vld(src + EC_VL) : W > EC_VL ? ec_vld_n(src + EC_VL, W - EC_VL) : ec_vzero();
+    const size_t n = c0 < W ? W - c0 : 0;
+    lo = n >= EC_VL ? ec_vld(src) : n ? ec_vld_n(src, n) : ec_vzero();
+    hi = n >= 2 * EC_VL ? ec_vld(src + EC_VL) : n > EC_VL ? ec_vld_n(src + EC_VL, n - EC_VL) : ec_vzero();
   }
   ec_v ph[2];
   ec_vuzp(lo, hi, &ph[0], &ph[1]);
 #pragma GCC unroll 8
   for (int kw = 0; kw < DW_KW; kw++) {
-    const int c = kw - PL;
-    const ec_v v = ph[c & 1]; /* c odd: the odd phase (two's complement: -1 & 1 == 1) */
-    const int sh = (c - (c & 1)) / 2;
-    t[kw] = sh < 0 ? ec_vup1(v) : sh > 0 ? ec_vext1(v, ec_vzero()) : v;
+    const int c = kw - PL, p = c & 1; /* c odd: the odd phase (two's complement: -1 & 1 == 1) */
+    const int sh = (c - p) / 2;
+    if (sh < 0) { /* lane 0: column c0 - 2 + p, left padding in the first strip */
+      const size_t col = c0 + (size_t)p - 2;
+      t[kw] = ec_vup1(ph[p], c0 && col < W ? ec_vset1(src[p - 2]) : ec_vzero());
+    } else if (sh > 0) { /* lane VL - 1: column c0 + 2 VL + p, right padding past the row */
+      t[kw] = ec_vext1(ph[p], c0 + 2 * EC_VL + (size_t)p < W ? ec_vset1(src[2 * EC_VL + p]) : ec_vzero());
+    } else {
+      t[kw] = ph[p];
+    }
   }
 }
 
-/* Rows 0 .. the result - 1 can be read whole: their 2 * VL floats end inside the plane, and no tap reads a column
- * past W (whose lanes would then hold the next row, not the right padding's zeros). */
-EC_INLINE ptrdiff_t dw_s2v_whole(const f32_dwconv_shape *s, const int PL) {
-  const size_t W = s->W, H = s->H, last = 2 * (s->Wo - 1) + (size_t)DW_KW - 1; /* padded column */
-  if (last >= W + (size_t)PL || H * W < 2 * (size_t)EC_VL) return 0;
-  return (ptrdiff_t)EC_MIN(H, (H * W - 2 * (size_t)EC_VL) / W + 1);
-}
-
-/* Output row oh: the window's taps roll down two input rows (t), then the FMAs and the epilogue. FAST: both new
- * rows are read whole, no residual, and the row is stored as a whole vector (its spare lanes land on rows stored
- * after it). */
-EC_INLINE void dw_s2v_row(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *x, float *y,
-                          ec_act act, size_t oh, ec_v t[DW_KH][DW_KW], const ec_v *wk, ec_v bias, const int PL,
-                          const int FAST) {
-  const size_t Wo = s->Wo;
+/* Output rows oh0 .. oh1-1 of the strip from column j0 (nv of its lanes outputs): the window's taps roll down two
+ * input rows an output row. The rows read whole are those of the image whose two vectors at the strip lie in the
+ * plane, and, where they run past the row's end, only when no output lane reads a column past it (whose lanes
+ * then hold the next row, not the right padding's zeros). Without a residual a row of a partial strip is stored
+ * whole where the vector ends in the plane: its spare lanes land on outputs stored after it (dw_s2v_pl). */
+EC_INLINE void dw_s2v_strip(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const float *x, float *y,
+                            ec_act act, size_t j0, size_t nv, size_t oh0, size_t oh1, const ec_v *wk, ec_v bias,
+                            const int PL) {
+  const size_t W = s->W, H = s->H, Wo = s->Wo, Ho = s->Ho, PT = s->PT, c0 = 2 * j0;
+  size_t hw = 0; /* image rows 0 .. hw-1 are read whole at this strip */
+  if (c0 + 2 * EC_VL <= W) hw = H;
+  else if (2 * (j0 + nv - 1) + (size_t)DW_KW < W + (size_t)PL + 1 && H * W >= c0 + 2 * EC_VL)
+    hw = EC_MIN(H, (H * W - c0 - 2 * EC_VL) / W + 1);
+  /* output rows whose two new input rows 2oh - PT + KH - 2 and + KH - 1 are both in 0 .. hw-1 */
+  const size_t lo_n = PT + 2 > (size_t)DW_KH ? PT + 2 - DW_KH : 0, hi_n = hw + PT + 1 > (size_t)DW_KH ? hw + PT + 1 - DW_KH : 0;
+  const size_t f0 = EC_MAX(oh0, (lo_n + 1) / 2), f1 = EC_MAX(f0, EC_MIN(oh1, (hi_n + 1) / 2));
+  const size_t ws = nv == EC_VL ? Ho : Ho * Wo >= j0 + EC_VL ? (Ho * Wo - j0 - EC_VL) / Wo + 1 : 0; /* whole stores */
+  ec_v t[DW_KH][DW_KW];
 #pragma GCC unroll 8
-  for (int kh = 0; kh + 2 < DW_KH; kh++)
+  for (int kh = 0; kh + 2 < DW_KH; kh++) /* moved up by the first row */
+    dw_s2v_taps(s, x, 2 * (ptrdiff_t)oh0 - (ptrdiff_t)PT + kh, j0, t[kh + 2], PL, 0);
+  for (size_t oh = oh0; oh < oh1; oh++) {
 #pragma GCC unroll 8
-    for (int kw = 0; kw < DW_KW; kw++) t[kh][kw] = t[kh + 2][kw];
-  const ptrdiff_t rb = 2 * (ptrdiff_t)oh - (ptrdiff_t)s->PT;
-  dw_s2v_taps(s, x, rb + DW_KH - 2, t[DW_KH - 2], PL, FAST);
-  dw_s2v_taps(s, x, rb + DW_KH - 1, t[DW_KH - 1], PL, FAST);
-  ec_v p[3] = {bias, ec_vzero(), ec_vzero()}; /* three chains: one FMA chain a row was its latency */
+    for (int kh = 0; kh + 2 < DW_KH; kh++)
 #pragma GCC unroll 8
-  for (int kh = 0; kh < DW_KH; kh++)
+      for (int kw = 0; kw < DW_KW; kw++) t[kh][kw] = t[kh + 2][kw];
+    const ptrdiff_t rb = 2 * (ptrdiff_t)oh - (ptrdiff_t)PT;
+    if (oh >= f0 && oh < f1) {
+      dw_s2v_taps(s, x, rb + DW_KH - 2, j0, t[DW_KH - 2], PL, 1);
+      dw_s2v_taps(s, x, rb + DW_KH - 1, j0, t[DW_KH - 1], PL, 1);
+    } else {
+      dw_s2v_taps(s, x, rb + DW_KH - 2, j0, t[DW_KH - 2], PL, 0);
+      dw_s2v_taps(s, x, rb + DW_KH - 1, j0, t[DW_KH - 1], PL, 0);
+    }
+    ec_v p[3] = {bias, ec_vzero(), ec_vzero()}; /* three chains: one FMA chain a row was its latency */
 #pragma GCC unroll 8
-    for (int kw = 0; kw < DW_KW; kw++) p[kw % 3] = ec_vfma(p[kw % 3], t[kh][kw], wk[kh * DW_KW + kw]);
-  ec_v acc = ec_vadd(ec_vadd(p[0], p[1]), p[2]);
-  if (FAST) {
-    ec_vst(y + oh * Wo, ec_vact_lean(act, acc));
-    return;
+    for (int kh = 0; kh < DW_KH; kh++)
+#pragma GCC unroll 8
+      for (int kw = 0; kw < DW_KW; kw++) p[kw % 3] = ec_vfma(p[kw % 3], t[kh][kw], wk[kh * DW_KW + kw]);
+    ec_v acc = ec_vadd(ec_vadd(p[0], p[1]), p[2]);
+    float *yo = y + oh * Wo + j0;
+    if (!a->res) {
+      acc = ec_vact_lean(act, acc);
+      if (oh < ws) ec_vst(yo, acc);
+      else ec_vst_n(yo, acc, nv);
+      continue;
+    }
+    const float *res = a->res + oh * Wo + j0;
+    if (a->res_before_act) acc = ec_vadd(acc, ec_vld_n(res, nv));
+    acc = ec_vact_lean(act, acc);
+    if (!a->res_before_act) acc = ec_vadd(acc, ec_vld_n(res, nv));
+    ec_vst_n(yo, acc, nv);
   }
-  const float *res = a->res ? a->res + oh * Wo : NULL;
-  if (res && a->res_before_act) acc = ec_vadd(acc, ec_vld_n(res, Wo));
-  acc = ec_vact_lean(act, acc);
-  if (res && !a->res_before_act) acc = ec_vadd(acc, ec_vld_n(res, Wo));
-  ec_vst_n(y + oh * Wo, acc, Wo);
 }
 
-/* Rows before the fast ones, the fast ones (dw_s2v_row), the rest. x, y and act are locals: read through a, they
- * were reloaded after every store. */
+/* Bands of output rows whose input rows stay in L1 across the strips; in each the partial last strip first, so its
+ * whole stores' spare lanes land on the next row's first strip, stored after it. x, y and act are locals: read
+ * through a, they were reloaded after every store. */
 EC_INLINE void dw_s2v_pl(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const ec_v *wv, const int PL) {
-  const size_t Wo = s->Wo, Ho = s->Ho, PT = s->PT;
+  const size_t Wo = s->Wo, Ho = s->Ho, ns = EC_DIV_UP(Wo, (size_t)EC_VL), jl = (ns - 1) * EC_VL;
+  const size_t in_rows = F32_DWCONV_ROWS / s->W; /* 16 KB of input rows a band */
+  const size_t band = ns == 1 || in_rows < (size_t)DW_KH + 2 ? Ho : EC_MAX((in_rows - DW_KH) / 2 + 1, (size_t)2);
   ec_v wk[DW_KH * DW_KW];
 #pragma GCC unroll 25
   for (int t = 0; t < DW_KH * DW_KW; t++) wk[t] = wv[t];
   const ec_v bias = ec_vset1(a->bias);
-  ec_v t[DW_KH][DW_KW];
-#pragma GCC unroll 8
-  for (int kh = 0; kh + 2 < DW_KH; kh++) /* moved up by the first row */
-    dw_s2v_taps(s, a->x, (ptrdiff_t)kh - (ptrdiff_t)PT, t[kh + 2], PL, 0);
-  /* fast rows: new input rows 2oh - PT + KH - 2 >= 0, 2oh - PT + KH - 1 < whole, oh * Wo + VL <= Ho * Wo */
-  const size_t whole = (size_t)dw_s2v_whole(s, PL);
-  size_t f0 = PT + 2 > (size_t)DW_KH ? (PT + 2 - DW_KH + 1) / 2 : 0, f1 = 0;
-  if (!a->res && whole + PT + 1 > (size_t)DW_KH && Ho * Wo >= EC_VL)
-    f1 = EC_MIN((whole + PT + 1 - DW_KH) / 2 + ((whole + PT + 1 - DW_KH) % 2), (Ho * Wo - EC_VL) / Wo + 1);
-  f1 = EC_MIN(EC_MAX(f1, f0), Ho);
-  f0 = EC_MIN(f0, f1);
-  size_t oh = 0;
   const float *x = a->x;
   float *y = a->y;
   const ec_act act = a->act;
-  for (; oh < f0; oh++) dw_s2v_row(s, a, x, y, act, oh, t, wk, bias, PL, 0);
-  for (; oh < f1; oh++) dw_s2v_row(s, a, x, y, act, oh, t, wk, bias, PL, 1);
-  for (; oh < Ho; oh++) dw_s2v_row(s, a, x, y, act, oh, t, wk, bias, PL, 0);
+  for (size_t oh0 = 0; oh0 < Ho; oh0 += band) {
+    const size_t oh1 = EC_MIN(oh0 + band, Ho);
+    dw_s2v_strip(s, a, x, y, act, jl, Wo - jl, oh0, oh1, wk, bias, PL);
+    for (size_t j0 = 0; j0 < jl; j0 += EC_VL) dw_s2v_strip(s, a, x, y, act, j0, EC_VL, oh0, oh1, wk, bias, PL);
+  }
 }
 
 EC_INLINE void dw_s2v(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a, const ec_v *wv) {

@@ -81,11 +81,11 @@ int main(int argc, char **argv) {
     conv_p b4 = {1, 4, 5, 1500, 4, 4, k, k, 1, 1, 1, 1, pad, pad, pad, pad};
     fails += run(&b4, k_acts[3], 1, 1, 16), cases++;
   }
-  { /* stride 2 both ways on rows of at most two input vectors (the x86 kernels' one-vector-a-row path, dw_s2v):
-     * left pads 0-2, right pads read or not, output rows of a few lanes up to a whole vector, planes shorter than
-     * two vectors, tall and short planes (rows read whole and masked) */
-    static const size_t ws[] = {2, 5, 8, 13, 14, 16, 17, 28, 29, 32};
-    for (size_t wi = 0; wi < 10; wi++)
+  { /* stride 2 both ways (the x86 kernels' strips of phases split in registers, dw_s2v): left pads 0-2, right pads
+     * read or not, output rows of a few lanes to several vectors with a partial last one, planes shorter than two
+     * vectors, tall and short planes (rows read whole and masked) */
+    static const size_t ws[] = {2, 5, 8, 13, 14, 16, 17, 28, 29, 32, 33, 40, 47, 60, 64, 70};
+    for (size_t wi = 0; wi < sizeof ws / sizeof ws[0]; wi++)
       for (size_t pl = 0; pl <= 2 && pl < k; pl++) {
         const size_t pt = (pl + wi) % 3 < k ? (pl + wi) % 3 : 0;
         conv_p p = {1 + wi % 2, 1 + (wi + pl) % 3, 1 + (wi * 7 + pl * 3) % 30, ws[wi], 0, 0, k, k, 2, 2, 1, 1,
