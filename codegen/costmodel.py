@@ -619,6 +619,20 @@ DW_CB_PIXELS = 256   # stride 1: channel-blocked depthwise up to this many outpu
 DW_CB_FILL = 0.75    # stride 2: channel-blocked once rows fill less than this share of their vectors
 
 
+def dw_uses_cb(target, g: dict) -> bool:
+    """Whether a depthwise conv in NCHW takes the channel-blocked kernel (cb) over the plane kernel (codegen/ops/
+    conv.py _emit_dw, where a device's records may overrule it). Stride 2: cb where rows leave lanes idle, but never
+    on the 3x3 plane path of phases split in registers (faster than cb at every row fill measured, AVX2 and AVX-512
+    code, Zen 5: 576ch 14x14 0.022 / 0.030 ms, 272ch 14x14 0.010 / 0.014); stride 1: short maps, where per-row
+    overheads dominate planes; other strides pack phases in C."""
+    if g["SW"] == 2:
+        if g["KH"] * g["KW"] == 9 and dw_s2_split(target, g):
+            return False
+        lanes = target.f32_lanes
+        return g["Wo"] < learned_value("dw-cb-fill", DW_CB_FILL) * (-(-g["Wo"] // lanes) * lanes)
+    return g["SW"] > 2 or g["Ho"] * g["Wo"] <= learned_value("dw-cb-px", DW_CB_PIXELS)
+
+
 DW_ROWS = 4096  # F32_DWCONV_ROWS: floats of a thread's depthwise row buffer (runtime_c/f32-dwconv/f32-dwconv.h)
 
 
@@ -635,6 +649,20 @@ def dw_s1_aligned(target, g: dict) -> bool:
     cap = DW_ROWS // (-(-g["Wo"] // lanes) * lanes + lanes)
     band = 0 if cap < g["KH"] else (cap - g["KH"]) // g["SH"] + 1
     return band >= min(g["Ho"], 4)
+
+
+def dw_s2_split(target, g: dict) -> bool:
+    """Whether the NCHW plane kernel runs this depthwise conv on its stride-2 path of phases split in registers
+    (dw_s2v_ok in f32-dwconv-tmpl.h): a fixed window's x86 kernel, stride 2 both ways, no dilation, column shifts
+    of at most one lane; on AVX2 only rows of up to 2 vectors (3x3) or 1 (5x5)."""
+    from edgec.codegen import kernels
+    lanes = target.f32_lanes
+    k = kernels.dwconv_kernel(target, g["KH"], g["KW"])
+    if k.params["k"] is None or k.isa not in ("avx2", "avx512"):
+        return False
+    if (g["SW"], g["SH"], g.get("DW", 1), g.get("DH", 1)) != (2, 2, 1, 1) or g["PL"] > 2 or g["KW"] > g["PL"] + 4:
+        return False
+    return lanes != 8 or g["Wo"] <= (2 if g["KH"] * g["KW"] <= 9 else 1) * lanes
 
 
 def fit_dw(target, samples) -> dict[str, float]:
@@ -771,6 +799,9 @@ LAYOUT_KEYS = {
     "dw_s1_tap": "NCHW plane kernel on its aligned stride-1 path (dw_s1_aligned): per tap and output value of rows "
                  "rounded up to whole vectors",
     "dw_s1_row": "... per output row of a channel",
+    "dw_s2_tap": "NCHW plane kernel on its stride-2 path of phases split in registers (dw_s2_split): per tap and "
+                 "output value of rows rounded up to whole vectors",
+    "dw_s2_row": "... per output row of a channel",
     "dw_cb": "NCHW channel-blocked kernel: per output value (its transposes in and out)",
     "dw_nchwc_row": "blocked: per output row of a channel (border columns, row setup)",
     "gemm_mac": "NCHW 1x1 (GEMM path): per MAC, times 1 + gemm_px/pixels + gemm_k/K + gemm_c/C",
@@ -803,16 +834,14 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
         n, ch, ho, wo = g["N"], g["K"], g["Ho"], g["Wo"]
         cp = -(-ch // c) * c
         taps = g["KH"] * g["KW"]
-        if g["SW"] == 2:
-            lanes = target.f32_lanes
-            cb = wo < learned_value("dw-cb-fill", DW_CB_FILL) * (-(-wo // lanes) * lanes)
-        else:
-            cb = g["SW"] > 2 or ho * wo <= learned_value("dw-cb-px", DW_CB_PIXELS)
+        cb = dw_uses_cb(target, g)
+        vec = -(-wo // target.f32_lanes) * target.f32_lanes
         # rows in whole vectors; measured at 3x3 only: 5x5 keeps the figures below, which put the short 5x5 maps
         # of ppocr cls blocked, where the aligned plane path took 1.4-1.6x the blocked kernel's time with reorders
         if not cb and taps == 9 and dw_s1_aligned(target, g):
-            nchw = n * ch * ho * (-(-wo // target.f32_lanes) * target.f32_lanes * taps * lc("dw_s1_tap")
-                                  + lc("dw_s1_row"))
+            nchw = n * ch * ho * (vec * taps * lc("dw_s1_tap") + lc("dw_s1_row"))
+        elif not cb and taps == 9 and dw_s2_split(target, g):
+            nchw = n * ch * ho * (vec * taps * lc("dw_s2_tap") + lc("dw_s2_row"))
         else:
             nchw = n * ch * ho * (wo * (taps * lc("dw_tap") + (lc("dw_cb") if cb else 0.0))
                                   + (0.0 if cb else lc("dw_plane_row")))

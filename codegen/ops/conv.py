@@ -558,12 +558,8 @@ def _emit_dw(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) ->
                                                                 px=g["Ho"] * g["Wo"]))
         mode = m if m in ("plane", "cb") else mode
     cb = kernels.dwconv_cb_kernel(ctx.target) if mode != "plane" else None
-    from edgec.codegen.costmodel import DW_CB_FILL, DW_CB_PIXELS, learned_value  # fitted to the device's records
-    if g["SW"] == 2:  # the plane kernels split rows into column phases in registers: cb once rows idle lanes
-        lanes = ctx.target.f32_lanes
-        use_cb = g["Wo"] < learned_value("dw-cb-fill", DW_CB_FILL) * (-(-g["Wo"] // lanes) * lanes)
-    else:  # stride 1: short rows, where per-row overheads dominate planes; other strides pack phases in C
-        use_cb = g["SW"] > 2 or g["Ho"] * g["Wo"] <= learned_value("dw-cb-px", DW_CB_PIXELS)
+    from edgec.codegen.costmodel import dw_uses_cb  # thresholds fitted to the device's records
+    use_cb = dw_uses_cb(ctx.target, g)
     if cb is not None and (use_cb or mode == "cb") and g["Wo"] <= 256 and g["KH"] * g["KW"] <= 64:
         return _emit_dw_cb(node, ctx, g, w, macs, cb)
     k = kernels.dwconv_kernel(ctx.target, g["KH"], g["KW"])

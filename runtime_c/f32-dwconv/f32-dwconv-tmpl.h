@@ -325,6 +325,10 @@ EC_INLINE void dw_s1a(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a,
  * it: 11 cycles an input row, and its unaligned taps 22 an output vector, Zen 5). A column offset c = kw - PL reads
  * the even phase shifted by c / 2 lanes (c even) or the odd one by (c - 1) / 2: shifts of -1, 0, +1 only. */
 EC_INLINE int dw_s2v_ok(const f32_dwconv_shape *s) {
+#if EC_VL == 8 /* AVX2: a phase split takes 4 shuffles (2 on AVX-512) and 5x5 taps and weights spill 16 registers:
+                * the staged split stayed as fast on rows past 2 vectors (3x3) or 1 (5x5), Zen 5 */
+  if (s->Wo > (DW_KH * DW_KW <= 9 ? 2 : 1) * (size_t)EC_VL) return 0;
+#endif
   return s->SW == 2 && s->SH == 2 && s->DW == 1 && s->DH == 1 && s->PL <= 2 && (size_t)DW_KW <= s->PL + 4;
 }
 

@@ -52,7 +52,9 @@ def dw_1x1_chain(path, c, hw):
 
 @pytest.mark.parametrize("kind,key,args", [
     ("dw", "dw_nchwc_tap", dict(g=geom(256, 256, 14, groups=256, kh=3))),
-    ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=3, stride=2))),
+    ("dw", "dw_s2_tap", dict(g=geom(256, 256, 28, groups=256, kh=3, stride=2))),  # phases split in registers
+    ("dw", "dw_s2_row", dict(g=geom(256, 256, 28, groups=256, kh=3, stride=2))),
+    ("dw", "dw_plane_row", dict(g=geom(256, 256, 56, groups=256, kh=3, stride=2))),  # AVX2: rows past 2 vectors
     ("dw", "dw_plane_row", dict(g=geom(256, 256, 28, groups=256, kh=7))),  # no fixed 7x7 kernel: the unaligned path
     ("dw", "dw_s1_tap", dict(g=geom(256, 256, 28, groups=256, kh=3))),
     ("dw", "dw_s1_row", dict(g=geom(256, 256, 56, groups=256, kh=3))),
@@ -178,6 +180,25 @@ def test_dw_aligned_path_matches_the_plane_kernels_rule():
     assert not costmodel.dw_s1_aligned(avx2, geom(4, 4, 2000, groups=4, kh=3))  # rows past a band's buffer
     assert not costmodel.dw_s1_aligned(get_target("generic"), geom(32, 32, 112, groups=32, kh=3))
     assert not costmodel.dw_s1_aligned(get_target("aarch64-neon"), geom(32, 32, 112, groups=32, kh=3))
+
+
+def test_dw_s2_split_matches_the_plane_kernels_rule():
+    """dw_s2_split mirrors dw_s2v_ok (f32-dwconv-tmpl.h): fixed 3x3 / 5x5 x86 kernels, stride 2 both ways, no
+    dilation, left pads of at most 2; AVX2 rows of up to 2 vectors (3x3) or 1 (5x5). Where it holds a 3x3 layer
+    stays on the plane kernel at any row fill (dw_uses_cb)."""
+    avx2, avx512 = get_target("x86_64-avx2"), get_target("x86_64-avx512")
+    s2 = geom(576, 576, 14, groups=576, kh=3, stride=2)  # 7-wide rows: 7 of 16 lanes on AVX-512
+    assert costmodel.dw_s2_split(avx512, s2) and costmodel.dw_s2_split(avx2, s2)
+    assert not costmodel.dw_uses_cb(avx512, s2)
+    assert costmodel.dw_s2_split(avx512, geom(96, 96, 112, groups=96, kh=3, stride=2))
+    assert not costmodel.dw_s2_split(avx2, geom(96, 96, 112, groups=96, kh=3, stride=2))  # 56 > 2 x 8
+    assert costmodel.dw_s2_split(avx2, geom(72, 72, 14, groups=72, kh=5, stride=2))
+    assert not costmodel.dw_s2_split(avx2, geom(72, 72, 28, groups=72, kh=5, stride=2))  # 14 > 8
+    assert costmodel.dw_uses_cb(avx512, geom(120, 120, 14, groups=120, kh=5, stride=2))  # 5x5: the fill rule
+    assert not costmodel.dw_s2_split(avx512, geom(32, 32, 112, groups=32, kh=3))
+    assert not costmodel.dw_s2_split(avx512, dict(geom(32, 32, 28, groups=32, kh=3, stride=2), DW=2))
+    assert not costmodel.dw_s2_split(avx512, geom(32, 32, 28, groups=32, kh=7, stride=2))
+    assert not costmodel.dw_s2_split(get_target("aarch64-neon"), geom(32, 32, 28, groups=32, kh=3, stride=2))
 
 
 def test_blocked_1x1_tiles_share_evenly_among_threads():
