@@ -836,13 +836,18 @@ def layout_node_cost(target, kind: str, c: int, g: dict | None = None, y_shape=N
         taps = g["KH"] * g["KW"]
         cb = dw_uses_cb(target, g)
         vec = -(-wo // target.f32_lanes) * target.f32_lanes
+        # stride-2 rows filling less than DW_CB_FILL of their vectors keep the cb figures below: on AVX-512 a 7-wide
+        # row took 2.8x the blocked kernel's time on that path (272ch / 576ch 14x14, Zen 5), which they give (2.7x)
+        # and the per-vector fit (from AVX2 rows, 2.4x with 16 lanes) does not
+        idle = g["SW"] == 2 and wo < learned_value("dw-cb-fill", DW_CB_FILL) * vec
         # rows in whole vectors; measured at 3x3 only: 5x5 keeps the figures below, which put the short 5x5 maps
         # of ppocr cls blocked, where the aligned plane path took 1.4-1.6x the blocked kernel's time with reorders
         if not cb and taps == 9 and dw_s1_aligned(target, g):
             nchw = n * ch * ho * (vec * taps * lc("dw_s1_tap") + lc("dw_s1_row"))
-        elif not cb and taps == 9 and dw_s2_split(target, g):
+        elif not cb and not idle and taps == 9 and dw_s2_split(target, g):
             nchw = n * ch * ho * (vec * taps * lc("dw_s2_tap") + lc("dw_s2_row"))
         else:
+            cb = cb or idle
             nchw = n * ch * ho * (wo * (taps * lc("dw_tap") + (lc("dw_cb") if cb else 0.0))
                                   + (0.0 if cb else lc("dw_plane_row")))
         blocked = n * cp * ho * (wo * taps * lc("dw_nchwc_tap") + lc("dw_nchwc_row"))
