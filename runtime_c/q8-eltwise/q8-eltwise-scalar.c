@@ -492,25 +492,25 @@ void q8_gavgpool(size_t channels, size_t hw, const uint8_t *x, int32_t zx, int32
          * of hw / 8 channels' planes) a step; one channel a step left those sums scalar (~1 us for 64 4x4 planes) */
         const size_t g = hw / 8, n = channels * g; /* 8-byte groups, g per channel */
         int32_t sum = 0;
-        size_t k = 0, c = 0;
+        size_t k = 0, c = 0, left = g; /* groups left in channel c (a % g per group was a division each) */
         for (; k + 4 <= n; k += 4) {
             int64_t s4[4];
             _mm256_storeu_si256((__m256i *)s4, _mm256_sad_epu8(_mm256_loadu_si256((const __m256i *)(x + 8 * k)),
                                                                _mm256_setzero_si256()));
             for (int t = 0; t < 4; t++) {
                 sum += (int32_t)s4[t];
-                if ((k + (size_t)t + 1) % g == 0) {
+                if (--left == 0) {
                     y[c] = q8_requant1(sum - (int32_t)hw * zx, mult, shift, zy, 0, 255);
-                    c++, sum = 0;
+                    c++, sum = 0, left = g;
                 }
             }
         }
         for (; k < n; k++) {
             for (size_t i = 0; i < 8; i++)
                 sum += x[8 * k + i];
-            if ((k + 1) % g == 0) {
+            if (--left == 0) {
                 y[c] = q8_requant1(sum - (int32_t)hw * zx, mult, shift, zy, 0, 255);
-                c++, sum = 0;
+                c++, sum = 0, left = g;
             }
         }
         return;
