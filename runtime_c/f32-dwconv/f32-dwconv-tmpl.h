@@ -72,12 +72,12 @@ EC_INLINE void dw_rows(const f32_dwconv_shape *s, const f32_dwconv_plane_args *a
   }
 }
 
-/* Stride 2 along rows: bands of input rows are split into their two column phases in registers
- * (ec_vuzp) straight from the raw plane into the thread's row buffer a->rows, [row][phase][P],
- * L1-resident and reused by every plane; dw_rows then reads it like the phase-packed plane. A
- * scalar phase pack through the plane's scratch cost more than the FMAs on small strided maps.
- * Stores are whole vectors only (masked stores are slow on some cores) and never touch the
- * padding columns, which the first plane of the layer zeroes for all. */
+/* Stride 2 along rows (where dw_s2v below does not run: NEON, SH != 2, dilation, AVX2's wider rows): bands of
+ * input rows are split into their two column phases in registers (ec_vuzp) straight from the raw plane into the
+ * thread's row buffer a->rows, [row][phase][P], L1-resident and reused by every plane; dw_rows then reads it like
+ * the phase-packed plane. A scalar phase pack through the plane's scratch cost more than the FMAs on small strided
+ * maps. Stores are whole vectors only (masked stores are slow on some cores) and never touch the padding columns,
+ * which the first plane of the layer zeroes for all. */
 #define DW_S2_BUF F32_DWCONV_ROWS
 typedef struct {
   size_t Q;          /* phase-row floats dw_rows reads: full-width loads never leave them */
@@ -383,7 +383,8 @@ EC_INLINE void dw_s2v_strip(const f32_dwconv_shape *s, const f32_dwconv_plane_ar
   else if (2 * (j0 + nv - 1) + (size_t)DW_KW < W + (size_t)PL + 1 && H * W >= c0 + 2 * EC_VL)
     hw = EC_MIN(H, (H * W - c0 - 2 * EC_VL) / W + 1);
   /* output rows whose two new input rows 2oh - PT + KH - 2 and + KH - 1 are both in 0 .. hw-1 */
-  const size_t lo_n = PT + 2 > (size_t)DW_KH ? PT + 2 - DW_KH : 0, hi_n = hw + PT + 1 > (size_t)DW_KH ? hw + PT + 1 - DW_KH : 0;
+  const size_t lo_n = PT + 2 > (size_t)DW_KH ? PT + 2 - DW_KH : 0;
+  const size_t hi_n = hw + PT + 1 > (size_t)DW_KH ? hw + PT + 1 - DW_KH : 0;
   const size_t f0 = EC_MAX(oh0, (lo_n + 1) / 2), f1 = EC_MAX(f0, EC_MIN(oh1, (hi_n + 1) / 2));
   const size_t ws = nv == EC_VL ? Ho : Ho * Wo >= j0 + EC_VL ? (Ho * Wo - j0 - EC_VL) / Wo + 1 : 0; /* whole stores */
   ec_v t[DW_KH][DW_KW];
