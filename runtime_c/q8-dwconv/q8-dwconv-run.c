@@ -33,8 +33,10 @@ static void dw_slice(void *ctx, size_t tid, size_t begin, size_t end)
         if (!j->lut) {
             j->fn(&q, j->x + pl * p->H * p->W, j->y + pl * hwo, scr);
         } else { /* chunks of channels, the table over each while it is in L1 */
-            size_t step = hwo >= Q8_DW_LUT_CHUNK ? 1 : Q8_DW_LUT_CHUNK / hwo;
-            step = step > 16 ? step / 16 * 16 : step; /* whole groups for the channel-lane kernel */
+            /* whole groups of 16: the channel-lane kernel computes 16 channels at a time, so a chunk of fewer
+             * costs a whole group (3-channel chunks of 12x96 maps, 14-channel ones of 3x96); past L1 the table
+             * pass reads L2, little beside the conv */
+            const size_t step = hwo >= Q8_DW_LUT_CHUNK / 16 ? 16 : Q8_DW_LUT_CHUNK / hwo / 16 * 16;
             for (size_t c = c0; c < c1; c += step) {
                 const size_t n = c1 - c < step ? c1 - c : step;
                 q8_dw_params r = q;

@@ -175,8 +175,8 @@ void q8_dwconv_run(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *x, uin
 typedef void (*q8_dw_lut_fn)(size_t n, const uint8_t *x, const uint8_t *lut, uint8_t *y);
 #define Q8_DW_LUT_CHUNK 4096 /* output bytes per kernel call before the table runs over them (in L1) */
 /* q8_dwconv_run followed by y = lut[y] (a fused HardSwish / HardSigmoid table): the kernel runs on
- * chunks of channels of about Q8_DW_LUT_CHUNK output bytes and the table over each chunk right after,
- * while it is in L1, instead of a separate pass over the layer's output. */
+ * chunks of whole groups of 16 channels, about Q8_DW_LUT_CHUNK output bytes (16 channels at least), and the
+ * table over each chunk right after, instead of a separate pass over the layer's output. */
 void q8_dwconv_run_lut(q8_dwconv_fn fn, const q8_dw_params *p, const uint8_t *lut, q8_dw_lut_fn lf,
                        const uint8_t *x, uint8_t *y, uint8_t *scratch, ec_pool *pool);
 

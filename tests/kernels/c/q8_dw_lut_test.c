@@ -58,15 +58,15 @@ static int run1(ec_pool *pool, int batch, int C, int H, int W, int k, int s, int
 
 int main(void)
 {
-    /* batch C H W k stride pad: plane bytes 2x96 (21 per chunk), 70x70 (> Q8_DW_LUT_CHUNK: one per chunk),
-     * 3x17 with a partial last chunk, batch 2 */
-    static const int cases[][7] = {{1, 200, 2, 96, 5, 1, 2}, {1, 5, 70, 70, 3, 1, 1}, {2, 90, 3, 17, 3, 1, 1},
-                                   {1, 41, 6, 33, 5, 2, 2}, {1, 3, 1, 1, 3, 1, 1}};
+    /* batch C H W k stride pad: plane bytes 2x96 (chunks of 16 channels), 3x96 (16: the chunk's byte count
+     * alone would give 14), 70x70 (> Q8_DW_LUT_CHUNK), 3x17 with a partial last chunk, batch 2 */
+    static const int cases[][7] = {{1, 200, 2, 96, 5, 1, 2}, {1, 88, 3, 96, 5, 1, 2}, {1, 5, 70, 70, 3, 1, 1},
+                                   {2, 90, 3, 17, 3, 1, 1}, {1, 41, 6, 33, 5, 2, 2}, {1, 3, 1, 1, 3, 1, 1}};
     ec_pool pool;
     if (ec_pool_init(&pool, 2))
         return 2;
     int fails = 0, n = 0;
-    for (int i = 0; i < 5; i++, n += 2) {
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++, n += 2) {
         const int *a = cases[i];
         fails += run1(NULL, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
         fails += run1(&pool, a[0], a[1], a[2], a[3], a[4], a[5], a[6]);
