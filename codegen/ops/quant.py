@@ -373,7 +373,10 @@ def _emit_dw(node: Node, ctx: EmitContext, wq, b, scales, dims, geo, q, macs, ch
         if maddubs_exact(wq.reshape(C, -1)[:, 1:]):  # the odd pairs (t, t+1) too: output rows may share taps
             isa = "avx2_maddubs_shared"
     fn = f"q8_dwconv__{isa}"
-    if isa == "avx512vnni" and dw_c16_bytes(H, W, k, s, d, pl, Wo) is not None:
+    # 16 channels in the lanes, except for a half group or less over rows of 2+ pixel vectors: ppocr cls's 8-channel
+    # 3x3 s2x1 layer (24x96) took 0.70x the channel-lane kernel's time on the pixel-lane one (24 channels: 1.01x;
+    # Zen 4, PROFILE=1 builds alternating)
+    if isa == "avx512vnni" and dw_c16_bytes(H, W, k, s, d, pl, Wo) is not None and not (C <= 8 and Wo >= 32):
         fn = "q8_dwconv_c16__avx512vnni"
     ctx.require("q8-dwconv/q8-dwconv.h", "q8-dwconv/q8-dwconv-scalar.c", "q8-dwconv/q8-dwconv-run.c",
                 *DW_FILES.get(isa, ()))
