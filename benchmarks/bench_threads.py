@@ -17,11 +17,17 @@ threads; not the time a thread takes to notice a job, so a quiet machine lands a
 --jobs X lists every pooled job (in call order within one inference, named by its task function) whose
 own chunks/span bound is below X, and the 1-thread CPU time per inference spent outside any pooled job.
 --no-wall skips (1), the only part that needs a quiet host.
+--probe first measures what the host charges for cache lines the other core touched (benchmarks/c/
+host_shared_writes.c, CPUs 0 and 1): writing 208 KB of lines this core owns, of lines the other core has read,
+of lines it has written, and reading lines it has written. Where the second is several times the first, a layer
+that overwrites a buffer both threads read before (a depthwise conv's output after a 1x1 split by output
+channels) runs slower on two threads than on one (docs/benchmarks.md, pass T).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import shutil
@@ -78,6 +84,21 @@ def jobs(bench: Path, threads: int, runs: int) -> list[dict]:
              "span": float(m[5])} for m in JOB.finditer(r.stderr)]
 
 
+def probe() -> None:
+    """Build and run benchmarks/c/host_shared_writes.c; print its figures against the own-lines write."""
+    src = Path(__file__).resolve().parent / "c" / "host_shared_writes.c"
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "probe"
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-pthread", str(src), "-o", str(exe)], check=True)
+        r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        print(f"probe: {r.stderr.strip() or 'failed'}")
+        return
+    us = {k: float(v) for k, v in (line.split() for line in r.stdout.split("\n") if line.strip())}
+    own = us["write_own"]
+    print("host probe (208 KB, us): " + ", ".join(f"{k} {v:.1f} ({v / own:.1f}x)" for k, v in us.items()))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet50,squeezenet,shufflenet,ppocr-cls")
@@ -85,8 +106,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--no-wall", action="store_true", help="only the busy-host figures (no wall-clock medians)")
     ap.add_argument("--jobs", type=float, default=0.0, help="list pooled jobs whose own bound is below this")
+    ap.add_argument("--probe", action="store_true",
+                    help="first measure the host's cost of cache lines the other core touched")
     args = ap.parse_args()
     t = args.threads
+    if args.probe:
+        probe()
     with open("/proc/loadavg") as f:
         print(f"load average at the start: {' '.join(f.read().split()[:3])}")
     print(f"| model | edgec 1t ms | edgec {t}t ms | edgec speedup | ort 1t ms | ort {t}t ms | ort speedup | "
