@@ -688,3 +688,25 @@ def test_table_fused_into_a_grouped_conv_runs_after_it_on_the_pool(tmp_path):
     got = {t: run_threads(b.binaries["runner"], b.target, [x], tmp_path / f"t{t}", threads=t)[0] for t in (1, 2)}
     assert np.array_equal(got[1], got[2])
     assert np.abs(got[1] - exact(q, {"x": x})).max() <= _out_scale(q) * 1.001
+
+
+def test_depthwise_of_few_channels_runs_the_pixel_lane_kernel(tmp_path):
+    """On AVX-512 VNNI an int8 depthwise conv of 8 channels or fewer over rows of 32+ pixels runs the pixel-lane
+    kernel (half the channel-lane kernel's 16 lanes would idle); 32 channels run the channel-lane one (quant._emit_dw).
+    Code generation only: the kernels' results are checked against the scalar reference in tests/kernels."""
+    rng = np.random.default_rng(5)
+    shape = (1, 8, 24, 48)
+    w1, w2, w3 = rng.normal(0, 0.3, (8, 1, 3, 3)), rng.normal(0, 0.3, (32, 8, 1, 1)), rng.normal(0, 0.3, (32, 1, 3, 3))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1] * 4, group=8),
+             helper.make_node("Conv", ["a", "w2"], ["b"]),
+             helper.make_node("Conv", ["b", "w3"], ["y"], pads=[1] * 4, group=32)]
+    g = helper.make_graph(nodes, "dws", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v.astype(np.float32), k) for k, v in (("w1", w1), ("w2", w2),
+                                                                                        ("w3", w3))])
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), src)
+    q = quantize(src, tmp_path / "q.onnx", "x", [rng.normal(0, 1, shape).astype(np.float32) for _ in range(4)])
+    b = compile_model(q, tmp_path / "out", target="x86_64-avx512-vnni", build=False)
+    kernels = [l["details"]["kernel"] for l in b.layers if l["algo"] == "q8-dwconv"]
+    assert kernels == ["q8_dwconv__avx512vnni", "q8_dwconv_c16__avx512vnni"], b.layers
