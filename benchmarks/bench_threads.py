@@ -87,10 +87,15 @@ def jobs(bench: Path, threads: int, runs: int) -> list[dict]:
 def probe() -> None:
     """Build and run benchmarks/c/host_shared_writes.c; print its figures against the own-lines write."""
     src = Path(__file__).resolve().parent / "c" / "host_shared_writes.c"
+    cc = os.environ.get("CC", "cc")
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "probe"
-        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-pthread", str(src), "-o", str(exe)], check=True)
-        r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+        try:
+            subprocess.run([cc, "-O2", "-pthread", str(src), "-o", str(exe)], check=True, capture_output=True)
+            r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"probe: skipped, {src.name} did not build or run with {cc} ({e.__class__.__name__})")
+            return
     if r.returncode:
         print(f"probe: {r.stderr.strip() or 'failed'}")
         return
