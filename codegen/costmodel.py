@@ -219,7 +219,8 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int, blocked: bool =
     """Estimated cost (packed-GEMM MAC units) of F(m,3) on layer g, and its multiply reduction.
     The multiplies run tiles as the GEMMs' rows (MR strips) and output channels as columns (NR panels).
     blocked: on the channel-blocked driver (its transforms at _WG_NCHWC_TRANS of the NCHW driver's)."""
-    from edgec.codegen.ops.winograd import blocking
+    from edgec.codegen import kernels
+    from edgec.codegen.ops.winograd import blocking, gemm_cols
 
     a2 = (m + 2) ** 2
     cpg, kpg, n, groups = g["C"] // g["G"], g["K"] // g["G"], g["N"], g["G"]
@@ -233,7 +234,10 @@ def winograd_estimate(target, g: dict, m: int, mr: int, nr: int, blocked: bool =
     # _CALL (12) made the K = 16-32 GEMMs of grouped layers 1.5-1.7x slower than measured (phase timings)
     units = max(1, _peak_lpc(target) // max(1, target.f32_lanes))
     call = units + learned_value("wino-call", _WG_CALL) * units * target.f32_lanes / (mr * nr)
-    gemm = n * groups * a2 * np_k * tpad * (cpg + call)
+    # a tail of at most one vector runs as that many columns (f32_winograd_gemm_out; the blocked driver's GEMMs
+    # run whole blocks)
+    cols = gemm_cols(kpg, nr, kernels.gemm_kernel(target).params.get("vl", 0))
+    gemm = n * groups * a2 * tpad * (cols * cpg + np_k * call)
     t_in, t_out = _wg_transform_ops(m)
     # the output transform works on whole vectors of a group's output channels: 12 a group on 8 lanes costs 16
     # (Zen 3, 192ch 28x28 g=16 F(4,3): 0.114 ms measured alone, 0.087 estimated for 192 channels, 0.116 for 256;

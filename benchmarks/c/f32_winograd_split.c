@@ -16,6 +16,9 @@
 #ifndef XG
 #define XG 1 /* groups: XC / XG input channels per group */
 #endif
+#ifndef XNRV
+#define XNRV 0 /* the GEMM microkernel's one-vector width (f32_winograd_shape.NRV) */
+#endif
 
 /* best time of copying n floats (src and dst reused: the cache level the transforms see) */
 static double copy_ms(size_t n) {
@@ -37,7 +40,7 @@ int main(void) {
   const size_t TH = EC_DIV_UP(Ho, m), TW = EC_DIV_UP(Wo, m), HP = TH * m + 2, Q = TW + 1;
   static f32_winograd_shape s;
   const f32_winograd_shape s0 = {1, XC, XH, XW, XK, XH, XW, XG, 1, 1, XM, 0, 0, 0, 0, XTB, XKB, 1, XMR, XNR, XKC,
-                                 XUK, XIN, XOUT, 0};
+                                 XUK, XIN, XOUT, 0, XNRV};
   s = s0;
   s.TH = TH, s.TW = TW, s.HP = HP, s.Q = Q;
   float *x = fill(XC * XH * XW), *y = fill(XK * Ho * Wo), *bias = fill(XK);

@@ -75,6 +75,13 @@ def pack_u(u: np.ndarray, groups: int, nr: int) -> np.ndarray:
 PHASE_MAX_BYTES = 4 << 20
 
 
+def gemm_cols(kpg: int, nr: int, vl: int) -> int:
+    """Output-channel columns a group's GEMMs compute: whole NR panels, except a tail of at most one vector
+    (f32_winograd_gemm_out, NRV) computed as whole vectors."""
+    rem = kpg % nr
+    return kpg - rem + (0 if rem == 0 else -(-rem // vl) * vl if vl and rem <= vl else nr)
+
+
 def tile_unit(mr: int, nr: int) -> int:
     """Tiles per packed strip of V (f32_winograd_tmp_floats' last argument): tiles are the GEMMs' rows."""
     return mr
@@ -225,7 +232,7 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     shape = _shape_init(g, "N C H W K Ho Wo G PT PL")
     return (f"static const f32_winograd_shape S = {{{shape}, {m}u, {th}u, {tw}u, {hp}u, {q}u, {b['TB']}u, "
             f"{b['KB']}u, {b['KSPLIT']}u, {mr}u, {nr}u, {b['KC']}u, {gk.name}, {wk.params['in']}, "
-            f"{wk.params['out']}, {phase}u}};\n"
+            f"{wk.params['out']}, {phase}u, {gk.params['vl']}u}};\n"
             f"const f32_winograd_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){xp}, (float *){tmp}}};\n"
             f"f32_winograd_run(&S, &A, {ctx.pool});\n")

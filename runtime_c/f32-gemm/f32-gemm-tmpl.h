@@ -35,6 +35,109 @@
 #else
 #define B_PF(bk) ((void)0)
 #endif
+/* A panel of at most one vector of columns (nr <= EC_VL, NV > 1): a 14x14 map's last 4 of 16, the Winograd
+ * driver's narrow tail of a group's output channels. One vector of FMAs a row, its own accumulators (sharing the full
+ * tile's, the compiler kept these on the stack: 1.1x a 144ch g=2 F(4,3) layer, Zen 4) and its own stores: whole
+ * vectors at exactly EC_VL columns, masked below. Same arithmetic per column as the full tile. */
+#if NV > 1 && !defined(PACKB)
+#ifdef INDIRECT
+EC_INLINE void TMPL_CAT(FN, _vec1)(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a,
+                                   const float *EC_RESTRICT b, const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c,
+                                   size_t ldc, int accumulate, const ec_tile_epi *ep) {
+#define B_ROW1(k) (b + koff[k])
+#else
+EC_INLINE void TMPL_CAT(FN, _vec1)(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a,
+                                   const float *EC_RESTRICT b, float *EC_RESTRICT c, size_t ldc, int accumulate,
+                                   const ec_tile_epi *ep) {
+#define B_ROW1(k) (b + (k) * NR)
+#endif
+  ec_v acc[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; i++) acc[i] = ec_vzero();
+  for (size_t k = 0; k < kc; k++) {
+    const ec_v b0 = ec_vld(B_ROW1(k));
+#pragma GCC unroll 16
+    for (int i = 0; i < R; i++) acc[i] = ec_vfma(acc[i], ec_vset1(a[i]), b0);
+    a += MR;
+  }
+#undef B_ROW1
+  const int whole = nr == EC_VL;
+#pragma GCC unroll 16
+  for (int i = 0; i < R; i++) {
+    float *p = c + (size_t)i * ldc;
+    ec_v x = acc[i];
+    if (accumulate) x = ec_vadd(x, whole ? ec_vld(p) : ec_vld_n(p, nr));
+    if (ep) {
+      if (ep->bias_r) x = ec_vadd(x, ec_vset1(ep->bias_r[i]));
+      if (ep->bias_c) x = ec_vadd(x, whole ? ec_vld(ep->bias_c) : ec_vld_n(ep->bias_c, nr));
+      x = ec_vepi_n(x, ep->res ? ep->res + (size_t)i * ldc : NULL, nr, ep->res_before_act, ep->act);
+    }
+    if (whole)
+      ec_vst(p, x);
+    else
+      ec_vst_n(p, x, nr);
+  }
+}
+/* out of line, rows a constant in each case: inlined into the full tile's function it moved that one's
+ * accumulators to the stack as well (1.19x the layer above) */
+#ifdef INDIRECT
+EC_NOINLINE void TMPL_CAT(FN, _v1)(size_t mr, size_t nr, size_t kc, const float *EC_RESTRICT a,
+                                   const float *EC_RESTRICT b, const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c,
+                                   size_t ldc, int accumulate, const ec_tile_epi *ep) {
+#define V1_ARGS nr, kc, a, b, koff, c, ldc, accumulate, ep
+#else
+EC_NOINLINE void TMPL_CAT(FN, _v1)(size_t mr, size_t nr, size_t kc, const float *EC_RESTRICT a,
+                                   const float *EC_RESTRICT b, float *EC_RESTRICT c, size_t ldc, int accumulate,
+                                   const ec_tile_epi *ep) {
+#define V1_ARGS nr, kc, a, b, c, ldc, accumulate, ep
+#endif
+  switch (mr) {
+#define V1_CASE(r) \
+  case r: TMPL_CAT(FN, _vec1)(r, V1_ARGS); return;
+  V1_CASE(1)
+#if MR > 1
+  V1_CASE(2)
+#endif
+#if MR > 2
+  V1_CASE(3)
+#endif
+#if MR > 3
+  V1_CASE(4)
+#endif
+#if MR > 4
+  V1_CASE(5)
+#endif
+#if MR > 5
+  V1_CASE(6)
+#endif
+#if MR > 6
+  V1_CASE(7)
+#endif
+#if MR > 7
+  V1_CASE(8)
+#endif
+#if MR > 8
+  V1_CASE(9)
+#endif
+#if MR > 9
+  V1_CASE(10)
+#endif
+#if MR > 10
+  V1_CASE(11)
+#endif
+#if MR > 11
+  V1_CASE(12)
+#endif
+#if MR > 12
+#error "MR > 12: extend the cases"
+#endif
+  default: return;
+  }
+#undef V1_CASE
+#undef V1_ARGS
+}
+#endif
+
 #ifdef INDIRECT
 #define B_ROW(k) (b + koff[k])
 #define ROWS_ARGS nr, kc, a, b, koff, c, ldc, accumulate, ep
@@ -54,24 +157,17 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
                        float *EC_RESTRICT c, size_t ldc, int accumulate, const ec_tile_epi *ep) {
 #endif
   const size_t mr = (size_t)R;
+#if NV > 1 && !defined(PACKB) /* PACKB: whole panels only */
+  if (nr <= EC_VL) {
+    TMPL_CAT(FN, _v1)(mr, ROWS_ARGS);
+    return;
+  }
+#endif
   ec_v acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < R; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) acc[i][v] = ec_vzero();
-#if NV > 1 && !defined(PACKB) /* PACKB: whole panels only */
-  if (nr <= EC_VL) {
-    /* A tail panel of at most one vector of columns (a 14x14 map's last 4 of 16): one vector of FMAs a row,
-     * not NV; the other accumulators stay zero and are not stored. Same arithmetic per column. */
-    for (size_t k = 0; k < kc; k++) {
-      const float *bk = B_ROW(k);
-      const ec_v b0 = ec_vld(bk);
-#pragma GCC unroll 16
-      for (int i = 0; i < R; i++) acc[i][0] = ec_vfma(acc[i][0], ec_vset1(a[i]), b0);
-      a += MR;
-    }
-  } else
-#endif
   for (size_t k = 0; k < kc; k++) {
     ec_v bv[NV];
     const float *bk = B_ROW(k);

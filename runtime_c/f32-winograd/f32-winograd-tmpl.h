@@ -239,6 +239,34 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
     return;
   }
 #endif
+#if (WG_M == 4 || WG_M == 2) && defined(EC_SIMD_AVX512_H)
+  if (rows == WG_M && cols == WG_M) {
+    /* as on AVX2: each 128-bit chunk of the transposed vectors holds channels' output rows (m = 4: chunk q of r[l]
+     * is channel 4q+l's row; m = 2: chunk q of u[h] channels 4q+2h and 4q+2h+1's), copied out of a buffer a row a
+     * channel; the lane-by-lane copy below was most of this transform (144ch 56x56 g=2 F(4,3), Zen 4) */
+    float tb[WG_M == 4 ? 4 : 2][EC_VL] EC_ALIGNED(64);
+#pragma GCC unroll 4
+    for (int a = 0; a < WG_M; a++) {
+      ec_v o[WG_M];
+      wg_out_row(t[a], vb, !res, kind, act, o);
+      float *ya = y + (size_t)a * ldy;
+      const __m512 u0 = _mm512_unpacklo_ps(o[0], o[1]), u1 = _mm512_unpackhi_ps(o[0], o[1]);
+#if WG_M == 2
+      _mm512_store_ps(tb[0], u0), _mm512_store_ps(tb[1], u1);
+      for (size_t l = 0; l < nl; l++) memcpy(ya + l * ys, &tb[l % 4 / 2][l / 4 * 4 + l % 2 * 2], 2 * sizeof(float));
+#else
+      const __m512 u2 = _mm512_unpacklo_ps(o[2], o[3]), u3 = _mm512_unpackhi_ps(o[2], o[3]);
+      _mm512_store_ps(tb[0], _mm512_shuffle_ps(u0, u2, 0x44)), _mm512_store_ps(tb[1], _mm512_shuffle_ps(u0, u2, 0xEE));
+      _mm512_store_ps(tb[2], _mm512_shuffle_ps(u1, u3, 0x44)), _mm512_store_ps(tb[3], _mm512_shuffle_ps(u1, u3, 0xEE));
+      for (size_t l = 0; l < nl; l++) _mm_storeu_ps(ya + l * ys, _mm_load_ps(&tb[l % 4][l / 4 * 4]));
+#endif
+    }
+    if (res)
+      for (size_t l = 0; l < nl; l++)
+        for (size_t a = 0; a < WG_M; a++) ec_vepi_row(y + l * ys + a * ldy, res + l * ys + a * ldy, WG_M, before, act);
+    return;
+  }
+#endif
   float buf[WG_M][WG_M][EC_VL];
 #pragma GCC unroll 8
   for (int a = 0; a < WG_M; a++) {

@@ -118,6 +118,13 @@ int main(int argc, char **argv) {
     conv_p p = {1, 8, 4, 5, T_MR + 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0}; /* asymmetric pads */
     fails += run(&p, 1000, T_NR * 4, 1, k_acts[ai], 1, (int)ai % 2), cases++;
   }
+  for (size_t ai = 0; ai < N_ACTS; ai++) { /* a last panel of NR / 2 columns: one whole vector on NV = 2 kernels (its
+                                              * full-vector stores), K blocks, residual before / after the activation */
+    conv_p p = {1, 9, 1, T_NR / 2 * 3, T_MR + 2, 1, ai % 2 ? 3 : 1, ai % 2 ? 3 : 1, 1, 1, 1, 1, ai % 2, ai % 2, ai % 2,
+                ai % 2};
+    fails += run(&p, 4, T_NR * 2, 1, k_acts[ai], 1, (int)(ai / 2) % 2), cases++;
+    fails += run(&p, 64, T_NR * 2, 1, k_acts[ai], 0, 0), cases++;
+  }
   for (size_t v = 0; v < 4; v++) { /* im2col panels packed ahead: stem-like 7x7 s2 and a dilated 3x3, odd
                                       * sizes, many panels per block, ring (one K block) and K blocks */
     conv_p st = {1 + v % 2, 3, 23 + v, 21, 2 * T_MR + 1 + v, 1, 7, 7, 2, 2, 1, 1, 3, 3, 2, 3};
