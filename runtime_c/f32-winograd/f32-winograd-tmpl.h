@@ -179,10 +179,79 @@ EC_INLINE void wg_out_row(const ec_v *ta, ec_v vb, int act_now, ec_act_kind kind
   }
 }
 
+#if WG_M == 4 && defined(EC_SIMD_AVX512_H)
+/* one output row (4 vectors: outputs b of 16 channels) transposed so each 128-bit chunk q of tb[l] is channel
+ * 4q+l's row, copied out a channel at a time */
+EC_INLINE void wg_store_rows4_zmm(const ec_v *o, float *ya, size_t ys, size_t nl, float tb[4][EC_VL]) {
+  const __m512 u0 = _mm512_unpacklo_ps(o[0], o[1]), u1 = _mm512_unpackhi_ps(o[0], o[1]);
+  const __m512 u2 = _mm512_unpacklo_ps(o[2], o[3]), u3 = _mm512_unpackhi_ps(o[2], o[3]);
+  _mm512_store_ps(tb[0], _mm512_shuffle_ps(u0, u2, 0x44)), _mm512_store_ps(tb[1], _mm512_shuffle_ps(u0, u2, 0xEE));
+  _mm512_store_ps(tb[2], _mm512_shuffle_ps(u1, u3, 0x44)), _mm512_store_ps(tb[3], _mm512_shuffle_ps(u1, u3, 0xEE));
+  for (size_t l = 0; l < nl; l++) _mm_storeu_ps(ya + l * ys, _mm_load_ps(&tb[l % 4][l / 4 * 4]));
+}
+#endif
+
+#if WG_M == 4 && defined(EC_SIMD_AVX512_H)
+/* row r of a tile's M (WG_A vectors xi = r * WG_A + c apart by ms) through A^T: o[b] = (M_r A)[b] */
+EC_INLINE void wg_mrow(const float *mm, size_t ms, int r, ec_v *o) {
+  ec_v d[WG_A];
+#pragma GCC unroll 8
+  for (int c = 0; c < WG_A; c++) d[c] = ec_vld(mm + (size_t)(r * WG_A + c) * ms);
+  wg_at(d, o);
+}
+
+/* A whole F(4,3) tile's A^T M A, rows of M first and the column pass folded in as rows arrive (rows 1, 2 and 3, 4
+ * summed and differenced as wg_at does): 16 output vectors and two rows' 8 live at most, not the columns-first
+ * order's 24-vector intermediate, which gcc kept on the stack on AVX-512 */
+EC_INLINE void wg_out_tile_rows(const float *mm, size_t ms, ec_v o[4][4]) {
+  ec_v u[4], v[4];
+  wg_mrow(mm, ms, 0, o[0]);
+  wg_mrow(mm, ms, 1, u);
+  wg_mrow(mm, ms, 2, v);
+#pragma GCC unroll 4
+  for (int b = 0; b < 4; b++) {
+    const ec_v sum = ec_vadd(u[b], v[b]), dif = wg_sub(u[b], v[b]);
+    o[0][b] = ec_vadd(o[0][b], sum), o[2][b] = sum, o[1][b] = dif, o[3][b] = dif;
+  }
+  wg_mrow(mm, ms, 3, u);
+  wg_mrow(mm, ms, 4, v);
+#pragma GCC unroll 4
+  for (int b = 0; b < 4; b++) {
+    const ec_v sum = ec_vadd(u[b], v[b]), dif = wg_sub(u[b], v[b]);
+    o[0][b] = ec_vadd(o[0][b], sum), o[2][b] = wg_fma(o[2][b], sum, 4.0f);
+    o[1][b] = wg_fma(o[1][b], dif, 2.0f), o[3][b] = wg_fma(o[3][b], dif, 8.0f);
+  }
+  wg_mrow(mm, ms, 5, u);
+#pragma GCC unroll 4
+  for (int b = 0; b < 4; b++) o[3][b] = ec_vadd(o[3][b], u[b]);
+}
+#endif
+
 /* nl output channels (lanes) of one tile into y (channel l's plane at y + l*ys) */
 EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, size_t ys, size_t rows, size_t cols,
                             const float *bias, const float *res, int before, ec_act_kind kind, ec_act act,
                             size_t nl) {
+#if WG_M == 4 && defined(EC_SIMD_AVX512_H)
+  if (rows == WG_M && cols == WG_M) {
+    ec_v o[4][4];
+    wg_out_tile_rows(mm, ms, o);
+    const ec_v vb4 = bias ? (nl == EC_VL ? ec_vld(bias) : ec_vld_n(bias, nl)) : ec_vzero();
+    float tb[4][EC_VL] EC_ALIGNED(64);
+#pragma GCC unroll 4
+    for (int a = 0; a < 4; a++) {
+#pragma GCC unroll 4
+      for (int b = 0; b < 4; b++) {
+        o[a][b] = ec_vadd(o[a][b], vb4);
+        if (!res) o[a][b] = ec_vact_k(kind, act, o[a][b]);
+      }
+      wg_store_rows4_zmm(o[a], y + (size_t)a * ldy, ys, nl, tb);
+    }
+    if (res)
+      for (size_t l = 0; l < nl; l++)
+        for (size_t a = 0; a < WG_M; a++) ec_vepi_row(y + l * ys + a * ldy, res + l * ys + a * ldy, WG_M, before, act);
+    return;
+  }
+#endif
   ec_v t[WG_M][WG_A];
 #pragma GCC unroll 8
   for (int c = 0; c < WG_A; c++) {
@@ -239,27 +308,19 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
     return;
   }
 #endif
-#if (WG_M == 4 || WG_M == 2) && defined(EC_SIMD_AVX512_H)
+#if WG_M == 2 && defined(EC_SIMD_AVX512_H)
   if (rows == WG_M && cols == WG_M) {
-    /* as on AVX2: each 128-bit chunk of the transposed vectors holds channels' output rows (m = 4: chunk q of r[l]
-     * is channel 4q+l's row; m = 2: chunk q of u[h] channels 4q+2h and 4q+2h+1's), copied out of a buffer a row a
-     * channel; the lane-by-lane copy below was most of this transform (144ch 56x56 g=2 F(4,3), Zen 4) */
-    float tb[WG_M == 4 ? 4 : 2][EC_VL] EC_ALIGNED(64);
-#pragma GCC unroll 4
+    /* as on AVX2: chunk q of u[h] holds channels 4q+2h and 4q+2h+1's output rows, copied out of a buffer a row a
+     * channel (F(4,3) whole tiles: wg_store_rows4_zmm above); the lane-by-lane copy below was most of this
+     * transform (144ch 56x56 g=2 F(4,3), Zen 4) */
+    float tb[2][EC_VL] EC_ALIGNED(64);
+#pragma GCC unroll 2
     for (int a = 0; a < WG_M; a++) {
       ec_v o[WG_M];
       wg_out_row(t[a], vb, !res, kind, act, o);
       float *ya = y + (size_t)a * ldy;
-      const __m512 u0 = _mm512_unpacklo_ps(o[0], o[1]), u1 = _mm512_unpackhi_ps(o[0], o[1]);
-#if WG_M == 2
-      _mm512_store_ps(tb[0], u0), _mm512_store_ps(tb[1], u1);
+      _mm512_store_ps(tb[0], _mm512_unpacklo_ps(o[0], o[1])), _mm512_store_ps(tb[1], _mm512_unpackhi_ps(o[0], o[1]));
       for (size_t l = 0; l < nl; l++) memcpy(ya + l * ys, &tb[l % 4 / 2][l / 4 * 4 + l % 2 * 2], 2 * sizeof(float));
-#else
-      const __m512 u2 = _mm512_unpacklo_ps(o[2], o[3]), u3 = _mm512_unpackhi_ps(o[2], o[3]);
-      _mm512_store_ps(tb[0], _mm512_shuffle_ps(u0, u2, 0x44)), _mm512_store_ps(tb[1], _mm512_shuffle_ps(u0, u2, 0xEE));
-      _mm512_store_ps(tb[2], _mm512_shuffle_ps(u1, u3, 0x44)), _mm512_store_ps(tb[3], _mm512_shuffle_ps(u1, u3, 0xEE));
-      for (size_t l = 0; l < nl; l++) _mm_storeu_ps(ya + l * ys, _mm_load_ps(&tb[l % 4][l / 4 * 4]));
-#endif
     }
     if (res)
       for (size_t l = 0; l < nl; l++)
