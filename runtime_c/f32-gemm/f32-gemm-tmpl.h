@@ -91,47 +91,43 @@ EC_NOINLINE void TMPL_CAT(FN, _v1)(size_t mr, size_t nr, size_t kc, const float 
                                    const ec_tile_epi *ep) {
 #define V1_ARGS nr, kc, a, b, c, ldc, accumulate, ep
 #endif
-  switch (mr) {
+  switch (mr) { /* the same row cases as FN's below */
 #define V1_CASE(r) \
   case r: TMPL_CAT(FN, _vec1)(r, V1_ARGS); return;
-  V1_CASE(1)
 #if MR > 1
-  V1_CASE(2)
+  V1_CASE(1)
 #endif
 #if MR > 2
-  V1_CASE(3)
+  V1_CASE(2)
 #endif
 #if MR > 3
-  V1_CASE(4)
+  V1_CASE(3)
 #endif
 #if MR > 4
-  V1_CASE(5)
+  V1_CASE(4)
 #endif
 #if MR > 5
-  V1_CASE(6)
+  V1_CASE(5)
 #endif
 #if MR > 6
-  V1_CASE(7)
+  V1_CASE(6)
 #endif
 #if MR > 7
-  V1_CASE(8)
+  V1_CASE(7)
 #endif
 #if MR > 8
-  V1_CASE(9)
+  V1_CASE(8)
 #endif
 #if MR > 9
-  V1_CASE(10)
+  V1_CASE(9)
 #endif
 #if MR > 10
-  V1_CASE(11)
+  V1_CASE(10)
 #endif
 #if MR > 11
-  V1_CASE(12)
+  V1_CASE(11)
 #endif
-#if MR > 12
-#error "MR > 12: extend the cases"
-#endif
-  default: return;
+  default: TMPL_CAT(FN, _vec1)(MR, V1_ARGS); return;
   }
 #undef V1_CASE
 #undef V1_ARGS

@@ -189,9 +189,7 @@ EC_INLINE void wg_store_rows4_zmm(const ec_v *o, float *ya, size_t ys, size_t nl
   _mm512_store_ps(tb[2], _mm512_shuffle_ps(u1, u3, 0x44)), _mm512_store_ps(tb[3], _mm512_shuffle_ps(u1, u3, 0xEE));
   for (size_t l = 0; l < nl; l++) _mm_storeu_ps(ya + l * ys, _mm_load_ps(&tb[l % 4][l / 4 * 4]));
 }
-#endif
 
-#if WG_M == 4 && defined(EC_SIMD_AVX512_H)
 /* row r of a tile's M (WG_A vectors xi = r * WG_A + c apart by ms) through A^T: o[b] = (M_r A)[b] */
 EC_INLINE void wg_mrow(const float *mm, size_t ms, int r, ec_v *o) {
   ec_v d[WG_A];
@@ -311,8 +309,8 @@ EC_INLINE void wg_out_chunk(const float *mm, size_t ms, float *y, size_t ldy, si
 #if WG_M == 2 && defined(EC_SIMD_AVX512_H)
   if (rows == WG_M && cols == WG_M) {
     /* as on AVX2: chunk q of u[h] holds channels 4q+2h and 4q+2h+1's output rows, copied out of a buffer a row a
-     * channel (F(4,3) whole tiles: wg_store_rows4_zmm above); the lane-by-lane copy below was most of this
-     * transform (144ch 56x56 g=2 F(4,3), Zen 4) */
+     * channel (F(4,3) whole tiles: wg_store_rows4_zmm above); against the lane-by-lane copy below, 576ch 14x14
+     * g=16 F(2,3) 0.95x (Zen 4) */
     float tb[2][EC_VL] EC_ALIGNED(64);
 #pragma GCC unroll 2
     for (int a = 0; a < WG_M; a++) {
