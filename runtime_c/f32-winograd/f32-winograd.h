@@ -330,14 +330,16 @@ EC_INLINE void f32_winograd_vin(const f32_winograd_shape *s, const f32_winograd_
   const size_t m = s->M, TW = s->TW, Cpg = s->C / s->G, MR = s->MR, ps = s->HP * s->Q;
   const size_t pst = Cpg * MR + F32_WINOGRAD_PAD; /* strip stride */
   /* runs of tiles within one tile row and one strip, the same for every channel: found once, in
-   * batches (the divisions per run per channel cost as much as a third of the transform) */
+   * batches (the divisions per run per channel cost as much as a third of the transform) of whole strips
+   * (a strip has at most MR runs): a channel's whole-vector stores past a strip's runs land on the next
+   * channel's lanes, rewritten by its call only if that comes later, i.e. in the same batch */
   enum { RUNS = 64 };
   size_t rlen[RUNS], rsrc[RUNS], rdst[RUNS];
   const float *xg = a->xp + (n * s->C + g * Cpg) * m * ps;
   size_t th = t0 / TW, tw = t0 % TW, j = 0;
   while (j < nt) {
     size_t nr = 0;
-    for (; nr < RUNS && j < nt; nr++) {
+    for (; j < nt && (j % MR || nr + MR <= RUNS); nr++) {
       const size_t len = EC_MIN(EC_MIN(TW - tw, nt - j), MR - j % MR);
       rlen[nr] = len, rsrc[nr] = th * m * s->Q + tw, rdst[nr] = j / MR * pst + j % MR;
       j += len, tw += len;

@@ -212,6 +212,9 @@ int main(int argc, char **argv) {
   fails += run(&pa, 1, 1, 1, 64, k_acts[1], 1, 0), cases++;
   fails += run(&pb, 2, 1, 3, 2, k_acts[2], 0, 0), cases++;
   fails += run(&pc, 1, 1, 1, 64, k_acts[3], 1, 1), cases++;
+  /* a map one tile wide: a block of 12 strips is one run a tile, more than the input transform's batch of runs */
+  conv_p pn = cp(1, 3, 400, 2, 5, 1, 1, 1, 1, 1);
+  fails += run(&pn, 12, 1, 1, 64, k_acts[0], 0, 0), cases++;
   for (size_t ai = 0; ai < N_ACTS; ai++) { /* every activation, residual before and after it */
     conv_p p = cp(1, 16, 14, 14, T_NR + 1, 1, 1, 1, 1, 1); /* channels past a panel, a partial vector */
     fails += run(&p, 1, 1, 1, 64, k_acts[ai], 1, (int)ai % 2), cases++;
