@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -406,6 +407,34 @@ def spread(ratios: list[float]) -> str:
     return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else ""
 
 
+def _busy_cpus(window: float) -> float | None:
+    """CPUs busy on the whole machine over `window` s (/proc/stat), or None where it cannot be read."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)  # total, idle + iowait (jiffies)
+    try:
+        t0, i0 = sample()
+        time.sleep(window)
+        t1, i1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (os.cpu_count() or 1) * (1 - (i1 - i0) / max(t1 - t0, 1))
+
+
+def settle(pause: float, cap: float = 1.0, window: float = 0.02) -> None:
+    """Sleep `pause` s, then until the machine's CPUs are idle (at most `cap` s more): an engine's workers spin on
+    after its runs (OpenMP, TBB and MNN pools; some for longer than 50 ms) and take a core from whichever engine
+    runs next. Seen: edgec's 2-thread 576ch 14x14 stride-2 g=8 layer timed at 0.363 ms after a 50 ms pause,
+    0.219 ms after 300 ms, 0.216 ms alone (Zen 4, 2 vCPUs)."""
+    time.sleep(pause)
+    end = time.monotonic() + cap
+    while time.monotonic() < end:
+        busy = _busy_cpus(window)
+        if busy is None or busy < 0.25:
+            return
+
+
 def time_interleaved(runners: dict, runs: int, rounds: int, warmup: int,
                      pause: float = 0.05) -> tuple[dict, dict, dict]:
     """Time prepared runners {name: Runner} in `rounds` interleaved rounds (each in turn, the order rotating, so
@@ -428,7 +457,7 @@ def time_interleaved(runners: dict, runs: int, rounds: int, warmup: int,
                 times[n] += got
                 rounds_ms[n].append(median(got))
                 rounds_best[n].append(min(got))
-                time.sleep(pause)
+                settle(pause)
     finally:
         for r in runners.values():
             if r.close is not None:
