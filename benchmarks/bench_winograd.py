@@ -82,7 +82,7 @@ def split_run(tmp: Path, md: bool, modes=("winograd-f43", "winograd-f63", "winog
             wk = kernels.winograd_kernel(target, m)
             b = winograd.blocking(target, g, m, mr, nr, 1)
             defs = dict(XC=c, XK=c, XH=hw, XW=hw, XM=m, XTB=b["TB"], XKB=b["KB"], XKC=b["KC"], XMR=mr, XNR=nr,
-                        XTA=winograd.tile_unit(mr, nr), XNRV=gk.params["vl"], XUK=gk.name, XIN=wk.params["in"],
+                        XTA=winograd.tile_unit(mr, nr), XNRV=gk.params["vl"], XNRH=gk.params.get("hv", 0), XUK=gk.name, XIN=wk.params["in"],
                         XOUT=wk.params["out"])
             cases.append((name, c, hw, m, b))
             for key, rt in roots.items():

@@ -54,13 +54,14 @@ _GEMM_SCRATCH = "conv: threads x Cpg*KH*KW x NC x 4; Gemm/MatMul: packed runtime
 _WG_SCRATCH = "N x C x m x HP x Q (input in column phases) + threads x alpha^2 x (Cpg + KB) x TB (V, M) (x 4 bytes)"
 
 KERNELS: tuple[Kernel, ...] = (
-    # gemm vl: the columns of the microkernel's one-vector path (nr <= vl: one vector of FMAs a row; 0: none)
+    # gemm vl: the columns of the microkernel's one-vector path (nr <= vl: one vector of FMAs a row; 0: none); hv: its
+    # half-vector unit (EC_HVL: a tail of nr <= hv, or vl < nr <= vl + hv, runs half-vector FMAs)
     Kernel("f32_gemm_ukernel_4x4__scalar", "f32", "gemm", "scalar", "4x4", _G + "4x4-scalar.c",
            {"mr": 4, "nr": 4, "vl": 0, "packb": "f32_gemm_packb_ukernel_4x4__scalar"}, scratch=_GEMM_SCRATCH),
     Kernel("f32_gemm_ukernel_6x16__avx2", "f32", "gemm", "avx2", "6x16", _G + "6x16-avx2.c",
            {"mr": 6, "nr": 16, "vl": 8, "packb": "f32_gemm_packb_ukernel_6x16__avx2"}, scratch=_GEMM_SCRATCH),
     Kernel("f32_gemm_ukernel_12x32__avx512", "f32", "gemm", "avx512", "12x32", _G + "12x32-avx512.c",
-           {"mr": 12, "nr": 32, "vl": 16, "packb": "f32_gemm_packb_ukernel_12x32__avx512"}, scratch=_GEMM_SCRATCH),
+           {"mr": 12, "nr": 32, "vl": 16, "hv": 8, "packb": "f32_gemm_packb_ukernel_12x32__avx512"}, scratch=_GEMM_SCRATCH),
     Kernel("f32_gemm_ukernel_8x12__neon", "f32", "gemm", "neon", "8x12", _G + "8x12-neon.c",
            {"mr": 8, "nr": 12, "vl": 4, "packb": "f32_gemm_packb_ukernel_8x12__neon"}, arch="aarch64",
            scratch=_GEMM_SCRATCH),

@@ -22,6 +22,17 @@ EC_INLINE __mmask16 ec_vmask(size_t n) { return (__mmask16)((1u << n) - 1u); }
 EC_INLINE ec_v ec_vld_n(const float *p, size_t n) { return _mm512_maskz_loadu_ps(ec_vmask(n), p); }
 EC_INLINE void ec_vst_n(float *p, ec_v v, size_t n) { _mm512_mask_storeu_ps(p, ec_vmask(n), v); }
 
+/* Half vectors (8 lanes, ymm) for the GEMM microkernel's narrow column tails: on cores whose 512-bit FMAs run as
+ * two 256-bit halves (Zen 4) an 8-column tail costs half a zmm FMA a row; elsewhere the same as one. */
+#define EC_HVL 8
+typedef __m256 ec_hv;
+EC_INLINE ec_hv ec_hv_zero(void) { return _mm256_setzero_ps(); }
+EC_INLINE ec_hv ec_hv_ld(const float *p) { return _mm256_loadu_ps(p); }
+EC_INLINE ec_hv ec_hv_set1(float x) { return _mm256_set1_ps(x); }
+EC_INLINE ec_hv ec_hv_lo(ec_v x) { return _mm512_castps512_ps256(x); }
+EC_INLINE ec_hv ec_hv_fma(ec_hv acc, ec_hv a, ec_hv b) { return _mm256_fmadd_ps(a, b, acc); }
+EC_INLINE ec_v ec_hv_wide(ec_hv x) { return _mm512_zextps256_ps512(x); }
+
 /* Transcendental support (ec_simd_act.h); see ec_simd_avx2.h. */
 EC_INLINE ec_v ec_vsub(ec_v a, ec_v b) { return _mm512_sub_ps(a, b); }
 EC_INLINE ec_v ec_vfnma(ec_v acc, ec_v a, ec_v b) { return _mm512_fnmadd_ps(a, b, acc); } /* acc - a*b */

@@ -19,6 +19,9 @@
 #ifndef XNRV
 #define XNRV 0 /* the GEMM microkernel's one-vector width (f32_winograd_shape.NRV) */
 #endif
+#ifndef XNRH
+#define XNRH 0 /* its half-vector unit (f32_winograd_shape.NRH) */
+#endif
 
 /* best time of copying n floats (src and dst reused: the cache level the transforms see) */
 static double copy_ms(size_t n) {
@@ -40,7 +43,7 @@ int main(void) {
   const size_t TH = EC_DIV_UP(Ho, m), TW = EC_DIV_UP(Wo, m), HP = TH * m + 2, Q = TW + 1;
   static f32_winograd_shape s;
   const f32_winograd_shape s0 = {1, XC, XH, XW, XK, XH, XW, XG, 1, 1, XM, 0, 0, 0, 0, XTB, XKB, 1, XMR, XNR, XKC,
-                                 XUK, XIN, XOUT, 0, XNRV};
+                                 XUK, XIN, XOUT, 0, XNRV, XNRH};
   s = s0;
   s.TH = TH, s.TW = TW, s.HP = HP, s.Q = Q;
   float *x = fill(XC * XH * XW), *y = fill(XK * Ho * Wo), *bias = fill(XK);

@@ -232,7 +232,7 @@ def emit(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.Choice)
     shape = _shape_init(g, "N C H W K Ho Wo G PT PL")
     return (f"static const f32_winograd_shape S = {{{shape}, {m}u, {th}u, {tw}u, {hp}u, {q}u, {b['TB']}u, "
             f"{b['KB']}u, {b['KSPLIT']}u, {mr}u, {nr}u, {b['KC']}u, {gk.name}, {wk.params['in']}, "
-            f"{wk.params['out']}, {phase}u, {gk.params['vl']}u}};\n"
+            f"{wk.params['out']}, {phase}u, {gk.params['vl']}u, {gk.params.get('hv', 0)}u}};\n"
             f"const f32_winograd_args A = {{{ctx.ptr(node.inputs[0])}, {ctx.ptr(node.outputs[0])}, {u}, "
             f"{epilogue_fields(node, ctx, _bias(node, ctx))}, (float *){xp}, (float *){tmp}}};\n"
             f"f32_winograd_run(&S, &A, {ctx.pool});\n")

@@ -38,44 +38,84 @@
 /* A panel of at most one vector of columns (nr <= EC_VL, NV > 1): a 14x14 map's last 4 of 16, the Winograd
  * driver's narrow tail of a group's output channels. One vector of FMAs a row, its own accumulators (sharing the full
  * tile's, the compiler kept these on the stack: 1.1x a 144ch g=2 F(4,3) layer, Zen 4) and its own stores: whole
- * vectors at exactly EC_VL columns, masked below. Same arithmetic per column as the full tile. */
+ * vectors at exactly EC_VL columns, masked below. Same arithmetic per column as the full tile.
+ * With half vectors (EC_HVL, AVX-512's ymm) the tail past the whole vectors (W of them: 0 or 1) of a whole strip
+ * runs as one half vector when it fits: nr <= EC_HVL, or EC_VL < nr <= EC_VL + EC_HVL with NV == 2 (Kpg 72 on
+ * 32-wide panels: its last 8 columns, 144ch 56x56 g=2 F(4,3); Kpg 18: 24 columns, not 32). On Zen 4, where a
+ * 512-bit FMA runs as two 256-bit halves, a 12-row k step of 8 columns took 0.57x the one-vector path's time, of
+ * 24 columns 0.79x the full tile's. */
 #if NV > 1 && !defined(PACKB)
+/* epilogue and store of one row's vector x of columns off.. (n of them, at most EC_VL) */
+EC_INLINE void TMPL_CAT(FN, _st1)(ec_v x, float *EC_RESTRICT p, size_t n, size_t off, size_t i, size_t ldc,
+                                  int accumulate, const ec_tile_epi *ep) {
+  const int whole = n == EC_VL;
+  if (accumulate) x = ec_vadd(x, whole ? ec_vld(p) : ec_vld_n(p, n));
+  if (ep) {
+    if (ep->bias_r) x = ec_vadd(x, ec_vset1(ep->bias_r[i]));
+    if (ep->bias_c) x = ec_vadd(x, whole ? ec_vld(ep->bias_c + off) : ec_vld_n(ep->bias_c + off, n));
+    x = ec_vepi_n(x, ep->res ? ep->res + i * ldc + off : NULL, n, ep->res_before_act, ep->act);
+  }
+  if (whole)
+    ec_vst(p, x);
+  else
+    ec_vst_n(p, x, n);
+}
 #ifdef INDIRECT
-EC_INLINE void TMPL_CAT(FN, _vec1)(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a,
-                                   const float *EC_RESTRICT b, const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c,
-                                   size_t ldc, int accumulate, const ec_tile_epi *ep) {
+EC_INLINE void TMPL_CAT(FN, _vec1)(const int R, const int W, const int H, size_t nr, size_t kc,
+                                   const float *EC_RESTRICT a, const float *EC_RESTRICT b,
+                                   const int32_t *EC_RESTRICT koff, float *EC_RESTRICT c, size_t ldc, int accumulate,
+                                   const ec_tile_epi *ep) {
 #define B_ROW1(k) (b + koff[k])
 #else
-EC_INLINE void TMPL_CAT(FN, _vec1)(const int R, size_t nr, size_t kc, const float *EC_RESTRICT a,
-                                   const float *EC_RESTRICT b, float *EC_RESTRICT c, size_t ldc, int accumulate,
-                                   const ec_tile_epi *ep) {
+EC_INLINE void TMPL_CAT(FN, _vec1)(const int R, const int W, const int H, size_t nr, size_t kc,
+                                   const float *EC_RESTRICT a, const float *EC_RESTRICT b, float *EC_RESTRICT c,
+                                   size_t ldc, int accumulate, const ec_tile_epi *ep) {
 #define B_ROW1(k) (b + (k) * NR)
 #endif
   ec_v acc[MR];
+#ifdef EC_HVL
+  ec_hv acch[MR];
+#else
+  (void)H;
+#endif
 #pragma GCC unroll 16
-  for (int i = 0; i < R; i++) acc[i] = ec_vzero();
+  for (int i = 0; i < R; i++) {
+    if (W) acc[i] = ec_vzero();
+#ifdef EC_HVL
+    if (H) acch[i] = ec_hv_zero();
+#endif
+  }
   for (size_t k = 0; k < kc; k++) {
-    const ec_v b0 = ec_vld(B_ROW1(k));
+    const float *bk = B_ROW1(k);
+    const ec_v b0 = W ? ec_vld(bk) : ec_vzero();
+#ifdef EC_HVL
+    const ec_hv bh = H ? ec_hv_ld(bk + (W ? EC_VL : 0)) : ec_hv_zero();
+#endif
 #pragma GCC unroll 16
-    for (int i = 0; i < R; i++) acc[i] = ec_vfma(acc[i], ec_vset1(a[i]), b0);
+    for (int i = 0; i < R; i++) {
+#ifdef EC_HVL
+      if (!W) { /* a half-width broadcast: 512-bit broadcast loads bound the loop (Zen 4: 1.14x the zmm path) */
+        acch[i] = ec_hv_fma(acch[i], ec_hv_set1(a[i]), bh);
+        continue;
+      }
+#endif
+      const ec_v ai = ec_vset1(a[i]);
+      acc[i] = ec_vfma(acc[i], ai, b0);
+#ifdef EC_HVL
+      if (H) acch[i] = ec_hv_fma(acch[i], ec_hv_lo(ai), bh);
+#endif
+    }
     a += MR;
   }
 #undef B_ROW1
-  const int whole = nr == EC_VL;
+  const size_t nw = W ? EC_MIN(nr, (size_t)EC_VL) : 0;
 #pragma GCC unroll 16
   for (int i = 0; i < R; i++) {
     float *p = c + (size_t)i * ldc;
-    ec_v x = acc[i];
-    if (accumulate) x = ec_vadd(x, whole ? ec_vld(p) : ec_vld_n(p, nr));
-    if (ep) {
-      if (ep->bias_r) x = ec_vadd(x, ec_vset1(ep->bias_r[i]));
-      if (ep->bias_c) x = ec_vadd(x, whole ? ec_vld(ep->bias_c) : ec_vld_n(ep->bias_c, nr));
-      x = ec_vepi_n(x, ep->res ? ep->res + (size_t)i * ldc : NULL, nr, ep->res_before_act, ep->act);
-    }
-    if (whole)
-      ec_vst(p, x);
-    else
-      ec_vst_n(p, x, nr);
+    if (W) TMPL_CAT(FN, _st1)(acc[i], p, nw, 0, (size_t)i, ldc, accumulate, ep);
+#ifdef EC_HVL
+    if (H) TMPL_CAT(FN, _st1)(ec_hv_wide(acch[i]), p + nw, nr - nw, nw, (size_t)i, ldc, accumulate, ep);
+#endif
   }
 }
 /* out of line, rows a constant in each case: inlined into the full tile's function it moved that one's
@@ -91,9 +131,22 @@ EC_NOINLINE void TMPL_CAT(FN, _v1)(size_t mr, size_t nr, size_t kc, const float 
                                    const ec_tile_epi *ep) {
 #define V1_ARGS nr, kc, a, b, c, ldc, accumulate, ep
 #endif
+#ifdef EC_HVL
+  /* half-vector tails on whole strips only (mr = MR): specialised by row count like the one-vector path, the object
+   * was 1.7x its size; partial strips keep the one-vector path (nr <= EC_VL) or the full tile */
+  if (mr == MR && nr > EC_VL) {
+    TMPL_CAT(FN, _vec1)(MR, 1, 1, V1_ARGS);
+    return;
+  }
+  if (mr == MR && nr <= EC_HVL) {
+    TMPL_CAT(FN, _vec1)(MR, 0, 1, V1_ARGS);
+    return;
+  }
+#endif
+#define V1_CALL(r) TMPL_CAT(FN, _vec1)(r, 1, 0, V1_ARGS)
   switch (mr) { /* the same row cases as FN's below */
 #define V1_CASE(r) \
-  case r: TMPL_CAT(FN, _vec1)(r, V1_ARGS); return;
+  case r: V1_CALL(r); return;
 #if MR > 1
   V1_CASE(1)
 #endif
@@ -127,9 +180,10 @@ EC_NOINLINE void TMPL_CAT(FN, _v1)(size_t mr, size_t nr, size_t kc, const float 
 #if MR > 11
   V1_CASE(11)
 #endif
-  default: TMPL_CAT(FN, _vec1)(MR, V1_ARGS); return;
+  default: V1_CALL(MR); return;
   }
 #undef V1_CASE
+#undef V1_CALL
 #undef V1_ARGS
 }
 #endif
@@ -154,7 +208,11 @@ EC_INLINE void ROWS_FN(const int R, size_t nr, size_t kc, const float *EC_RESTRI
 #endif
   const size_t mr = (size_t)R;
 #if NV > 1 && !defined(PACKB) /* PACKB: whole panels only */
+#ifdef EC_HVL
+  if (nr <= EC_VL || (NV == 2 && mr == MR && nr <= EC_VL + EC_HVL)) {
+#else
   if (nr <= EC_VL) {
+#endif
     TMPL_CAT(FN, _v1)(mr, ROWS_ARGS);
     return;
   }

@@ -140,6 +140,8 @@ typedef struct {
   size_t PHASE;       /* nonzero: tmp starts with V of every tile (phase-parallel split allowed) */
   size_t NRV;         /* the microkernel's one-vector width (0: none): a tail panel of at most NRV output
                        * channels runs NRV columns, not NR (Kpg 72 on 32-wide panels: 80 not 96) */
+  size_t NRH;         /* its half-vector unit (EC_HVL; 0: none): a tail panel runs its width rounded up to
+                       * that, below NR (Kpg 72: 72; Kpg 18: 24 not 32) */
 } f32_winograd_shape;
 
 typedef struct {
@@ -381,8 +383,12 @@ EC_INLINE void f32_winograd_gemm_out(const f32_winograd_shape *s, const f32_wino
           const float *ub = ux + i0 * Cpg + c0 * NR;
           /* whole NR columns past Kpg (U's pad columns are zero, M's rows KB wide: the full-tile stores, not the
            * edge path's masked ones), or one whole vector for a tail that fits one: one vector of FMAs a row
-           * (144ch 56x56 g=2 F(4,3), Kpg 72: 0.90x the layer's time, Zen 4) */
-          const size_t nrp = kb1 - i0 <= s->NRV ? s->NRV : NR;
+           * (144ch 56x56 g=2 F(4,3), Kpg 72: 0.90x the layer's time, Zen 4), or whole half vectors */
+          const size_t tail = kb1 - i0;
+          const size_t nrp = tail >= NR                               ? NR
+                             : s->NRH && EC_ROUND_UP(tail, s->NRH) < NR ? EC_ROUND_UP(tail, s->NRH)
+                             : tail <= s->NRV                         ? s->NRV
+                                                                      : NR;
           for (size_t j0 = 0; j0 < nt; j0 += MR)
             s->uk(EC_MIN(MR, nt - j0), nrp, kc, vx + j0 / MR * pst + c0 * MR, ub, mx + j0 * KB + (i0 - kb0), KB,
                   c0 != 0, NULL);

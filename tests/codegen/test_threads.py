@@ -399,8 +399,8 @@ def test_winograd_phase_split_same_bits(algo, tmp_path):
     x = np.random.default_rng(9).standard_normal((1, 20, 28, 28)).astype(np.float32)
     b = compile_model(path, tmp_path / "p", options=CompileOptions(target="native", threads=3, conv=algo))
     assert all(l["algo"].startswith(algo) for l in b.layers if l["op"] == "Conv"), [l["algo"] for l in b.layers]
-    # PHASE = 1, the shape's field before NRV
-    assert len(re.findall(r", 1u, \d+u\};\n    const f32_winograd_args", (b.dir / "model.c").read_text())) == 3
+    # PHASE = 1, the shape's field before NRV and NRH
+    assert len(re.findall(r", 1u, \d+u, \d+u\};\n    const f32_winograd_args", (b.dir / "model.c").read_text())) == 3
     runner = build_project(b.dir, "native", cflags=STRICT, jobs=2)["runner"]
     got = {t: run_binary(runner, b.target, [x], tmp_path / f"run{t}", threads=t)[0] for t in (1, 2, 3)}
     for t in (2, 3):

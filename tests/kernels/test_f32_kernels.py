@@ -48,7 +48,7 @@ def _test_of(k: kernels.Kernel) -> tuple[str, dict, list[str]]:
         return "test_winograd.c", {"T_M": k.params["m"], "T_IN": k.params["in"], "T_OUT": k.params["out"],
                                    "T_REF_IN": ref.params["in"], "T_REF_OUT": ref.params["out"], "T_UK": gk.name,
                                    "T_MR": gk.params["mr"], "T_NR": gk.params["nr"],
-                                   "T_NRV": gk.params["vl"]}, [ref.file, gk.file]
+                                   "T_NRV": gk.params["vl"], "T_NRH": gk.params.get("hv", 0)}, [ref.file, gk.file]
     kk = k.params["k"][0] if k.params["k"] else 0
     return "test_dwconv.c", {"T_PLANE": k.name, "T_K": kk}, ["f32-dwconv/f32-dwconv-kxk-scalar.c"]
 

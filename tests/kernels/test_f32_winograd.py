@@ -44,7 +44,7 @@ def _sources(k: kernels.Kernel, isa: str, tmp: Path, extra=()) -> Path:
     gk = kernels.gemm_kernel(get_target(GEMM_TARGET[isa]))
     defs = {"T_M": k.params["m"], "T_IN": k.params["in"], "T_OUT": k.params["out"], "T_REF_IN": ref.params["in"],
             "T_REF_OUT": ref.params["out"], "T_UK": gk.name, "T_MR": gk.params["mr"], "T_NR": gk.params["nr"],
-            "T_NRV": gk.params["vl"]}
+            "T_NRV": gk.params["vl"], "T_NRH": gk.params.get("hv", 0)}
     if "outc" in k.params:  # the channel-blocked output transform, on blocks of the isa's vector width
         from edgec.codegen.ops.nchwc import LANES
         defs.update(T_OUTC=k.params["outc"], T_VL=LANES[k.isa], T_INC=f"f32_winograd_inc_{k.tile}__{k.isa}",

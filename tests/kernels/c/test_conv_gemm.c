@@ -124,6 +124,11 @@ int main(int argc, char **argv) {
                 ai % 2};
     fails += run(&p, 4, T_NR * 2, 1, k_acts[ai], 1, (int)(ai / 2) % 2), cases++;
     fails += run(&p, 64, T_NR * 2, 1, k_acts[ai], 0, 0), cases++;
+    /* last panels of NR / 4 and 3 NR / 4 columns: AVX-512's half-vector tails (one ymm; a zmm and a ymm) */
+    for (size_t q = 5; q <= 7; q += 2) {
+      conv_p h = {1, 5, 1, T_NR / 4 * q, T_MR + 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+      fails += run(&h, ai % 2 ? 3 : 64, T_NR * 2, 1, k_acts[ai], (int)(ai + q) % 2, (int)(ai / 2) % 2), cases++;
+    }
   }
   for (size_t v = 0; v < 4; v++) { /* im2col panels packed ahead: stem-like 7x7 s2 and a dilated 3x3, odd
                                       * sizes, many panels per block, ring (one K block) and K blocks */

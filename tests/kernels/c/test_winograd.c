@@ -57,7 +57,7 @@ static void winograd(const conv_p *p, size_t TB, size_t KB, size_t KSPLIT, size_
   const size_t Ho = conv_ho(p), Wo = conv_wo(p), TH = EC_DIV_UP(Ho, T_M), TW = EC_DIV_UP(Wo, T_M);
   const size_t Cpg = p->C / p->G, HP = TH * T_M + 2, Q = TW + 1, threads = 3;
   f32_winograd_shape s = {p->N, p->C, p->H, p->W, p->K, Ho, Wo, p->G, p->PT, p->PL, T_M, TH, TW, HP, Q,
-                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL, T_NRV};
+                          TB, KB, KSPLIT, T_MR, T_NR, KC, T_UK, tin, tout, g_pool != NULL, T_NRV, T_NRH};
   float *xp = falloc(f32_winograd_xp_floats(p->N, p->C, T_M, HP, Q));
   float *tmp = falloc((s.PHASE ? f32_winograd_vall_floats(T_M, p->N, p->G, Cpg, TH * TW, T_MR) : 0) +
                       threads * f32_winograd_tmp_floats(T_M, Cpg, KB, TB, T_MR));
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
     fails += run(&p, 3, 2, 1, 64, k_acts[gi + 3], (gi + 1) % 2, 0), cases++;
   }
   /* many narrow groups: odd channels a group in and out (a tail panel's whole-NR GEMM tile past Kpg, or its
-   * columns only where they fit one vector: T_NRV), up to
+   * columns only where they fit one vector: T_NRV, or whole half vectors: T_NRH), up to
    * 32 groups, 12 a group like 192ch at g=16; K passes, K split and K blocks within a group */
   static const size_t gw[][5] = {{16, 3, 5, 9, 10}, {32, 3, 5, 7, 7}, {8, 13, 17, 12, 12}, {16, 12, 12, 10, 10},
                                  {32, 1, 7, 6, 9}, {4, 7, 33, 11, 8}};
