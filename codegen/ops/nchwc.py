@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgec.codegen import options
 from edgec.codegen.emit import EmitContext
 from edgec.codegen.ir import Node, Tensor
 from edgec.codegen.ops import _par
@@ -125,11 +126,23 @@ def balanced_kt(kb: int, kt: int, chunks: int, threads: int, dense: bool) -> int
     return 3
 
 
-def pass_channels(target, kt: int, union: int, b: int) -> int:
-    """KC: input channels per pass of the 1x1 tiles, so a tile's weights (kt x KC x b floats) fit half of L1 (streamed
-    from L2 once per 6-pixel tile they held 512->1024 at 7x7 to 28 GMAC/s against 37 for the GEMM path)."""
-    half_l1 = target.l1d_bytes // 2
-    return union if 4 * kt * union * b <= half_l1 else max(b, half_l1 // (4 * kt * b) // b * b)
+def pass_channels(target, kt: int, union: int, b: int, mode: str | None = None) -> int:
+    """KC: input channels per pass of the 1x1 tiles. Each pass after the first reloads and stores the tile's
+    accumulators; the weights stream from L2 in order, which the prefetchers follow. So the whole K while a tile's
+    weights (kt x KC x b floats) fit half of L2 (they stay there across the item's tiles), else equal passes within a
+    quarter. On the Zen 4 host passes of half of L1 (the rule before, from Zen 3 measurements of an older tile) ran
+    every dense 1x1 of ResNet-50 0-15% slower and its F(4,3) GEMMs up to 26%. mode (CompileOptions.blk: EDGEC_BLK or
+    a device's learned blocking): kc-whole the whole K, kc-half half of this rule's passes."""
+    mode = options.active().blk if mode is None else mode
+    per = 4 * kt * b  # a tile's weight bytes per input channel
+    if mode == "kc-whole" or union * per <= target.l2_bytes // 2:
+        kc = union
+    else:
+        passes = -(-union * per // max(per, target.l2_bytes // 4))
+        kc = -(-union // passes // b) * b
+    if mode == "kc-half":
+        kc = max(b, -(-kc // 2 // b) * b)
+    return min(kc, union)
 
 
 def emit_conv(node: Node, ctx: EmitContext, g: dict, w: np.ndarray, macs: int) -> str:

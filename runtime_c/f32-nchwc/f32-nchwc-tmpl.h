@@ -330,7 +330,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
 #undef NCHWC_DENSE_KT
     return;
   }
-  /* input channels in passes of KC (the pair's weights for a pass stay in L1), partial sums kept in y */
+  /* input channels in passes of KC (codegen's pass_channels), partial sums kept in y */
   for (size_t c0 = la; c0 < hb; c0 += s->KC) {
     const size_t c1 = EC_MIN(hb, c0 + s->KC);
     f32_nchwc_1x1_run r = {{c0, EC_MIN(c1, EC_MIN(ha, lb)), EC_MAX(c0, lb), EC_MIN(c1, ha), EC_MAX(c0, EC_MAX(ha, lb)), c1},

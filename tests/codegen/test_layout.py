@@ -474,6 +474,34 @@ def test_threads_split_blocked_layers(tmp_path):
     assert r.ok, r.outputs
 
 
+def test_pass_channels_keep_k_whole_while_a_tiles_weights_fit_half_of_l2():
+    from edgec.codegen.ops.nchwc import pass_channels
+    t = dataclasses.replace(get_target("x86_64-avx512"), l2_bytes=1 << 20)
+    assert pass_channels(t, 4, 2048, 16) == 2048  # 4 x 16 floats a channel: 512 KB, half of L2
+    assert pass_channels(t, 4, 2304, 16) == 768  # 576 KB: 3 equal passes within a quarter, whole blocks
+    assert pass_channels(t, 4, 4608, 16) == 928 and 928 % 16 == 0 and 928 * 256 <= (1 << 20) // 4
+    assert pass_channels(t, 4, 4608, 16, "kc-whole") == 4608
+    assert pass_channels(t, 4, 960, 16, "kc-half") == 480
+    assert pass_channels(t, 4, 24, 16, "kc-half") == 16 and pass_channels(t, 2, 7, 8, "kc-half") == 7
+
+
+@needs_vectors
+def test_blocked_1x1_passes_match_onnxruntime(tmp_path):
+    """EDGEC_BLK=kc-half: the blocked 1x1s (and the im2col ones) in several passes over their input channels, the
+    partial sums in the output between them, at 2 threads."""
+    for case in ("mixed", "strided_1x1"):
+        model = CASES[case](tmp_path / f"{case}.onnx")
+        opts = CompileOptions(layout="nchwc", threads=2, blk="kc-half")
+        r = verify(model, out_dir=tmp_path / f"p{case}", cflags=STRICT, threads=2, rtol=1e-4, atol=1e-5, options=opts)
+        assert r.ok, (case, r.outputs)
+        kc = [{l["name"]: l["details"].get("kc", 1) for l in _layers(model, tmp_path / f"{case}-{blk}",
+                                                                      **dataclasses.asdict(opts.with_(blk=blk)))
+               if l["algo"].startswith("conv1x1-nchwc")} for blk in ("auto", "kc-half")]
+        assert kc[0].keys() == kc[1].keys() and any(v > LANES for v in kc[0].values()), kc
+        # whole K by default at these sizes; halved, in passes of whole blocks (one block: no split)
+        assert all(kc[1][n] < kc[0][n] and kc[1][n] % LANES == 0 for n in kc[0] if kc[0][n] > LANES), kc
+
+
 @pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
 @pytest.mark.parametrize("case", ["mixed", "residual_edge", "shuffle_units", "strided_1x1"])
 def test_neon_under_qemu(target, case, tmp_path):
