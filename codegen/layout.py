@@ -549,6 +549,8 @@ def _decide(g: Graph, region: list[Node], target, mode: str) -> dict:
     rec = opts.tuned_for(info["signature"]) if opts.tuned else None
     forced = rec[0].get("layout") if rec is not None else None
     info["wino_forced"] = wino_forced(rec[0].get("wino", "") if rec is not None else "")
+    # the blocked 1x1 kernels' passes (nchwc.pass_channels) a record measured faster for this region's layers
+    info["blk"] = rec[0].get("blk", "") if rec is not None else ""
     if mode in ("nchw", "nchwc"):
         info["blocked"] = mode == "nchwc"
     elif forced in ("nchw", "nchwc"):
@@ -627,6 +629,9 @@ def assign(g: Graph, target, mode: str = "auto") -> Graph:
         if info["blocked"]:
             chosen.update(id(n) for n in r)
             wino.update((id(n), info["wino_forced"]) for n in r if info["wino_forced"])
+            for n in r:  # variants.emit scopes it to each such layer
+                if info["blk"] and kind(n, target) in ("1x1", "im2col", "wino"):
+                    n.attrs = {**n.attrs, "ec_blk": info["blk"]}
         note = info.get("tuned") or (f"layout: {info['learned']}" if "learned" in info else None)
         for n in r:  # --explain: where a device's record or learned constant made the region's choice
             if note:

@@ -338,7 +338,10 @@ def emit(spec, node, ctx) -> str:
     forced, note = rec if rec is not None else ({}, None)
     forced = {k: v for k, v in forced.items() if k in options.PER_LAYER}
     par = forced.pop("par", opts.par if f is not None else "auto")  # EDGEC_PAR: every covered layer
-    if rec is None and f is not None and opts.learned and opts.blk == "auto" and _blk_ok(f, ctx.target):
+    if "blk" not in forced and node.attr("ec_blk"):  # its channel-blocked region's record (codegen/layout.py)
+        forced["blk"] = node.attr("ec_blk")
+    if rec is None and "blk" not in forced and f is not None and opts.learned and opts.blk == "auto" and \
+            _blk_ok(f, ctx.target):
         learned = costmodel.learned_blk()  # the blocking this device's records prefer (costmodel.fit_blk)
         if learned != "auto":
             forced["blk"] = learned

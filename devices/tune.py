@@ -636,6 +636,10 @@ class Tuner:
                 for tile in WINO_TILES:
                     if algo != f"winograd-{tile}":
                         forcings.append((f"layout-nchwc-{shape}:{tile}", f"layout=nchwc;wino={shape}:{tile}"))
+            # blocked, with its 1x1 GEMMs (dense 1x1, strided via im2col, Winograd's) in passes half as long: the
+            # pass size is a cache rule (nchwc.pass_channels) fitted on one core; where passes pay, this says so
+            if job.region.get("has_wino") or "1x1" in job.region.get("class", ""):
+                forcings.append(("layout-nchwc/kc-half", "layout=nchwc;blk=kc-half"))
         else:
             extract_layer(job.node, path)
             vs = variants.candidates(job.node, target, job.facts)
@@ -657,14 +661,17 @@ class Tuner:
                     raise
                 return f"the extracted region does not compile ({e})"
             if job.region is not None:
-                mine = [{"algo": "layout-nchwc" if r["blocked"] else "layout-nchw", "est": r["estimate"],
+                mine = [{"algo": "layout-nchwc" + (f"/{r['blk']}" if r.get("blk") else "") if r["blocked"]
+                         else "layout-nchw", "est": r["estimate"],
                          "wino": r["wino"] if r["blocked"] else [], "forced": r["wino_forced"],
-                         "blocked": r["blocked"]}
+                         "blocked": r["blocked"],
+                         # the passes its blocked 1x1 GEMMs run (a kc-half candidate differs by them alone)
+                         "kc": tuple(l.get("details", {}).get("kc", 0) for l in build.table) if r["blocked"] else ()}
                         for r in getattr(build.graph, "layout_regions", []) if r["signature"] == job.signature]
                 if not mine:
                     return "the extracted region compiles to another signature"
                 est = mine[0]["est"]
-                c.est_ns = est[1] if mine[0]["algo"] == "layout-nchwc" else est[0]
+                c.est_ns = est[1] if mine[0]["algo"].startswith("layout-nchwc") else est[0]
                 if mine[0]["forced"] and mine[0]["algo"] == "layout-nchwc":  # the tiles named by the candidate
                     mine[0]["algo"] += "-" + ",".join(f"{k}:{v.removeprefix('winograd-')}"
                                                       for k, v in sorted(mine[0]["forced"].items()))
@@ -674,7 +681,7 @@ class Tuner:
                 return "the extracted layer compiles to another signature"
             c.algo = mine[0]["algo"]
             # a region's code: its layout and its blocked Winograd convs' algorithms, whatever forced them
-            code = (mine[0]["blocked"], *mine[0]["wino"]) if job.region is not None else c.algo
+            code = (mine[0]["blocked"], mine[0]["kc"], *mine[0]["wino"]) if job.region is not None else c.algo
             allowed = self.kernels.get(job.signature, {}).get(c.name) if names is not None else None
             if allowed is not None and c.name != "default" and c.algo.split("/")[0] not in allowed:
                 # a transferred variant that gives another kernel at this layer's shapes (gspc-tile: T_O=8 there,

@@ -129,7 +129,9 @@ class Record:
         src = "" if self.source == "measured" else f" ({self.source})"
         if self.cls.startswith("region["):  # a channel-blocked region: the layout measured faster
             lay = {"layout-nchwc": "NCHWc", "layout-nchw": "NCHW"}.get(self.algo, self.algo)
-            if self.algo.startswith("layout-nchwc-"):  # a Winograd tile for some of the region's convs too
+            if self.algo.startswith("layout-nchwc/"):  # its blocked 1x1 GEMMs' passes (layout=nchwc;blk=...)
+                lay = f"NCHWc, the 1x1 passes {self.algo.removeprefix('layout-nchwc/')}"
+            elif self.algo.startswith("layout-nchwc-"):  # a Winograd tile for some of the region's convs too
                 lay = "NCHWc, Winograd " + ", ".join(f"F({t[1]},3) on {s}" for s, _, t in
                                                      (x.rpartition(":") for x in
                                                       self.algo.removeprefix("layout-nchwc-").split(",")))

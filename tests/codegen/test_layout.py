@@ -502,6 +502,28 @@ def test_blocked_1x1_passes_match_onnxruntime(tmp_path):
         assert all(kc[1][n] < kc[0][n] and kc[1][n] % LANES == 0 for n in kc[0] if kc[0][n] > LANES), kc
 
 
+@needs_vectors
+def test_a_region_record_sets_its_1x1_passes(tmp_path):
+    """A region's tuning record `layout=nchwc;blk=kc-half` (what edgec tune records when the region ran faster so):
+    that region's blocked 1x1s run in passes half as long (their algorithm named .../kc-half, --explain saying
+    the record), the output still onnxruntime's; without the record, the default passes."""
+    from edgec.codegen.project import emit_model
+    model = strided_1x1(tmp_path / "m.onnx")
+    opts = CompileOptions(layout="nchwc")
+    regs = [r for r in emit_model(model, opts, "p").graph.layout_regions if r["blocked"]]
+    assert len(regs) == 1, regs
+    rec = opts.with_(tuned=((regs[0]["signature"], "layout=nchwc;blk=kc-half", "region measured"),))
+    kc = [{l["name"]: (l["algo"], l["details"].get("kc", 1))
+           for l in _layers(model, tmp_path / k, **dataclasses.asdict(o)) if l["algo"].startswith("conv1x1-nchwc")}
+          for k, o in (("a", opts), ("b", rec))]
+    split = [n for n, (a, v) in kc[0].items() if v > LANES]
+    assert split, kc
+    for n in split:
+        assert kc[1][n][1] < kc[0][n][1] and kc[1][n][0] == kc[0][n][0] + "/kc-half", kc
+    r = verify(model, out_dir=tmp_path / "p", cflags=STRICT, rtol=1e-4, atol=1e-5, options=rec)
+    assert r.ok, r.outputs
+
+
 @pytest.mark.parametrize("target", ["aarch64-neon", "armv7-neon"])
 @pytest.mark.parametrize("case", ["mixed", "residual_edge", "shuffle_units", "strided_1x1"])
 def test_neon_under_qemu(target, case, tmp_path):
