@@ -561,6 +561,7 @@ def test_a_blocked_region_times_the_other_winograd_tile_on_each_conv_shape(env, 
     assert {f"layout-nchwc-{s}:{m}" for s, m in flip.items()} <= {v for v, tr in trials.items() if "ms" in tr}, trials
     assert trials["layout-nchwc"]["rejected"] == "same code as default"  # the estimate's tiles, blocked
     assert "ms" in trials["layout-nchwc/kc-half"], trials  # its 1x1 GEMMs' passes halved (32 -> 16 channels)
+    assert tuningdb.min_gain("layout-nchwc/kc-half") == tuningdb.BLK_MIN_GAIN  # recorded as a blocking is
     with tuningdb.TuningDB() as db:
         (r,) = [x for x in db.records() if x.cls.startswith("region[")]
         if r.algo == "layout-nchwc/kc-half":  # the halved passes won: the record forces them on the region
