@@ -236,17 +236,30 @@ def _stem(n: Node, g: dict, target) -> bool:
 
 
 def merged_groups(g: dict, c: int) -> int:
-    """The groups a grouped conv runs as on blocks of c channels: its own when they are whole blocks, half as many
-    when pairs of them are and they are narrower than two blocks (block-diagonal weights with zeros between: twice
-    the MACs), else 0. Measured on a Zen 5 core (16-channel blocks, 4-layer stacks, 1 thread): pairs of 8- and
-    24-channel groups ran blocked 1.15-1.45x faster than on the NCHW paths (GSPC's multi-group kernel, the NCHW
-    grouped Winograd) on 16ch 32x32 g=2, 32ch 32x32 g=4, 64ch 16x16 g=8, 64ch 56x56 g=8, 128ch 28x28 g=16 and
-    192ch 28x28 g=8; 72-channel groups merged (144ch 56x56 g=2) 1.3x slower than the NCHW grouped F(4,3), and fours
-    of 12 (192ch g=16) no faster than GSPC."""
+    """The groups a grouped conv runs as on blocks of c channels: its own when they are whole blocks, else the
+    fewest of its groups that make whole blocks merged into one (block-diagonal weights), where that merged group
+    is at most 3 blocks wide and the blocked 1x1 running its GEMMs reads at most twice the channels the groups'
+    own would (band_reads), else 0. Measured on a Zen 4 core (16-channel blocks, 4-layer stacks, 1 thread):
+    merged into 48 channels, 192ch 28x28 g=8 (pairs of 24) ran at 0.79x its time as dense block-diagonal GEMMs
+    and g=16 (fours of 12) at 0.60x GSPC's; merged into 144, the maps' few tiles stream each merged group's larger
+    U once per chunk: 576ch 14x14 g=8 / 16 took 1.33x / 1.17x the NCHW F(2,3)'s time, 144ch 56x56 g=2 / 4 / 8
+    1.22x / 1.10x / 1.10x the NCHW F(4,3)'s. Zen 5, dense pairs: 8- and 24-channel groups blocked 1.15-1.45x
+    faster than on the NCHW paths."""
     G, cpg, kpg = g["G"], g["C"] // g["G"], g["K"] // g["G"]
     if cpg % c == 0 and kpg % c == 0:
         return G
-    return G // 2 if G % 2 == 0 and 2 * cpg % c == 0 and 2 * kpg % c == 0 and max(cpg, kpg) < 2 * c else 0
+    s = next((s for s in range(2, G + 1) if G % s == 0 and s * cpg % c == 0 and s * kpg % c == 0), 0)
+    if not s or s * max(cpg, kpg) > 3 * c:
+        return 0
+    return G // s if band_reads(cpg, kpg, s, c) <= 2 else 0
+
+
+def band_reads(cpg: int, kpg: int, s: int, c: int) -> float:
+    """The input channels the blocked 1x1 reads for s merged groups (cpg in, kpg out each) on blocks of c lanes,
+    over the ones their own groups hold: a block reads every channel of the groups its lanes belong to
+    (nchwc.ranges_1x1), so a block straddling two groups reads both. 24-channel groups on 16-lane blocks: 4/3."""
+    from edgec.codegen.ops.nchwc import ranges_1x1
+    return sum(hi - lo for lo, hi in ranges_1x1(s * cpg, s * kpg, s, c)) * c / (s * kpg * cpg)
 
 
 def _wino_choice(g: dict, target):
@@ -411,8 +424,8 @@ def node_cost(n: Node, target) -> tuple[float, float]:
         # no phase packing and channel-lane transforms (f32-winograd-nchwc.h), a fraction of that
         g = geometry(n)
         t = g["N"] * g["K"] * g["C"] // g["G"] * 9 * g["Ho"] * g["Wo"] * costmodel._lc(target, "gemm_mac") / 2
-        # merged pairs of narrow groups at the same share: they measured faster than the NCHW paths despite twice
-        # the MACs (merged_groups)
+        # merged narrow groups at the same share: they measured faster than the NCHW paths despite reading up to
+        # twice the channels (merged_groups)
         return t, t * costmodel._lc(target, "wino_nchwc")
     if k in ("dw", "1x1"):
         return costmodel.layout_node_cost(target, k, c, g=geometry(n))

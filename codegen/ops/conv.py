@@ -93,7 +93,7 @@ def emit(node: Node, ctx: EmitContext) -> str:
         node.attrs[memory.RES_ATTR] = memory.RES_CANDIDATE
     g = geometry(node)
     w = node.inputs[1].const.reshape(g["K"], g["C"] // g["G"], g["KH"], g["KW"]).astype(np.float32)
-    # the layer's own MACs: a conv whose groups layout.merge_groups merged multiplies zeros besides
+    # the layer's own MACs: a conv whose groups layout.merge_groups merged reads some of its neighbours' channels too
     macs = g["N"] * g["K"] * (g["C"] // node.attr("ec_merged_groups", g["G"])) * g["KH"] * g["KW"] * g["Ho"] * g["Wo"]
     if node.outputs[0].block:  # inside a channel-blocked region (codegen/layout.py)
         if not node.inputs[0].block and smallc_kernel(ctx.target, g) is not None:  # a stem writing the region
@@ -130,8 +130,8 @@ def _winograd_choice(node: Node, ctx: EmitContext, g: dict):
     # groups merged for it (layout.merge_groups) or a region record's tile: the layout pass chose
     if node.outputs[0].block and node.attr("ec_blocked_wino"):
         m = node.attr("ec_blocked_wino").removeprefix("winograd-f")[0]
-        why = [f"blocked, {node.attr('ec_merged_groups')} groups merged into {g['G']} of whole blocks (zero "
-               "weights between them)"] if node.attr("ec_merged_groups") else []
+        why = [f"blocked, {node.attr('ec_merged_groups')} groups merged into {g['G']} of whole blocks (each "
+               "block reads its groups' channels)"] if node.attr("ec_merged_groups") else []
         if node.attr("ec_wino_tuned"):
             why.append(f"F({m},3): its region's tuning record")
         return costmodel.Choice(node.attr("ec_blocked_wino"), "; ".join(why) or f"blocked F({m},3)", {})

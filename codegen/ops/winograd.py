@@ -165,10 +165,10 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     path (its grouped Winograd estimate prices the NCHW driver's small per-group GEMMs) Winograd is weighed again as
     that dense conv over N G images, at the blocked driver's share of the NCHW one's time (the layout constant
     wino_nchwc, as layout.node_cost prices it), against the same direct path.
-    groups: half g's groups, each a pair of g's narrow ones making whole blocks (layout.merged_groups: zero weights
-    between them): the blocked driver then runs that many dense convs at twice g's MACs. Chosen whatever the
-    estimate says: it priced them at 0.83-0.96x the NCHW paths' speed where they measured 1.15-1.45x (the cases
-    in merged_groups); it only picks F(2,3) or F(4,3). Where choose() took Winograd for a grouped conv, the tile is
+    groups: fewer than g's, each a few of g's narrow ones merged into whole blocks (layout.merged_groups): the
+    blocked driver then runs that many convs, each block reading its own groups' channels. Chosen whatever the
+    estimate says: it priced dense merged pairs at 0.83-0.96x the NCHW paths' speed where they measured
+    1.15-1.45x (the cases in merged_groups); it only picks F(2,3) or F(4,3). Where choose() took Winograd for a grouped conv, the tile is
     picked again by the blocked estimate (the NCHW one prices phase-packed transforms the blocked driver does not
     run: 384ch 14x14 g=4 / 8 / 16 took F(2,3) there, F(4,3) measured 0.84-0.88x its time; Zen 5)."""
     c = choose(target, g, direct_cols, direct_kind)
@@ -185,7 +185,7 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
                                     blocked=True) for m in (2, 4)}
     est = {m: e["cost"] * share for m, e in at.items()}
     m = min(est, key=lambda k: est[k])
-    if merged:  # pairs of narrow groups: merged whatever the estimate says (layout.merged_groups)
+    if merged:  # narrow groups: merged whatever the estimate says (layout.merged_groups)
         return costmodel.Choice(f"winograd-f{m}3", f"winograd F({m},3) blocked, {g['G']} groups merged into {gb} of "
                                 "whole blocks", {})
     if c.algo != "direct":  # Winograd on the NCHW driver's estimate: F(m,3) as the blocked driver runs it
@@ -300,13 +300,28 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
         raise EdgecError(f"internal: node {node.name}: Winograd cannot run blocked {node.inputs[0].block}/{b} on "
                          f"{wk.name}")
     gg = dict(g, C=C, K=K)
-    kt = nchwc.tile_blocks(t, True)
-    kc = nchwc.pass_channels(t, kt, C, b)
+    # merged groups (layout.merge_groups): the GEMMs run as the grouped 1x1 over the model's own groups, each
+    # block reading only its groups' channels; block-diagonal dense GEMMs computed the zeros between them too
+    # (192ch 28x28 g=8, 24-channel groups on 16-lane blocks: 0.79x the time, Zen 4)
+    sub = int(node.attr("ec_merged_groups", G) or G) // G
+    kt = nchwc.tile_blocks(t, sub == 1)
+    kc = nchwc.pass_channels(t, kt, C, b) if sub == 1 else C
     tt, ks = nchwc_tiles(t, dict(gg, N=g["N"] * G), m, options.active().threads, kt, b)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     uw = transform_weights(w, m)
-    u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}",
-                   np.concatenate([pack_u_blocked(uw[j * K:(j + 1) * K], b).ravel() for j in range(G)]))
+    if sub > 1:  # per merged group and xi the grouped 1x1's weights [K/b][WS][b] (nchwc._pack_1x1)
+        cpg, kpg, a2 = C // sub, K // sub, (m + 2) ** 2
+        parts = []
+        for j in range(G):
+            uj = uw[j * K:(j + 1) * K].reshape(sub, kpg, sub, cpg, a2)
+            own = np.stack([uj[i, :, i] for i in range(sub)]).reshape(K, cpg, a2)  # each group's own inputs
+            parts += [nchwc._pack_1x1(own[:, :, xi], C, K, sub, b) for xi in range(a2)]
+        ws = parts[0].shape[1]
+        u = ctx.weight(f"conv-wino{m}-nchwc{b}-g{sub}:{node.name}", np.concatenate([p.ravel() for p in parts]))
+    else:
+        ws = C
+        u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}",
+                       np.concatenate([pack_u_blocked(uw[j * K:(j + 1) * K], b).ravel() for j in range(G)]))
     zero = ctx.weight(f"zeros:{K}", np.zeros(K, np.float32))
     a2 = (m + 2) ** 2
     per = a2 * (C * tt + 16 + K * tt + 16)  # f32_winograd_nchwc_tmp_floats
@@ -316,7 +331,8 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
              kernel=f"{wk.name} + f32_nchwc_conv1x1__{isa}", tt=tt, ks=ks, kc=kc, why=choice.why,
              **choice.estimates, layout=node.outputs[0].layout)
     shape = _shape_init(gg, "N C H W K Ho Wo PT PL")
-    gemm = (f"{{1u, {C}u, 1u, 1u, {K}u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 0u, 0u, {b}u, 1u, 1u, {kc}u, {C}u, 1u, "
+    gemm = (f"{{1u, {C}u, 1u, 1u, {K}u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 1u, 0u, 0u, {b}u, 1u, {sub}u, "
+            f"{kc}u, {ws}u, 1u, "
             f"{kt}u, 1u, f32_nchwc_conv1x1__{isa}}}")
     return (f"static const f32_winograd_nchwc_shape S = {{{shape}, {m}u, {th}u, {tw}u, {tt}u, {ks}u, {b}u, "
             f"f32_winograd_inc_f{m}3__{wk.isa}, {wk.params['outc']}, {gemm}, {G}u}};\n"

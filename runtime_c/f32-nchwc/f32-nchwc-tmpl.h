@@ -68,20 +68,6 @@ void NCHWC_FN(f32_nchwc_from_blocked)(const f32_nchwc_reorder_shape *s, const fl
   }
 }
 
-/* input channels [c, e) into accumulator column j of a tile of pt pixels: one broadcast of each pixel's input
- * value per weight vector (w: the block's weights for channel c) */
-#define NCHWC_1X1_SEG(j, w, c, e)                                                                                 \
-  for (size_t c_ = (c); c_ < (e);) {                                                                             \
-    const size_t cb_ = c_ / EC_VL, l1_ = EC_MIN((size_t)EC_VL, (e)-cb_ * EC_VL);                                 \
-    const float *xb_ = x + cb_ * HW * EC_VL, *wc_ = (w) + (c_ - (c)) * EC_VL;                                    \
-    for (size_t l_ = c_ % EC_VL; l_ < l1_; l_++, wc_ += EC_VL) {                                                 \
-      const ec_v wv_ = ec_vld(wc_);                                                                              \
-      NCHWC_UNROLL                                                                                               \
-      for (size_t p = 0; p < pt; p++) acc[p][j] = ec_vfma(acc[p][j], ec_vset1(xb_[p * EC_VL + l_]), wv_);       \
-    }                                                                                                            \
-    c_ = cb_ * EC_VL + l1_;                                                                                      \
-  }
-
 /* the tile's pixels NCHWC_PF_DIST blocks ahead: each block of input channels is a plane HW pixels further on,
  * a stride the hardware prefetchers do not follow across tiles (integer arithmetic: the address may lie past the
  * input's end, and a prefetch never faults) */
@@ -124,50 +110,6 @@ EC_NOINLINE void NCHWC_FN(f32_nchwc_1x1_epi)(const f32_nchwc_conv_args *a, float
     NCHWC_UNROLL                                                                                                 \
     for (size_t p = 0; p < pt; p++) ec_vst(y + j * ystride + p * EC_VL, acc[p][j]);                              \
   }
-
-#ifndef NCHWC_1X1_RUN
-#define NCHWC_1X1_RUN
-/* one contiguous run of input channels for blocks A and B: A alone reads [seg[0], seg[1]), both [seg[2], seg[3]),
- * B alone [seg[4], seg[5]); wa, wb: the blocks' weight rows for channels la, lb */
-typedef struct {
-  size_t seg[6], la, lb;
-  const float *wa, *wb;
-} f32_nchwc_1x1_run;
-#endif
-
-/* pt pixels x kt (1 or 2) output blocks A, B over nr runs of input channels; constants after inlining, so the
- * accumulators stay in registers */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_tile)(const float *x, const float *bias, float *y, size_t HW, const size_t pt,
-                                              const size_t kt2, const f32_nchwc_1x1_run *runs, size_t nr, int first) {
-  const size_t ystride = HW * EC_VL, kt = EC_MIN(kt2, (size_t)2); /* 1 or 2 blocks here */
-  ec_v acc[NCHWC_PT][2];
-  NCHWC_UNROLL
-  for (size_t p = 0; p < pt; p++) acc[p][0] = acc[p][1] = ec_vzero(); /* kt is not a constant here */
-  NCHWC_1X1_ACC_INIT()
-  for (size_t r = 0; r < nr; r++) {
-    const size_t *seg = runs[r].seg, la = runs[r].la, lb = runs[r].lb;
-    const float *wa = runs[r].wa, *wb = runs[r].wb;
-    NCHWC_1X1_SEG(0, wa + (seg[0] - la) * EC_VL, seg[0], seg[1])
-    if (kt > 1) {
-      for (size_t c = seg[2]; c < seg[3];) { /* both blocks: one broadcast, two FMAs */
-        const size_t cb = c / EC_VL, l1 = EC_MIN((size_t)EC_VL, seg[3] - cb * EC_VL);
-        const float *xb = x + cb * HW * EC_VL;
-        for (size_t l = c % EC_VL; l < l1; l++) {
-          const ec_v w0 = ec_vld(wa + (cb * EC_VL + l - la) * EC_VL), w1 = ec_vld(wb + (cb * EC_VL + l - lb) * EC_VL);
-          NCHWC_UNROLL
-          for (size_t p = 0; p < pt; p++) {
-            const ec_v xv = ec_vset1(xb[p * EC_VL + l]);
-            acc[p][0] = ec_vfma(acc[p][0], xv, w0);
-            acc[p][1] = ec_vfma(acc[p][1], xv, w1);
-          }
-        }
-        c = cb * EC_VL + l1;
-      }
-      NCHWC_1X1_SEG(1, wb + (seg[4] - lb) * EC_VL, seg[4], seg[5])
-    }
-  }
-  NCHWC_1X1_ACC_STORE()
-}
 
 /* The same tile for a dense conv (one group: every block reads every channel of the pass [c0, c1), c0 a whole
  * block), kt <= 4 blocks wstride floats apart from w (channel 0's rows): whole blocks with the lane loop unrolled
@@ -215,15 +157,87 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_tile)(const float *x, const float *w
   NCHWC_1X1_ACC_STORE()
 }
 
-/* the pixels [p0, p1) of a tile row over the given runs */
-EC_INLINE void NCHWC_FN(f32_nchwc_1x1_row)(const f32_nchwc_conv_args *a, const float *x, const float *bias,
-                                             float *y, const float *res, size_t HW, const size_t kt, size_t p0,
-                                             size_t p1, const f32_nchwc_1x1_run *runs, size_t nr, int first,
-                                             int last) {
+#ifndef NCHWC_1X1_SEGS
+#define NCHWC_1X1_SEGS
+/* a segment of input channels [c0, c1) of a grouped 1x1 tile, read by its blocks [ja, ja + nb); w[j]: block
+ * ja + j's weight row for channel c0 */
+typedef struct {
+  size_t c0, c1, ja, nb;
+  const float *w[2];
+} f32_nchwc_1x1_seg;
+#endif
+
+/* channel c of segment g into blocks [JA, JA + NB) of the tile: NB weight rows, pt broadcasts */
+#define NCHWC_BAND_CH(g, JA, NB, c, l)                                                                            \
+  {                                                                                                              \
+    ec_v v_[2];                                                                                                  \
+    NCHWC_UNROLL                                                                                                 \
+    for (size_t j = 0; j < (NB); j++) v_[j] = ec_vld((g)->w[j] + ((c) - (g)->c0) * EC_VL);                      \
+    NCHWC_UNROLL                                                                                                 \
+    for (size_t p = 0; p < pt; p++) {                                                                            \
+      const ec_v xv_ = ec_vset1(xb[p * EC_VL + (l)]);                                                            \
+      NCHWC_UNROLL                                                                                               \
+      for (size_t j = 0; j < (NB); j++) acc[p][(JA) + j] = ec_vfma(acc[p][(JA) + j], xv_, v_[j]);                \
+    }                                                                                                            \
+  }
+
+/* one segment with constant JA and NB, so every accumulator index is a constant: partial blocks channel by
+ * channel, whole ones with the lanes unrolled (the dense tile's form) */
+#define NCHWC_BAND_SEG(JA, NB)                                                                                    \
+  case (JA) * 8 + (NB): {                                                                                        \
+    if ((JA) + (NB) > kt) break; /* no such run in a tile of kt blocks: the case compiles away */               \
+    size_t c = g->c0;                                                                                            \
+    for (; c < g->c1 && (c % EC_VL || c + EC_VL > g->c1); c++) {                                                 \
+      const float *xb = x + c / EC_VL * HW * EC_VL;                                                              \
+      NCHWC_BAND_CH(g, JA, NB, c, c % EC_VL)                                                                     \
+    }                                                                                                            \
+    for (; c + EC_VL <= g->c1; c += EC_VL) {                                                                     \
+      const float *xb = x + c / EC_VL * HW * EC_VL;                                                              \
+      NCHWC_UNROLL                                                                                               \
+      for (size_t l = 0; l < EC_VL; l++) NCHWC_BAND_CH(g, JA, NB, c + l, l)                                      \
+    }                                                                                                            \
+    for (; c < g->c1; c++) {                                                                                     \
+      const float *xb = x + c / EC_VL * HW * EC_VL;                                                              \
+      NCHWC_BAND_CH(g, JA, NB, c, c % EC_VL)                                                                     \
+    }                                                                                                            \
+    break;                                                                                                       \
+  }
+
+/* pt pixels x kt (1 or 2) blocks of a grouped 1x1 over the segments its blocks' channel ranges make (a band: block
+ * j reads [lo_j, hi_j), both non-decreasing in j); pt and kt constants after inlining. The run tile above, its
+ * lanes a loop with per-run bounds, held a merged pair of 24-channel groups (the blocked Winograd's GEMMs) to
+ * 0.92x the time of the dense tile computing their zeros too. */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_band_tile)(const float *x, const float *bias, float *y, size_t HW,
+                                                   const size_t pt, const size_t kt, const f32_nchwc_1x1_seg *sg,
+                                                   size_t ns, int first) {
+  const size_t ystride = HW * EC_VL;
+  ec_v acc[NCHWC_PT][2];
+  NCHWC_1X1_ACC_INIT()
+  for (const f32_nchwc_1x1_seg *g = sg; g < sg + ns; g++) {
+    switch (g->ja * 8 + g->nb) {
+      NCHWC_BAND_SEG(0, 1)
+      NCHWC_BAND_SEG(0, 2)
+      NCHWC_BAND_SEG(1, 1)
+    default: break;
+    }
+  }
+  NCHWC_1X1_ACC_STORE()
+}
+
+/* the pixels [p0, p1) of a band tile row */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_band_row)(const f32_nchwc_conv_args *a, const float *x, const float *bias,
+                                                  float *y, const float *res, size_t HW, const size_t kt, size_t p0,
+                                                  size_t p1, const f32_nchwc_1x1_seg *sg, size_t ns, int first,
+                                                  int last) {
   size_t p = p0;
   for (; p + NCHWC_PT <= p1; p += NCHWC_PT)
-    NCHWC_FN(f32_nchwc_1x1_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, NCHWC_PT, kt, runs, nr, first);
-  for (; p < p1; p++) NCHWC_FN(f32_nchwc_1x1_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, 1, kt, runs, nr, first);
+    NCHWC_FN(f32_nchwc_1x1_band_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, NCHWC_PT, kt, sg, ns, first);
+  /* the last 1-5 pixels: a tile of 3, then single pixels (fewer instances of the unrolled tile to compile) */
+  if (p + 3 <= p1) {
+    NCHWC_FN(f32_nchwc_1x1_band_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, 3, kt, sg, ns, first);
+    p += 3;
+  }
+  for (; p < p1; p++) NCHWC_FN(f32_nchwc_1x1_band_tile)(x + p * EC_VL, bias, y + p * EC_VL, HW, 1, kt, sg, ns, first);
   if (last)
     NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, HW * EC_VL, kt, (p1 - p0) * EC_VL);
 }
@@ -269,44 +283,64 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_dense_row)(const f32_nchwc_conv_args *a, c
   NCHWC_FN(f32_nchwc_1x1_epi)(a, y + p0 * EC_VL, res ? res + p0 * EC_VL : NULL, YHW * EC_VL, kt, (p1 - p0) * EC_VL);
 }
 
+/* blocks [k, k + kt) of a grouped 1x1 over pixels [p0, p1) of image n's x, y, res. Block j reads [lo_j, hi_j) (the
+ * groups of its first and last real lanes; lo and hi are non-decreasing in j, groups being contiguous): the
+ * channel axis splits at every lo and hi into segments, each read by one block or both. With a shuffled input
+ * (IS > 1: the input holds the channels of the shuffle's input, a channel c of the conv's being input channel
+ * (c % IS) * (C/IS) + c / IS) each segment is IS runs of input channels, one per shuffle group, weight rows in
+ * run order. */
+EC_INLINE void NCHWC_FN(f32_nchwc_1x1_band)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
+                                              const float *x, const float *bias, float *y, const float *res, size_t HW,
+                                              size_t k, const size_t kt, size_t p0, size_t p1) {
+  size_t lo[2] = {0, 0}, hi[2] = {0, 0}, e[4], ne = 0;
+  for (size_t j = 0; j < kt; j++) f32_nchwc_1x1_range(s, k + j, &lo[j], &hi[j]);
+  for (size_t i = 0, j = 0; i < kt || j < kt;) { /* merge the sorted lo and hi, without repeats */
+    const size_t v = j == kt || (i < kt && lo[i] <= hi[j]) ? lo[i++] : hi[j++];
+    if (ne == 0 || e[ne - 1] != v) e[ne++] = v;
+  }
+  const float *w0 = a->w + k * s->WS * EC_VL;
+  const size_t G = s->IS > 1 ? s->IS : 1, cs = s->C / G;
+  /* input channels in passes of KC (codegen's pass_channels; one pass with a shuffled input), partial sums in y */
+  const size_t kc = G > 1 ? hi[kt - 1] - lo[0] : s->KC;
+  for (size_t c0 = lo[0]; c0 < hi[kt - 1]; c0 += kc) {
+    const size_t c1 = EC_MIN(hi[kt - 1], c0 + kc);
+    f32_nchwc_1x1_seg sg[3 * NCHWC_MAX_RUNS];
+    size_t ns = 0, rows[2] = {0, 0}; /* weight rows used so far (shuffled input: runs in order) */
+    for (size_t r = 0; r < G; r++)
+      for (size_t i = 0; i + 1 < ne; i++) {
+        const size_t s0 = EC_MAX(e[i], c0), s1 = EC_MIN(e[i + 1], c1);
+        size_t ja = 0, jb = kt;
+        while (ja < kt && hi[ja] <= e[i]) ja++; /* the first block still reading at e[i] */
+        while (jb > ja && lo[jb - 1] > e[i]) jb--;
+        if (s0 >= s1 || ja == jb) continue;
+        /* the conv's channels c = m G + r of [s0, s1): input channels r cs + m, m in [(s0 + G-1 - r) / G, ...) */
+        const size_t m0 = (s0 + G - 1 - r) / G, m1 = (s1 + G - 1 - r) / G;
+        if (m0 == m1) continue;
+        f32_nchwc_1x1_seg *g = &sg[ns++];
+        g->c0 = G > 1 ? r * cs + m0 : s0, g->c1 = G > 1 ? r * cs + m1 : s1, g->ja = ja, g->nb = jb - ja;
+        for (size_t j = ja; j < jb; j++) {
+          g->w[j - ja] = w0 + ((j * s->WS) + (G > 1 ? rows[j] : s0 - lo[j])) * EC_VL;
+          rows[j] += m1 - m0;
+        }
+      }
+    if (kt > 1) /* kt a constant: the accumulators stay in registers */
+      NCHWC_FN(f32_nchwc_1x1_band_row)(a, x, bias, y, res, HW, 2, p0, p1, sg, ns, c0 == lo[0], c1 == hi[1]);
+    else
+      NCHWC_FN(f32_nchwc_1x1_band_row)(a, x, bias, y, res, HW, 1, p0, p1, sg, ns, c0 == lo[0], c1 == hi[0]);
+  }
+}
+
 /* output blocks [k, k + kt) of image n over pixels [p0, p1); a dense conv takes kt <= 4 blocks, the others kt <= 2
- * (the codegen's KT). Block A = k reads [la, ha), B = k + 1
- * reads [lb, hb) (la <= lb, ha <= hb: groups are contiguous): A alone takes [la, min(ha, lb)), both take
- * [lb, ha), B alone [max(ha, lb), hb); whole-block groups split by a group edge have no common part, a block
- * straddling two groups reads both (its other lanes' weights are zero). With a shuffled input (IS > 1: the
- * input holds the channels of the shuffle's input, a channel c of the conv's being input channel
- * (c % IS) * (C/IS) + c / IS) a range is IS runs, one per shuffle group, each split the same way. */
+ * (the codegen's KT) */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, const f32_nchwc_conv_args *a,
                                                 size_t n, size_t k, const size_t kt, size_t p0, size_t p1) {
   const size_t HW = s->Ho * s->Wo, YHW = s->YHW, kb = EC_DIV_UP(s->K, (size_t)EC_VL);
-  size_t la, ha, lb = 0, hb = 0;
-  f32_nchwc_1x1_range(s, k, &la, &ha);
-  if (kt > 1) f32_nchwc_1x1_range(s, k + 1, &lb, &hb);
-  else lb = hb = ha;
-  const float *x = a->x + n * EC_DIV_UP(s->C, (size_t)EC_VL) * HW * EC_VL;
-  const float *wa = a->w + k * s->WS * EC_VL, *wb = kt > 1 ? wa + s->WS * EC_VL : wa;
+  const float *x = a->x + n * EC_DIV_UP(s->C, (size_t)EC_VL) * HW * EC_VL, *wa = a->w + k * s->WS * EC_VL;
   const float *bias = a->bias + k * EC_VL;
   const size_t yoff = (n * kb + k) * YHW * EC_VL; /* YHW = HW but for a dense conv's rows */
   float *y = a->y + yoff;
   const float *res = a->res ? a->res + yoff : NULL;
-  if (s->IS > 1) { /* one pass: the runs of each shuffle group, weight rows in run order */
-    f32_nchwc_1x1_run runs[NCHWC_MAX_RUNS];
-    const size_t G = s->IS, cs = s->C / G;
-    size_t ra = 0, rb = 0; /* weight rows used so far */
-    for (size_t i = 0; i < G; i++) {
-      /* channels c = j * G + i of [lo, hi) are input channels i * cs + j, j in [(lo + G-1 - i) / G, (hi + G-1 - i) / G) */
-      const size_t a0 = i * cs + (la + G - 1 - i) / G, a1 = i * cs + (ha + G - 1 - i) / G;
-      const size_t b0 = kt > 1 ? i * cs + (lb + G - 1 - i) / G : a1, b1 = kt > 1 ? i * cs + (hb + G - 1 - i) / G : a1;
-      f32_nchwc_1x1_run *r = &runs[i];
-      r->seg[0] = a0, r->seg[1] = EC_MIN(a1, b0), r->seg[2] = EC_MAX(a0, b0), r->seg[3] = a1;
-      r->seg[4] = EC_MAX(a1, b0), r->seg[5] = b1;
-      r->la = a0, r->lb = b0, r->wa = wa + ra * EC_VL, r->wb = wb + rb * EC_VL;
-      ra += a1 - a0, rb += b1 - b0;
-    }
-    NCHWC_FN(f32_nchwc_1x1_row)(a, x, bias, y, res, HW, kt, p0, p1, runs, G, 1, 1);
-    return;
-  }
-  if (s->G == 1) { /* dense: every block reads [0, C) */
+  if (s->G == 1 && s->IS <= 1) { /* dense: every block reads [0, C) */
     /* the residual in the output's own buffer (added before the activation): the first pass starts from it */
     const int acc_out = res != NULL && a->res == a->y && a->res_before_act;
     if (acc_out) res = NULL;
@@ -330,14 +364,7 @@ EC_INLINE void NCHWC_FN(f32_nchwc_1x1_blocks)(const f32_nchwc_conv_shape *s, con
 #undef NCHWC_DENSE_KT
     return;
   }
-  /* input channels in passes of KC (codegen's pass_channels), partial sums kept in y */
-  for (size_t c0 = la; c0 < hb; c0 += s->KC) {
-    const size_t c1 = EC_MIN(hb, c0 + s->KC);
-    f32_nchwc_1x1_run r = {{c0, EC_MIN(c1, EC_MIN(ha, lb)), EC_MAX(c0, lb), EC_MIN(c1, ha), EC_MAX(c0, EC_MAX(ha, lb)), c1},
-                           la, lb, wa, wb};
-    if (kt == 1) r.seg[1] = EC_MIN(c1, ha);
-    NCHWC_FN(f32_nchwc_1x1_row)(a, x, bias, y, res, HW, kt, p0, p1, &r, 1, c0 == la, c1 == hb);
-  }
+  NCHWC_FN(f32_nchwc_1x1_band)(s, a, x, bias, y, res, HW, k, kt, p0, p1);
 }
 
 /* item = (n, KT output blocks, chunk of PC pixels) */

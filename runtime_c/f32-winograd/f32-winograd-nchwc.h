@@ -21,7 +21,9 @@ typedef struct {
   size_t CB;        /* channels a block (the vector's lanes) */
   f32_winograd_inc_fn tin;
   f32_winograd_out_fn tout; /* an outc transform */
-  f32_nchwc_conv_shape gemm; /* the dense 1x1 over the tiles: C, K, KC, WS = C, KT, fn; the rest set per item */
+  f32_nchwc_conv_shape gemm; /* the 1x1 over the tiles: C, K, G, KC, WS, KT, fn; the rest set per item. Dense
+                              * (G = 1, WS = C), or grouped where G of the model's groups were merged into one of
+                              * whole blocks (codegen/layout.py merge_groups: each block reads its groups' channels) */
   size_t G; /* groups: C and K count one group's channels, whole blocks; an image's groups' blocks follow one
              * another, so group g of image n is "image" n G + g of a dense conv with group g's weights */
 } f32_winograd_nchwc_shape;
@@ -29,7 +31,7 @@ typedef struct {
 typedef struct {
   const float *x;
   float *y;
-  const float *u;    /* [G][alpha^2][K/CB][C][CB] */
+  const float *u;    /* [G][alpha^2][K/CB][gemm.WS][CB]: per xi the 1x1's weights */
   const float *zero; /* K zeros: the GEMMs' bias */
   const float *bias; /* G K floats, or NULL */
   const float *res;
@@ -68,11 +70,11 @@ static inline void f32_winograd_nchwc_item(const f32_winograd_nchwc_shape *s, co
   g.N = 1, g.H = g.Ho = 1, g.W = g.Wo = nt, g.YHW = nt, g.PC = nt;
   const ec_act none = {EC_ACT_NONE, 0.0f, 0.0f};
   for (size_t xi = 0; xi < a2; xi++) {
-    const float *u = a->u + (grp * a2 + xi) * kbn * s->C * CB;
+    const float *u = a->u + (grp * a2 + xi) * kbn * s->gemm.WS * CB;
     f32_nchwc_conv_args ga = {V + xi * VS, Mm + xi * MS, u, a->zero, NULL, 0, none, NULL};
     for (size_t q = q0; q < q1; q++) { /* one pixel chunk: item q is output blocks q*KT.. */
       /* after this range of U[xi]'s blocks comes the same range of U[xi + 1]'s: its weights are prefetched */
-      ga.wn = q + 1 < q1 || xi + 1 == a2 ? NULL : u + (kbn + q0 * s->gemm.KT) * s->C * CB;
+      ga.wn = q + 1 < q1 || xi + 1 == a2 ? NULL : u + (kbn + q0 * s->gemm.KT) * s->gemm.WS * CB;
       g.fn(&g, &ga, q);
     }
   }

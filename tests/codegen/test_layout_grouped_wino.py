@@ -45,8 +45,10 @@ def test_merged_groups():
     assert merged_groups(_geom(128, 4), 16) == 4  # whole blocks: as they are
     assert merged_groups(_geom(128, 16), 16) == 8  # 8 a group: pairs
     assert merged_groups(_geom(192, 8), 16) == 4  # 24: pairs of 48
-    assert merged_groups(_geom(192, 16), 16) == 0  # 12: pairs are not whole blocks
-    assert merged_groups(_geom(144, 2), 16) == 0  # 72: too wide to double the MACs
+    assert merged_groups(_geom(192, 16), 16) == 4  # 12: fours of 48
+    assert merged_groups(_geom(144, 2), 16) == 0  # 72: pairs of 144, too wide
+    assert merged_groups(_geom(576, 16), 16) == 0  # 36: fours of 144, too wide
+    assert merged_groups(_geom(96, 16), 16) == 0  # 6: eights of 48, each block reading 3 groups: 10/3 the reads
     assert merged_groups(_geom(24, 3), 16) == 0  # 8 a group, an odd count: no pairs
     assert merged_groups(dict(_geom(96, 4), K=64), 16) == 2  # 24 in, 16 out a group: inputs need pairs
     assert merged_groups(dict(_geom(128, 4), K=32), 16) == 0  # 32 in (whole, wide), 8 out

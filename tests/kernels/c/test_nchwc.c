@@ -48,13 +48,14 @@ static void test_reorder(size_t N, size_t C, size_t HW) {
 static const ec_act ACTS[] = {{EC_ACT_NONE, 0, 0}, {EC_ACT_RELU, 0, 0}, {EC_ACT_HARD_SWISH, 0, 0},
                               {EC_ACT_CLIP, -0.5f, 0.5f}, {EC_ACT_SIGMOID, 0, 0}, {EC_ACT_HARD_SIGMOID, 0.2f, 0.5f}};
 
-static size_t dense_kt = 2;
+static size_t dense_kt = 2, grouped_kt = 2;
 
 /* 1x1 (dense or grouped, groups of any width) or depthwise conv; weights/bias packed as the emitter does */
 static void test_conv(int dw, size_t N, size_t C, size_t K, size_t H, size_t W, size_t KH, size_t KW, size_t S,
                       size_t D, size_t P, size_t pc, int ai, int res, int before, size_t G, size_t KC, size_t IS) {
-  /* output blocks per tile: a dense 1x1 takes dense_kt (2, or 3-4 where the codegen picks it), the others 2 */
-  const size_t KT = !dw && G == 1 && IS <= 1 ? dense_kt : 2;
+  /* output blocks per tile: a dense 1x1 takes dense_kt (2, or 3-4 where the codegen picks it), a grouped one
+   * grouped_kt (the band tile: 1-2), a shuffled input 2 */
+  const size_t KT = dw || IS > 1 ? 2 : G == 1 ? dense_kt : grouped_kt;
   f32_nchwc_conv_shape s = {N, C, H, W, K, 0, 0, KH, KW, S, S, D, D, P, P, LANES, pc, G, KC, 0, IS, KT, 0, NULL};
   s.Ho = (H + 2 * P - ((KH - 1) * D + 1)) / S + 1, s.Wo = (W + 2 * P - ((KW - 1) * D + 1)) / S + 1;
   s.YHW = s.Ho * s.Wo;
@@ -240,16 +241,25 @@ int main(int argc, char **argv) {
     test_im2col_conv(1, C, 4 * LANES, 9, 7, 3, 3, 2, 1, 1, 5, (int)((ci + 1) % 6), 1, 4);
     test_im2col_conv(1, C, LANES + 1, 8, 8, 1, 1, 2, 1, 0, 3, (int)((ci + 2) % 6), (int)(ci % 2), 2);
     test_im2col_conv(2, C, 3 * LANES, 13, 10, 3, 3, 2, 2, 2, 1, (int)((ci + 3) % 6), 0, 4);
-    for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
-      test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
-                (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES, 0);
-    /* groups that are not whole blocks (ShuffleNet: 24->112, 136->136, 272->272 in 4 groups): blocks straddling
-     * a group edge, a group narrower than a block, input ranges starting mid-block; one pass or several */
     static const size_t PG[][3] = {{24, 112, 4}, {136, 136, 4}, {20, 36, 4}, {9, 15, 3}, {30, 10, 5}, {12, 12, 6}};
     const size_t *pg = PG[ci];
-    for (size_t hw = 0; hw < 2; hw++)
-      test_conv(0, 1 + hw, pg[0], pg[1], hw ? 7 : 13, hw ? 5 : 11, 1, 1, 1, 1, 0, hw ? 12 : 30, (int)((ci + hw) % 6),
-                (int)(hw + ci) % 2, (int)(ci % 2), pg[2], hw ? LANES + 3 : 0, 0);
+    for (grouped_kt = 1; grouped_kt <= 2; grouped_kt++) { /* band tiles of 1-2 blocks */
+      for (size_t g = 2; g <= 3; g++) /* grouped 1x1: 1 to 3 blocks per group, pairs split by group edges */
+        test_conv(0, 1, g * (ci % 3 + 1) * LANES, g * (ci % 2 + 1) * LANES, 7, 5, 1, 1, 1, 1, 0, 12, (int)(ci % 6),
+                  (int)(g % 2), 1, g, g == 2 ? LANES : 2 * LANES, 0);
+      /* groups that are not whole blocks (ShuffleNet: 24->112, 136->136, 272->272 in 4 groups): blocks straddling
+       * a group edge, a group narrower than a block, input ranges starting mid-block; one pass or several */
+      for (size_t hw = 0; hw < 2; hw++)
+        test_conv(0, 1 + hw, pg[0], pg[1], hw ? 7 : 13, hw ? 5 : 11, 1, 1, 1, 1, 0, hw ? 12 : 30,
+                  (int)((ci + hw) % 6), (int)(hw + ci) % 2, (int)(ci % 2), pg[2], hw ? LANES + 3 : 0, 0);
+      /* the blocked Winograd's merged groups: 2 of 1.5 blocks, 4 of 0.75 (blocks reading 1-2 groups), 3 of 5
+       * channels past a block; pixel counts with a 1-5 pixel tail */
+      static const size_t MG[][2] = {{3 * LANES, 2}, {3 * LANES, 4}, {3 * (LANES + 5), 3}};
+      const size_t *mg = MG[ci % 3];
+      test_conv(0, 1, mg[0], mg[0], 1, 6 * (ci % 3) + 1 + ci, 1, 1, 1, 1, 0, 6 * (ci % 3) + 1 + ci, (int)(ci % 6),
+                0, 0, mg[1], 0, 0);
+    }
+    grouped_kt = 2;
     /* the input of a fused channel shuffle (ShuffleNet: 4 groups), with the conv's groups or without */
     for (size_t is = 2; is <= 4; is++)
       if (pg[0] % is == 0)
