@@ -1,7 +1,7 @@
 """Grouped 3x3 convs with whole channel blocks a group run blocked as one dense Winograd conv per group
 (f32-winograd-nchwc.h, G): two images, a residual Add and biases, 1 and 3 threads, against onnxruntime and the NCHW
 build (layout=nchw runs the NCHW grouped driver). Groups that are not whole blocks run merged (layout.merge_groups:
-block-diagonal weights over fewer groups of whole blocks)."""
+block-diagonal weights over fewer groups of whole blocks, the GEMMs on the grouped 1x1's band tile)."""
 
 from __future__ import annotations
 
@@ -65,13 +65,13 @@ def test_merge_chosen(tmp_path):
     assert all(la["macs"] == 2 * 192 * 24 * 9 * 28 * 28 for la in convs)  # the layer's own, not the zeros'
 
 
-@pytest.mark.parametrize("groups,blocks", [(2, 2), (3, 2), (4, 0.5), (2, 1.5)])
+@pytest.mark.parametrize("groups,blocks", [(2, 2), (3, 2), (4, 0.5), (2, 1.5), (4, 0.75)])
 def test_grouped_winograd_blocked_matches_onnxruntime(groups, blocks, tmp_path):
     t = get_target("native")
     b = block_width(t)
     if not b:
         pytest.skip("this target has no channel-blocked kernels")
-    c = int(groups * blocks * b)  # blocks a group: 0.5 and 1.5 run merged (pairs into whole blocks)
+    c = int(groups * blocks * b)  # blocks a group: 0.5 and 1.5 run merged (pairs into whole blocks), 0.75 in fours
     path = _model(tmp_path / "m.onnx", c, groups)
     x = np.random.default_rng(9).standard_normal((2, c, 15, 15)).astype(np.float32)
     want = onnxruntime_outputs(path, {"x": x})[1][0]
