@@ -57,12 +57,19 @@ def test_merged_groups():
 
 def test_merge_chosen(tmp_path):
     """192 channels in 8 groups (24 a group) on 28x28 maps run merged into 4 groups of 48 on the blocked driver
-    (measured 0.70x the NCHW grouped Winograd's time on a Zen 5 core). Code only, for a fixed target."""
+    (measured 0.70x the NCHW grouped Winograd's time on a Zen 5 core), their GEMMs on the band tile; 8-channel
+    groups in pairs on the dense tile. Code only, for a fixed target."""
     path = _model(tmp_path / "m.onnx", 192, 8, hw=28)
     bld = compile_model(path, tmp_path / "out", build=False, options=CompileOptions(target="x86_64-avx512", threads=1))
     convs = [la for la in bld.layers if la["op"] == "Conv"]
     assert all("nchwc" in la["algo"] and "merged into 4" in la["details"]["why"] for la in convs), convs
     assert all(la["macs"] == 2 * 192 * 24 * 9 * 28 * 28 for la in convs)  # the layer's own, not the zeros'
+    assert all("-6x32-" in la["algo"] for la in convs), convs  # the grouped 1x1's band tile: 2 blocks
+    # pairs of 8 channels: each 16-lane block reads both groups whole, so the dense 4-block tile runs them
+    path = _model(tmp_path / "p.onnx", 128, 16, hw=28)
+    bld = compile_model(path, tmp_path / "p", build=False, options=CompileOptions(target="x86_64-avx512", threads=1))
+    convs = [la for la in bld.layers if la["op"] == "Conv"]
+    assert all("merged into 8" in la["details"]["why"] and "-6x64-" in la["algo"] for la in convs), convs
 
 
 @pytest.mark.parametrize("groups,blocks", [(2, 2), (3, 2), (4, 0.5), (2, 1.5), (4, 0.75)])
