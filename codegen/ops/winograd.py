@@ -168,9 +168,10 @@ def choose_blocked(target, g: dict, direct_cols: int, direct_kind: str, groups: 
     groups: fewer than g's, each a few of g's narrow ones merged into whole blocks (layout.merged_groups): the
     blocked driver then runs that many convs, each block reading its own groups' channels. Chosen whatever the
     estimate says: it priced dense merged pairs at 0.83-0.96x the NCHW paths' speed where they measured
-    1.15-1.45x (the cases in merged_groups); it only picks F(2,3) or F(4,3). Where choose() took Winograd for a grouped conv, the tile is
-    picked again by the blocked estimate (the NCHW one prices phase-packed transforms the blocked driver does not
-    run: 384ch 14x14 g=4 / 8 / 16 took F(2,3) there, F(4,3) measured 0.84-0.88x its time; Zen 5)."""
+    1.15-1.45x (the cases in merged_groups); it only picks F(2,3) or F(4,3). Where choose() took Winograd for a
+    grouped conv, the tile is picked again by the blocked estimate (the NCHW one prices phase-packed transforms
+    the blocked driver does not run: 384ch 14x14 g=4 / 8 / 16 took F(2,3) there, F(4,3) measured 0.84-0.88x its
+    time; Zen 5)."""
     c = choose(target, g, direct_cols, direct_kind)
     merged = groups is not None and groups != g["G"]
     if options.active().conv != "auto" or (not merged and (g["G"] == 1 or c.why == "tuning database")):
