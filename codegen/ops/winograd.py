@@ -314,8 +314,9 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
     tt, ks = nchwc_tiles(t, dict(gg, N=g["N"] * G), m, options.active().threads, kt, b)
     th, tw = -(-g["Ho"] // m), -(-g["Wo"] // m)
     uw = transform_weights(w, m)
+    a2 = (m + 2) ** 2
     if sub > 1:  # per merged group and xi the grouped 1x1's weights [K/b][WS][b] (nchwc._pack_1x1)
-        cpg, kpg, a2 = C // sub, K // sub, (m + 2) ** 2
+        cpg, kpg = C // sub, K // sub
         parts = []
         for j in range(G):
             uj = uw[j * K:(j + 1) * K].reshape(sub, kpg, sub, cpg, a2)
@@ -328,7 +329,6 @@ def _emit_nchwc(node, ctx, g: dict, w: np.ndarray, macs: int, choice: costmodel.
         u = ctx.weight(f"conv-wino{m}-nchwc{b}:{node.name}",
                        np.concatenate([pack_u_blocked(uw[j * K:(j + 1) * K], b).ravel() for j in range(G)]))
     zero = ctx.weight(f"zeros:{K}", np.zeros(K, np.float32))
-    a2 = (m + 2) ** 2
     per = a2 * (C * tt + 16 + K * tt + 16)  # f32_winograd_nchwc_tmp_floats
     tmp = ctx.scratch(kernels.SCRATCH_THREADS * per * 4)
     ctx.require(wk.file, "f32-winograd/f32-winograd.h", "f32-winograd/f32-winograd-nchwc.h")

@@ -204,7 +204,7 @@ typedef struct {
   }
 
 /* pt pixels x kt (1 or 2) blocks of a grouped 1x1 over the segments its blocks' channel ranges make (a band: block
- * j reads [lo_j, hi_j), both non-decreasing in j); pt and kt constants after inlining. The run tile above, its
+ * j reads [lo_j, hi_j), both non-decreasing in j); pt and kt constants after inlining. The tile it replaced, its
  * lanes a loop with per-run bounds, held a merged pair of 24-channel groups (the blocked Winograd's GEMMs) to
  * 0.92x the time of the dense tile computing their zeros too. */
 EC_INLINE void NCHWC_FN(f32_nchwc_1x1_band_tile)(const float *x, const float *bias, float *y, size_t HW,
