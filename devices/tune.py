@@ -487,6 +487,23 @@ def _qdq_conv(node, path: Path) -> Path:
 
 # -- measuring ---------------------------------------------------------------------------------------
 
+def _keep_kernel(forced: str, trials: list[dict], forcing_of: dict[str, str]) -> str:
+    """A blocking or partitioning variant's forced fields plus the kernel choice it was timed with: the trial
+    that gave the default's code names it (conv=winograd-f43 on a 3x3 layer). Otherwise the constants learned
+    from the records could move the cost model's pick at compile time and pair the blocking with a kernel never
+    timed under it."""
+    if not forced:
+        return forced
+    have = {kv.split("=", 1)[0] for kv in forced.split(";")}
+    for t in trials:
+        twin = forcing_of.get(t["variant"], "")
+        key = twin.split("=", 1)[0]
+        if t.get("rejected") == "same code as default" and twin and ";" not in twin and key not in have \
+                and key not in ("par", "blk"):
+            forced, have = f"{forced};{twin}", have | {key}
+    return forced
+
+
 @dataclass
 class Candidate:
     name: str
@@ -709,7 +726,7 @@ class Tuner:
         trials = [{"variant": c.name, "algo": c.algo, **({"ms": round(c.ms, 5)} if c.ms is not None else {}),
                    **({"est_ns": round(c.est_ns, 1)} if c.est_ns is not None else {}),
                    **({"rejected": c.rejected} if c.rejected else {})} for c in cands]
-        variant, forced = best.name, best.forced
+        variant, forced = best.name, _keep_kernel(best.forced, trials, {c.name: c.forced for c in cands})
         if job.region is not None:  # a region's record always names its layout: a later learned scale may move
             lay, _, wino = best.algo.removeprefix("layout-").partition("-")  # the estimate's pick
             variant, forced = best.algo, f"layout={lay}" + (f";wino={wino}" if wino else "")
@@ -1121,9 +1138,11 @@ class Tuner:
             return None
         best = min(timed, key=lambda t: t["ms"])
         vs = variants.candidates(job.node, get_target(self.device.target), job.facts)
-        forced = dict(variants.forcings(vs, job.facts, self.threads)).get(best["variant"])
+        forcing_of = dict(variants.forcings(vs, job.facts, self.threads))
+        forced = forcing_of.get(best["variant"])
         if not forced:  # a variant of a registry since changed
             return None
+        forced = _keep_kernel(forced, rec.trials, forcing_of)
         return {"variant": best["variant"], "algo": best["algo"], "forced": forced,
                 "alone_speedup": round(rec.default_ms / best["ms"], 3)}
 

@@ -268,6 +268,30 @@ def test_compile_uses_the_records_and_no_tuning_ignores_them(tuned_a, env, model
     assert not any("tuned" in l for l in json.loads(out)["layers"])
 
 
+def test_a_blocking_record_keeps_the_kernel_it_was_timed_with():
+    """A blocking (or partitioning) variant forces its field only; the record adds the kernel choice whose trial
+    gave the default's code, so the constants learned from the records cannot swap the kernel under it."""
+    from edgec.devices.tune import _keep_kernel
+
+    trials = [{"variant": "default", "algo": "winograd-f43-6x16-avx2", "ms": 1.0},
+              {"variant": "direct", "algo": "gemm-6x16-avx2", "ms": 1.3},
+              {"variant": "winograd-f43", "algo": "winograd-f43-6x16-avx2", "rejected": "same code as default"},
+              {"variant": "winograd-f63", "algo": "winograd-f63-6x16-avx2", "rejected": "wrong output (1 LSB)"},
+              {"variant": "par-cols", "algo": "winograd-f43-6x16-avx2", "rejected": "same code as default"},
+              {"variant": "blk-kc-whole", "algo": "winograd-f43-6x16-avx2", "rejected": "same code as default"},
+              {"variant": "blk-nc-half", "algo": "winograd-f43-6x16-avx2/nc-half", "ms": 0.8}]
+    forcing_of = {"direct": "conv=direct", "winograd-f43": "conv=winograd-f43", "winograd-f63": "conv=winograd-f63",
+                  "par-cols": "par=cols", "blk-kc-whole": "blk=kc-whole", "blk-nc-half": "blk=nc-half",
+                  "direct+par-cols": "conv=direct;par=cols"}
+    assert _keep_kernel("blk=nc-half", trials, forcing_of) == "blk=nc-half;conv=winograd-f43"
+    assert _keep_kernel("par=cols", trials, forcing_of) == "par=cols;conv=winograd-f43"
+    assert _keep_kernel("conv=direct", trials, forcing_of) == "conv=direct"  # a kernel variant names its own
+    assert _keep_kernel("conv=direct;par=cols", trials, forcing_of) == "conv=direct;par=cols"
+    assert _keep_kernel("", trials, forcing_of) == ""  # the default won: nothing forced
+    # no twin of the default timed (a layer without kernel variants): the blocking alone
+    assert _keep_kernel("blk=nc-half", trials[:2] + trials[-1:], forcing_of) == "blk=nc-half"
+
+
 def test_records_of_another_fingerprint_are_not_used(tuned_a, env, models, tmp_path):
     n = sum(1 for r in tuned_a["report"]["layers"] if "record" in r)  # the conv, the region, maybe the dw layer
     rc, out, err = run_cli("tune", "--export", str(tmp_path / "mine.json"))
